@@ -1,0 +1,347 @@
+"""Frozen dataclasses that cross the engine boundary.
+
+Offsets in `Hit.match_spans` and `ExpandedFrom.hit_start/hit_end` are CHARACTER offsets (Python string
+indices) into `Hit.content`; `SearchResponse.to_json()` converts spans to UTF-8 byte offsets, groove's unit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+
+# ---------------------------------------------------------------- parsing / indexing
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk as the Markdown parser cuts it (before it is stored)."""
+
+    index: int
+    heading: str | None
+    level: int | None  # 2 or 3 for heading chunks, None for the preamble
+    content: str
+    context: str | None  # breadcrumb "Title > Parent > Heading" (stored only in contextual mode)
+    token_count: int  # floor(utf8 bytes / 4), groove's estimator
+    quality_score: float
+    line: int  # 1-based line in the file where the chunk's heading (or text) starts
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    path: str  # KB-relative, '/' separators
+    title: str | None
+    topic: str | None
+    category: str | None
+    depth: str | None
+    tags: tuple[str, ...]
+    date: str | None
+    chunks: tuple[Chunk, ...]
+    warnings: tuple[str, ...] = ()  # e.g. "invalid frontmatter: ..." (the document is still indexed)
+
+
+@dataclass(frozen=True, slots=True)
+class FileIssue:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexProgress:
+    """Reported through `Engine.index(progress=...)`."""
+
+    phase: Literal["scan", "fulltext", "embed", "done"]
+    done: int
+    total: int
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    skipped: tuple[FileIssue, ...] = ()
+    degraded: tuple[FileIssue, ...] = ()  # indexed, but with a warning (e.g. broken frontmatter)
+    metadata_only: int = 0  # of `updated`: chunks identical, only the document row changed
+    chunks: int = 0  # chunks in the index after the run
+    embedded: int = 0  # chunks embedded by this run
+    pending_embeddings: int = 0  # chunks still without a vector (interrupted or cancelled phase two)
+    seconds: float = 0.0
+    fulltext_seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "renamed": self.renamed,
+            "deleted": self.deleted,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "degraded": [{"path": s.path, "reason": s.reason} for s in self.degraded],
+            "metadata_only": self.metadata_only,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "pending_embeddings": self.pending_embeddings,
+            "seconds": round(self.seconds, 3),
+            "fulltext_seconds": round(self.fulltext_seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    documents: int
+    chunks: int
+    model: str
+    dim: int | None
+    index_path: str
+    index_bytes: int
+    last_indexed: str | None
+    pending_embeddings: int
+    context_mode: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "model": self.model,
+            "dim": self.dim,
+            "index_path": self.index_path,
+            "index_bytes": self.index_bytes,
+            "last_indexed": self.last_indexed,
+            "pending_embeddings": self.pending_embeddings,
+            "context_mode": self.context_mode,
+        }
+
+
+# ---------------------------------------------------------------- searching
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """Per-call settings. Defaults match DESIGN.md; `Engine.default_params()` applies groove.toml."""
+
+    limit: int = 10
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+    mmr_same_doc_penalty: float = 0.0
+    parent_retriever: bool = False
+    reranker: str | None = None  # catalog name or local ONNX directory; None = no reranking
+    path_globs: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    date_from: str | None = None
+    date_to: str | None = None
+    category: str | None = None
+    topic: str | None = None
+    min_quality: float | None = None  # None = the [quality_filter] threshold; 0 disables
+    min_confidence_ratio: float | None = None  # None = [search] min_confidence_ratio
+    explain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandedFrom:
+    """What the parent retriever merged into a hit's content."""
+
+    kind: Literal["adjacent", "whole_document"]
+    from_index: int | None = None  # adjacent: first and last chunk_index merged (inclusive)
+    to_index: int | None = None
+    total_chunks: int | None = None  # whole_document
+    hit_start: int = 0  # character range of the hit chunk's own text inside the expanded content
+    hit_end: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "whole_document":
+            return {"kind": "whole_document", "total_chunks": self.total_chunks}
+        return {"kind": "adjacent", "from_index": self.from_index, "to_index": self.to_index}
+
+
+@dataclass(frozen=True, slots=True)
+class MMRTrace:
+    pick: int  # 1-based selection order
+    relevance: float  # min-max normalised score
+    max_similarity: float
+    penalty: float
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class HitTrace:
+    """Why a hit is where it is, stage by stage (filled with SearchParams(explain=True))."""
+
+    vector_rank: int | None = None  # 1-based rank in the vector leg, None if it did not find the chunk
+    vector_distance: float | None = None
+    fts_rank: int | None = None
+    fts_bm25: float | None = None
+    rrf_vector: float | None = None  # this leg's RRF term
+    rrf_fts: float | None = None
+    rrf_score: float | None = None
+    rrf_rank: int | None = None
+    rerank_score: float | None = None
+    rerank_rank: int | None = None
+    mmr: MMRTrace | None = None
+    parent: str | None = None  # human-readable description of the merge
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "vector": None
+            if self.vector_rank is None
+            else {"rank": self.vector_rank, "distance": _num(self.vector_distance)},
+            "fts": None if self.fts_rank is None else {"rank": self.fts_rank, "bm25": _num(self.fts_bm25)},
+            "rrf": {
+                "vector_term": _num(self.rrf_vector),
+                "fts_term": _num(self.rrf_fts),
+                "score": _num(self.rrf_score),
+                "rank": self.rrf_rank,
+            },
+        }
+        if self.rerank_score is not None:
+            out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
+        if self.mmr is not None:
+            m = self.mmr
+            out["mmr"] = {
+                "pick": m.pick,
+                "relevance": _num(m.relevance),
+                "max_similarity": _num(m.max_similarity),
+                "penalty": _num(m.penalty),
+                "value": _num(m.value),
+            }
+        if self.parent is not None:
+            out["parent"] = self.parent
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk_id: int
+    document_id: int
+    path: str
+    title: str | None
+    heading: str | None
+    level: int | None
+    chunk_index: int
+    topic: str | None
+    category: str | None
+    date: str | None
+    tags: tuple[str, ...]
+    content: str  # the chunk text, or the parent retriever's expansion
+    score: float  # RRF sum, or the raw reranker score when a reranker ran
+    line: int = 1  # 1-based line of the chunk in its file (for opening an editor)
+    match_spans: tuple[Span, ...] | None = None  # characters into `content`; None = not computed
+    expanded_from: ExpandedFrom | None = None
+    context: str | None = None
+    trace: HitTrace | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "score": _f32(self.score),
+            "path": self.path,
+            "title": self.title,
+            "heading": self.heading,
+            "topic": self.topic,
+            "date": self.date,
+            "tags": list(self.tags),
+            "content": self.content,
+        }
+        if self.match_spans is not None:
+            out["match_spans"] = [{"start": s, "end": e} for s, e in byte_spans(self.content, self.match_spans)]
+        if self.expanded_from is not None:
+            out["expanded_from"] = self.expanded_from.to_json()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class QueryInfo:
+    """The compiled query, as the explain views show it."""
+
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    match_expr: str | None
+    positive_text: str
+    bigram_expr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResponse:
+    results: tuple[Hit, ...]
+    low_confidence: bool
+    filter_applied: Mapping[str, Any]
+    timings_ms: Mapping[str, float]
+    query: QueryInfo
+    pending_embeddings: int = 0  # chunks that had no vector yet (phase two of indexing still running)
+    reranked: bool = False
+    warnings: tuple[str, ...] = ()
+    explain: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "results": [h.to_json() for h in self.results],
+            "low_confidence": self.low_confidence,
+            "filter_applied": dict(self.filter_applied),
+        }
+        if self.explain:
+            out["explain"] = {
+                "query": {
+                    "include": list(self.query.include),
+                    "exclude": list(self.query.exclude),
+                    "match_expr": self.query.match_expr,
+                    "bigram_expr": self.query.bigram_expr,
+                    "positive_text": self.query.positive_text,
+                },
+                "pending_embeddings": self.pending_embeddings,
+                "reranked": self.reranked,
+                "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+                "hits": [
+                    {"path": h.path, "heading": h.heading, "chunk_index": h.chunk_index,
+                     **(h.trace.to_json() if h.trace else {})}
+                    for h in self.results
+                ],
+            }
+        return out
+
+    def to_json(self) -> str:
+        """groove's response shape (§D.9), pretty-printed like serde_json."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def byte_spans(text: str, spans: tuple[Span, ...] | list[Span]) -> list[tuple[int, int]]:
+    """Convert sorted character spans into UTF-8 byte spans with one running pass over `text`."""
+    out: list[tuple[int, int]] = []
+    char_pos = byte_pos = 0
+    for span in spans:
+        if span.start < char_pos:  # not sorted: restart the running count
+            char_pos = byte_pos = 0
+        byte_pos += len(text[char_pos : span.start].encode("utf-8"))
+        start = byte_pos
+        byte_pos += len(text[span.start : span.end].encode("utf-8"))
+        char_pos = span.end
+        out.append((start, byte_pos))
+    return out
+
+
+def _f32(x: float) -> float:
+    """Round like an f32 printed with shortest round-trip digits (serde's output)."""
+    if not math.isfinite(x):
+        return x
+    import numpy as np
+
+    return float(repr(np.float32(x)).removeprefix("np.float32(").removesuffix(")"))
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None else float(x)
