@@ -27,6 +27,7 @@ class Chunk:
     token_count: int  # floor(utf8 bytes / 4), groove's estimator
     quality_score: float
     line: int  # 1-based line in the file where the chunk's heading (or text) starts
+    part: int = 0  # 0, or 1.. for the continuation chunks of a section split at the size cap
 
 
 @dataclass(frozen=True, slots=True)
