@@ -1,0 +1,23 @@
+"""Errors the engine raises. Each carries a message fit to show a user as is."""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base class of every error the engine reports to its callers."""
+
+
+class IndexError_(EngineError):
+    """The index cannot be used as it is (wrong model, corrupt, unreadable)."""
+
+
+class ModelMismatch(IndexError_):
+    """The index was built with another embedding model."""
+
+
+class SearchCancelled(EngineError):
+    """The caller's cancel event was set; the search stopped between or inside stages."""
+
+
+class KBError(EngineError):
+    """The knowledge base path is missing or not a directory."""
