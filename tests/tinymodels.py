@@ -47,7 +47,9 @@ def _tokenizer() -> Tokenizer:
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()  # also splits CJK into characters
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=SPECIAL_TOKENS, min_frequency=1)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=400, special_tokens=SPECIAL_TOKENS, min_frequency=1, show_progress=False
+    )
     tok.train_from_iterator(CORPUS, trainer=trainer)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(

