@@ -1,0 +1,443 @@
+"""Pure functions that turn engine data into Rich `Text`: sanitising, span clamping, snippet windows,
+detail highlighting, explain traces.
+
+Offsets are CHARACTER offsets (Python string indices) into `Hit.content`, as the engine promises. Every
+transformation here is length-preserving (one character in, one character out) so spans stay valid on the
+displayed string. Document text is never parsed as markup: everything is built with `Text(...)` and
+`Text.stylize`, never `Text.from_markup`.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.cells import get_character_cell_size
+from rich.style import Style
+from rich.text import Text
+
+from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
+
+ELLIPSIS = "…"
+REPLACEMENT = "\ufffd"
+
+# ---------------------------------------------------------------- sanitising
+
+
+def _build_table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for c in range(0x20):
+        if c in (0x09, 0x0A):  # keep tab and newline
+            continue
+        table[c] = chr(0x2400 + c)  # Unicode "Control Pictures": ␀ ␁ … ␛ … (one cell, visible)
+    table[0x7F] = "\u2421"  # ␡
+    for c in range(0x80, 0xA0):  # C1 controls (CSI 0x9B among them)
+        table[c] = REPLACEMENT
+    # bidirectional overrides/isolates can reorder what the reader sees
+    for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+        table[c] = REPLACEMENT
+    return table
+
+
+_SANITISE = _build_table()
+
+
+def sanitize(text: str) -> str:
+    """Replace C0/C1 controls (except newline and tab), DEL and bidi overrides with visible placeholders.
+
+    Length-preserving, so character offsets computed on the original stay valid on the result. ESC becomes
+    ␛, so an ANSI sequence shows as ``␛[31m`` instead of colouring the terminal.
+    """
+    return text.translate(_SANITISE)
+
+
+def one_line(text: str) -> str:
+    """Sanitise and flatten whitespace controls to spaces (length-preserving)."""
+    return sanitize(text).replace("\n", " ").replace("\t", " ")
+
+
+def plain(text: str | None) -> Text:
+    """User/document text as a literal, sanitised Text (for cells, titles and labels)."""
+    return Text(one_line(text or ""))
+
+
+# ---------------------------------------------------------------- spans
+
+
+def merge_spans(spans: Iterable[Span | tuple[int, int]] | None, length: int) -> list[tuple[int, int]]:
+    """Clamp spans to [0, length], drop empty ones, sort, and merge overlapping or touching spans."""
+    if not spans:
+        return []
+    out: list[tuple[int, int]] = []
+    items = []
+    for s in spans:
+        start, end = (s.start, s.end) if isinstance(s, Span) else s
+        start, end = max(0, min(int(start), length)), max(0, min(int(end), length))
+        if end > start:
+            items.append((start, end))
+    for start, end in sorted(items):
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def hit_range(hit: Hit) -> tuple[int, int]:
+    """The hit chunk's own text inside `content` (all of it unless the parent retriever expanded it)."""
+    n = len(hit.content)
+    ef = hit.expanded_from
+    if ef is None:
+        return 0, n
+    start = max(0, min(ef.hit_start, n))
+    end = max(start, min(ef.hit_end, n))
+    if end == start == 0 and ef.hit_end == 0:  # not filled in: treat the whole content as the hit
+        return 0, n
+    return start, end
+
+
+def expanded_ranges(hit: Hit) -> list[tuple[int, int]]:
+    """The merged neighbours: the parts of `content` outside [hit_start, hit_end)."""
+    if hit.expanded_from is None:
+        return []
+    n = len(hit.content)
+    start, end = hit_range(hit)
+    return [r for r in ((0, start), (end, n)) if r[1] > r[0]]
+
+
+# ---------------------------------------------------------------- grapheme-safe cutting
+
+
+def _joins_previous(text: str, i: int) -> bool:
+    """True when text[i] must stay with text[i-1] (combining mark, ZWJ sequence, variation selector)."""
+    if i <= 0 or i >= len(text):
+        return False
+    ch = text[i]
+    cp = ord(ch)
+    if unicodedata.combining(ch) or cp == 0x200D or 0xFE00 <= cp <= 0xFE0F or 0x1F3FB <= cp <= 0x1F3FF:
+        return True
+    if 0xE0020 <= cp <= 0xE007F:  # tag characters (flag sequences)
+        return True
+    return text[i - 1] == "\u200d"
+
+
+def safe_start(text: str, i: int) -> int:
+    i = max(0, min(i, len(text)))
+    while i > 0 and _joins_previous(text, i):
+        i -= 1
+    return i
+
+
+def safe_end(text: str, i: int) -> int:
+    i = max(0, min(i, len(text)))
+    while i < len(text) and _joins_previous(text, i):
+        i += 1
+    return i
+
+
+def advance_cells(text: str, start: int, cells: int) -> int:
+    """The index where `cells` terminal cells starting at `start` end (never splitting a grapheme)."""
+    used = 0
+    i = start
+    n = len(text)
+    while i < n:
+        w = get_character_cell_size(text[i])
+        if used + w > cells:
+            break
+        used += w
+        i += 1
+    return safe_end(text, i)
+
+
+# ---------------------------------------------------------------- snippets
+
+
+def snippet_window(content: str, spans: Sequence[tuple[int, int]], width: int, *,
+                   default_start: int = 0) -> tuple[int, int]:
+    """Choose the window of about `width` cells that contains the most match spans.
+
+    Candidates start a little before each span (a fifth of the width as lead-in); ties go to the earliest
+    window. Without spans the window starts at `default_start` (the hit's own text). Cuts never split a
+    grapheme (combining marks, ZWJ emoji). Returns character offsets (start, end).
+    """
+    n = len(content)
+    if n == 0 or width <= 0:
+        return 0, 0
+    lead = max(0, width // 5)
+    candidates: list[int] = []
+    if spans:
+        for s, _e in spans:
+            ws = s
+            back = 0
+            while ws > 0 and back + get_character_cell_size(content[ws - 1]) <= lead:
+                back += get_character_cell_size(content[ws - 1])
+                ws -= 1
+            candidates.append(safe_start(content, ws))
+    else:
+        candidates.append(safe_start(content, default_start))
+    best: tuple[int, int, int] | None = None  # (count, -start, start)
+    best_window = (0, 0)
+    for ws in candidates:
+        we = advance_cells(content, ws, width)
+        if we >= n and ws > 0:  # at the end: pull the window back so it is full
+            ws = _back_cells(content, n, width)
+            we = n
+        count = sum(1 for s, e in spans if s >= ws and e <= we) if spans else 0
+        partial = sum(1 for s, e in spans if s < we and e > ws) if spans else 0
+        key = (count, partial, -ws)
+        if best is None or key > best:
+            best = key
+            best_window = (ws, we)
+    return best_window
+
+
+def _back_cells(text: str, end: int, cells: int) -> int:
+    used = 0
+    i = end
+    while i > 0:
+        w = get_character_cell_size(text[i - 1])
+        if used + w > cells:
+            break
+        used += w
+        i -= 1
+    return safe_start(text, i)
+
+
+def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse",
+                 expanded_style: Style | str | None = None) -> Text:
+    """One flattened, sanitised snippet of `hit.content` around its best-matching part, spans highlighted."""
+    content = hit.content
+    spans = merge_spans(hit.match_spans, len(content))
+    hs, _he = hit_range(hit)
+    ws, we = snippet_window(content, spans, width, default_start=hs)
+    body = one_line(content[ws:we])
+    prefix = ELLIPSIS if ws > 0 else ""
+    suffix = ELLIPSIS if we < len(content) else ""
+    text = Text(prefix + body + suffix)
+    off = len(prefix) - ws
+    if expanded_style is not None:
+        for s, e in expanded_ranges(hit):
+            s2, e2 = max(s, ws), min(e, we)
+            if e2 > s2:
+                text.stylize_before(expanded_style, s2 + off, e2 + off)
+    for s, e in spans:
+        s2, e2 = max(s, ws), min(e, we)
+        if e2 > s2:
+            text.stylize(match_style, s2 + off, e2 + off)
+    return text
+
+
+def detail_text(hit: Hit, match_style: Style | str = "bold reverse",
+                expanded_style: Style | str | None = "on grey23") -> Text:
+    """The full content, sanitised, the merged neighbours shaded and every match span highlighted."""
+    content = sanitize(hit.content)
+    text = Text(content, tab_size=4)
+    if expanded_style is not None:
+        for s, e in expanded_ranges(hit):
+            text.stylize_before(expanded_style, s, e)
+    for s, e in merge_spans(hit.match_spans, len(content)):
+        text.stylize(match_style, s, e)
+    return text
+
+
+# ---------------------------------------------------------------- hit rows
+
+
+def fmt_score(score: float) -> str:
+    if not math.isfinite(score):
+        return str(score)
+    if abs(score) >= 100:
+        return f"{score:.1f}"
+    return f"{score:.4f}"
+
+
+def hit_title(hit: Hit) -> Text:
+    """`path › heading` as literal text."""
+    t = Text(one_line(hit.path), style="bold")
+    if hit.heading:
+        t.append(" › ", style="dim")
+        t.append(one_line(hit.heading))
+    if hit.expanded_from is not None:
+        t.append("  [+context]", style="italic dim")  # literal text, not markup
+    return t
+
+
+def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
+            match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None,
+            dim: bool = False) -> Text:
+    """Two lines: rank, score, [marker,] path › heading; then the snippet (indented)."""
+    head = Text()
+    head.append(f"{rank:>3} ", style="bold")
+    head.append(f"{fmt_score(hit.score):>8} ", style="dim")
+    if marker is not None:
+        head.append_text(marker)
+        head.append(" ")
+    head.append_text(hit_title(hit))
+    snip = snippet_text(hit, max(10, width - 6), match_style, expanded_style)
+    row = Text()
+    row.append_text(head)
+    row.append("\n     ")
+    row.append_text(snip)
+    if dim:
+        row.stylize("dim")
+    return row
+
+
+def gone_row(hit: Hit, other_rank: int, width: int, marker: Text) -> Text:
+    row = Text()
+    row.append("  - ", style="dim")
+    row.append(f"{'':>8} ")
+    row.append_text(marker)
+    row.append(" ")
+    row.append_text(hit_title(hit))
+    row.append(f"  (#{other_rank} there)")
+    row.stylize("dim")
+    return row
+
+
+# ---------------------------------------------------------------- response summary
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return ", ".join(str(x) for x in v)
+    return str(v)
+
+
+def filters_text(filter_applied: Mapping[str, Any]) -> str:
+    parts = []
+    for k, v in filter_applied.items():
+        if v in (None, False, (), [], ""):
+            continue
+        parts.append(f"{k}={_fmt_value(v)}" if v is not True else k)
+    return "; ".join(parts)
+
+
+def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold yellow") -> Text:
+    """A one-line summary: hit count, time, low-confidence flag, filters, pending embeddings, warnings."""
+    t = Text()
+    n = len(resp.results)
+    t.append(f"{n} hit{'s' if n != 1 else ''}")
+    total = resp.timings_ms.get("total") if resp.timings_ms else None
+    if total is None and resp.timings_ms:
+        total = sum(resp.timings_ms.values())
+    if total is not None:
+        t.append(f" · {total:.0f} ms", style="dim")
+    if resp.reranked:
+        t.append(" · reranked", style="dim")
+    if resp.low_confidence:
+        t.append("  ⚠ low confidence", style=warn_style)
+    f = filters_text(resp.filter_applied)
+    if f:
+        t.append("  filters: ", style="dim")
+        t.append(one_line(f))
+    if resp.pending_embeddings > 0:
+        t.append(f"  ⏳ {resp.pending_embeddings} chunks awaiting embeddings (vector leg partial)", style=warn_style)
+    for w in resp.warnings:
+        t.append("  ⚠ ", style=warn_style)
+        t.append(one_line(w))
+    return t
+
+
+# ---------------------------------------------------------------- explain
+
+
+def _num(v: float | None, digits: int = 4) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return f"{v:.{digits}f}"
+
+
+def _rank(v: int | None) -> str:
+    return "—" if v is None else f"#{v}"
+
+
+def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
+                 *, rank: int | None = None, head_style: Style | str = "bold underline") -> Text:
+    """The compiled query and the focused hit's trace, stage by stage."""
+    t = Text()
+
+    def head(label: str) -> None:
+        if t:
+            t.append("\n")
+        t.append(label, style=head_style)
+        t.append("\n")
+
+    def row(label: str, value: str | Text) -> None:
+        t.append(f"  {label:<16}", style="dim")
+        if isinstance(value, Text):
+            t.append_text(value)
+        else:
+            t.append(one_line(value))
+        t.append("\n")
+
+    if query is not None:
+        head("Query")
+        row("include", " | ".join(query.include) or "—")
+        row("exclude", " | ".join(query.exclude) or "—")
+        row("positive text", query.positive_text or "—")
+        row("match_expr", query.match_expr or "—")
+        row("bigram_expr", query.bigram_expr or "—")
+    if hit is None:
+        head("Hit")
+        t.append("  no hit focused\n", style="dim")
+    else:
+        head(f"Hit {'#' + str(rank) if rank else ''}".strip())
+        row("path", hit.path)
+        row("heading", hit.heading or "—")
+        row("chunk", f"index {hit.chunk_index} · id {hit.chunk_id} · line {hit.line}")
+        row("final score", fmt_score(hit.score))
+        tr: HitTrace | None = hit.trace
+        if tr is None:
+            t.append("  no trace (search without explain)\n", style="dim")
+        else:
+            head("1 · Vector leg")
+            row("rank", _rank(tr.vector_rank))
+            row("distance", _num(tr.vector_distance))
+            head("2 · Full-text leg")
+            row("rank", _rank(tr.fts_rank))
+            row("bm25", _num(tr.fts_bm25))
+            head("3 · RRF fusion")
+            row("vector term", _num(tr.rrf_vector, 6))
+            row("fts term", _num(tr.rrf_fts, 6))
+            row("score", _num(tr.rrf_score, 6))
+            row("fused rank", _rank(tr.rrf_rank))
+            head("4 · Reranker")
+            if tr.rerank_score is None:
+                row("", "off (not run)")
+            else:
+                row("score", _num(tr.rerank_score))
+                row("rank", _rank(tr.rerank_rank))
+            head("5 · MMR")
+            if tr.mmr is None:
+                row("", "off (not run)")
+            else:
+                m = tr.mmr
+                row("pick", f"#{m.pick}")
+                row("relevance", _num(m.relevance))
+                row("max similarity", _num(m.max_similarity))
+                row("penalty", _num(m.penalty))
+                row("value", _num(m.value))
+            head("6 · Parent retriever")
+            if tr.parent is None and hit.expanded_from is None:
+                row("", "no merge")
+            else:
+                row("merge", tr.parent or "")
+                ef = hit.expanded_from
+                if ef is not None:
+                    if ef.kind == "adjacent":
+                        row("chunks", f"{ef.from_index}–{ef.to_index}")
+                    else:
+                        row("whole document", f"{ef.total_chunks} chunks")
+                    row("hit range", f"chars {ef.hit_start}–{ef.hit_end} of {len(hit.content)}")
+    if timings:
+        head("Timings (ms)")
+        for k, v in timings.items():
+            row(str(k), f"{v:.2f}")
+    t.rstrip()
+    return t

@@ -1,0 +1,239 @@
+"""Unit tests of the pure rendering helpers (offsets, sanitising, snippets, highlights)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, strategies as st
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+
+from groove_tui.engine.types import ExpandedFrom, Hit, HitTrace, MMRTrace, QueryInfo, SearchResponse, Span
+from groove_tui.tui import render
+
+
+def mkhit(content: str, spans=(), expanded: ExpandedFrom | None = None, **kw) -> Hit:
+    base = dict(chunk_id=1, document_id=1, path="notes/a.md", title="A", heading="Intro", level=2,
+                chunk_index=0, topic=None, category=None, date=None, tags=(), content=content, score=0.5)
+    base.update(kw)
+    return Hit(**base, match_spans=tuple(Span(s, e) for s, e in spans) if spans is not None else None,
+               expanded_from=expanded)
+
+
+def styled(text: Text, style: str | Style) -> list[str]:
+    """The substrings of `text` that carry `style` (by span)."""
+    want = Style.parse(style) if isinstance(style, str) else style
+    return [text.plain[s.start:s.end] for s in sorted(text.spans, key=lambda s: s.start)
+            if s.style == want or s.style == str(want)]
+
+
+MATCH = Style(bold=True, color="red")
+EXP = Style(bgcolor="blue")
+
+# ---------------------------------------------------------------- sanitising
+
+
+def test_sanitize_keeps_newline_and_tab_replaces_controls():
+    s = "a\x1b[31mred\x1b[0m\tb\nc\x00\x07\x7f\x9b\u202e"
+    out = render.sanitize(s)
+    assert len(out) == len(s)
+    assert "\x1b" not in out and "\x00" not in out and "\x9b" not in out and "\u202e" not in out
+    assert "\t" in out and "\n" in out
+    assert out.startswith("a␛[31mred")
+    assert "\ufffd" in out
+
+
+def test_markup_in_content_is_literal():
+    hit = mkhit("see [bold]this[/bold] and [link=http://x]y[/link]", spans=[(4, 10)])
+    t = render.detail_text(hit, MATCH, EXP)
+    assert t.plain == hit.content
+    assert styled(t, MATCH) == ["[bold]"]
+    snip = render.snippet_text(hit, 200, MATCH)
+    assert "[bold]this[/bold]" in snip.plain
+    assert "[link=http://x]" in render.hit_title(mkhit("x", heading="[link=http://x]y[/link]")).plain
+
+
+def test_ansi_and_cr_shown_visibly_in_snippet():
+    hit = mkhit("x\x1b[2Jy\r\nz", spans=[])
+    snip = render.snippet_text(hit, 100)
+    assert "\x1b" not in snip.plain and "\r" not in snip.plain and "\n" not in snip.plain
+    assert "␛[2J" in snip.plain
+
+
+@given(st.text())
+def test_sanitize_is_length_preserving_and_clean(s):
+    out = render.sanitize(s)
+    assert len(out) == len(s)
+    for ch in out:
+        cat = unicodedata.category(ch)
+        assert ch in "\n\t" or cat != "Cc"
+
+
+# ---------------------------------------------------------------- spans
+
+
+def test_merge_spans_clamps_sorts_merges():
+    spans = [Span(8, 12), Span(0, 3), Span(2, 5), Span(20, 40), Span(-4, 0), Span(5, 6), Span(9, 9)]
+    assert render.merge_spans(spans, 25) == [(0, 6), (8, 12), (20, 25)]
+    assert render.merge_spans(None, 10) == []
+    assert render.merge_spans([(3, 1)], 10) == []
+
+
+@given(st.lists(st.tuples(st.integers(-20, 80), st.integers(-20, 80))), st.integers(0, 60))
+def test_merge_spans_properties(spans, n):
+    out = render.merge_spans(spans, n)
+    for s, e in out:
+        assert 0 <= s < e <= n
+    for (s1, e1), (s2, e2) in zip(out, out[1:]):
+        assert e1 < s2
+
+
+# ---------------------------------------------------------------- offsets: CJK, emoji, combining
+
+
+def test_detail_highlight_japanese_is_character_offsets():
+    content = "naïve café 数据 search 東京の設定"
+    start = content.index("search")
+    assert start == 14  # characters, not bytes (20) or cells
+    tokyo = content.index("東京")
+    hit = mkhit(content, spans=[(start, start + 6), (tokyo, tokyo + 2)])
+    t = render.detail_text(hit, MATCH, EXP)
+    assert styled(t, MATCH) == ["search", "東京"]
+
+
+def test_detail_highlight_emoji_zwj_and_combining():
+    fam = "👨\u200d👩\u200d👧"
+    content = f"e\u0301cole {fam} family cafe\u0301!"
+    fs = content.index(fam)
+    cs = content.index("cafe\u0301")
+    hit = mkhit(content, spans=[(fs, fs + len(fam)), (cs, cs + 5), (0, 2)])
+    t = render.detail_text(hit, MATCH, EXP)
+    assert styled(t, MATCH) == ["e\u0301", fam, "cafe\u0301"]
+
+
+def test_expanded_from_shading_outside_hit_range():
+    content = "BEFORE text. HIT chunk with match. AFTER text."
+    hs, he = content.index("HIT"), content.index(" AFTER")
+    m = content.index("match")
+    hit = mkhit(content, spans=[(m, m + 5)],
+                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he))
+    t = render.detail_text(hit, MATCH, EXP)
+    assert styled(t, EXP) == ["BEFORE text. ", " AFTER text."]
+    assert styled(t, MATCH) == ["match"]
+    assert render.expanded_ranges(hit) == [(0, hs), (he, len(content))]
+
+
+def test_expanded_from_clamped_when_out_of_range():
+    hit = mkhit("short", expanded=ExpandedFrom(kind="whole_document", total_chunks=3, hit_start=2, hit_end=99))
+    assert render.hit_range(hit) == (2, 5)
+    assert render.expanded_ranges(hit) == [(0, 2)]
+
+
+def test_out_of_range_spans_do_not_crash():
+    hit = mkhit("abc", spans=[(1, 50), (70, 90)])
+    t = render.detail_text(hit, MATCH)
+    assert styled(t, MATCH) == ["bc"]
+    assert render.snippet_text(hit, 40, MATCH).plain == "abc"
+
+
+# ---------------------------------------------------------------- snippet window
+
+
+def test_snippet_window_picks_densest_region():
+    filler = "lorem ipsum " * 30
+    content = filler + "one MATCH here" + filler + "MATCH MATCH MATCH cluster" + filler
+    first = content.index("MATCH")
+    cluster = content.index("MATCH MATCH")
+    spans = [(first, first + 5)] + [(cluster + 6 * i, cluster + 6 * i + 5) for i in range(3)]
+    ws, we = render.snippet_window(content, spans, 60)
+    assert ws <= cluster and we >= cluster + 17
+    assert cell_len(content[ws:we]) <= 60
+    hit = mkhit(content, spans=spans)
+    snip = render.snippet_text(hit, 60, MATCH)
+    assert snip.plain.startswith("…") and snip.plain.endswith("…")
+    assert styled(snip, MATCH) == ["MATCH", "MATCH", "MATCH"]
+
+
+def test_snippet_window_cjk_counts_cells():
+    content = "あ" * 100 + "設定" + "い" * 100
+    s = content.index("設定")
+    ws, we = render.snippet_window(content, [(s, s + 2)], 40)
+    assert ws <= s and we >= s + 2
+    assert cell_len(content[ws:we]) <= 40
+    snip = render.snippet_text(mkhit(content, spans=[(s, s + 2)]), 40, MATCH)
+    assert styled(snip, MATCH) == ["設定"]
+
+
+def test_snippet_never_splits_graphemes():
+    fam = "👨\u200d👩\u200d👧"
+    content = ("x" * 9 + fam) * 10 + "e\u0301" * 30
+    for width in range(5, 50, 3):
+        for spans in ([], [(len(content) - 4, len(content) - 2)]):
+            ws, we = render.snippet_window(content, spans, width)
+            assert not render._joins_previous(content, ws)
+            assert not render._joins_previous(content, we)
+
+
+def test_snippet_without_spans_starts_at_hit_text():
+    content = "neighbour before. " * 10 + "THE HIT TEXT" + " after" * 20
+    hs = content.index("THE HIT")
+    hit = mkhit(content, spans=None,
+                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=1, hit_start=hs, hit_end=hs + 12))
+    snip = render.snippet_text(hit, 40, MATCH, EXP)
+    assert snip.plain.startswith("…THE HIT TEXT")
+
+
+@given(st.text(min_size=0, max_size=200), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200)), max_size=6),
+       st.integers(1, 120))
+def test_snippet_window_in_bounds(content, spans, width):
+    merged = render.merge_spans(spans, len(content))
+    ws, we = render.snippet_window(content, merged, width)
+    assert 0 <= ws <= we <= len(content)
+    hit = mkhit(content, spans=spans)
+    render.snippet_text(hit, width, MATCH, EXP)  # never raises
+
+
+# ---------------------------------------------------------------- rows, summary, explain
+
+
+def test_hit_row_has_rank_score_path_heading_snippet():
+    hit = mkhit("alpha beta gamma", spans=[(6, 10)], heading="Sec [x]", score=0.03279)
+    row = render.hit_row(3, hit, 80, marker=Text("↑2"))
+    first, second = row.plain.split("\n")
+    assert first.split()[:3] == ["3", "0.0328", "↑2"]
+    assert "notes/a.md › Sec [x]" in first
+    assert "alpha beta gamma" in second
+
+
+def _resp(**kw) -> SearchResponse:
+    base = dict(results=(), low_confidence=False, filter_applied={}, timings_ms={"total": 12.0},
+                query=QueryInfo(include=("a",), exclude=(), match_expr='"a"', positive_text="a"))
+    base.update(kw)
+    return SearchResponse(**base)
+
+
+def test_response_summary_flags():
+    t = render.response_summary(_resp(low_confidence=True, filter_applied={"path_globs": ["docs/**"], "tags_any": []},
+                                      pending_embeddings=7, warnings=("w [b]x[/b]",)))
+    assert "low confidence" in t.plain
+    assert "path_globs=docs/**" in t.plain and "tags_any" not in t.plain
+    assert "7 chunks awaiting embeddings" in t.plain
+    assert "w [b]x[/b]" in t.plain
+    assert "awaiting" not in render.response_summary(_resp()).plain
+
+
+def test_explain_text_every_stage():
+    tr = HitTrace(vector_rank=3, vector_distance=0.41, fts_rank=1, fts_bm25=-7.2, rrf_vector=1 / 64,
+                  rrf_fts=1 / 62, rrf_score=0.0317, rrf_rank=1, rerank_score=4.2, rerank_rank=2,
+                  mmr=MMRTrace(pick=2, relevance=0.9, max_similarity=0.3, penalty=0.0, value=0.54),
+                  parent="merged chunks 1-3")
+    hit = mkhit("c", trace=tr, expanded=ExpandedFrom(kind="adjacent", from_index=1, to_index=3, hit_start=0, hit_end=1))
+    q = QueryInfo(include=("rust", "tokio spawn"), exclude=("async",), match_expr='"rust" NOT "async"',
+                  positive_text="rust tokio spawn", bigram_expr=None)
+    t = render.explain_text(hit, q, {"fts": 1.5}, rank=2).plain
+    for needle in ("Vector leg", "#3", "0.4100", "Full-text leg", "-7.2000", "RRF", "0.031700", "Reranker",
+                   "4.2000", "MMR", "max similarity", "Parent retriever", "merged chunks 1-3", "1–3",
+                   "tokio spawn", "async", '"rust" NOT "async"', "Timings"):
+        assert needle in t, needle
+    assert "no trace" in render.explain_text(mkhit("c"), None).plain
