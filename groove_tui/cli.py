@@ -1,0 +1,312 @@
+"""Command line: `groove-tui <kb>` opens the explorer; `index`, `search`, `eval`, `bench`, `status` are headless.
+
+Only argparse is imported at module level so `groove-tui --help` stays fast; each command imports what
+it needs. Data goes to stdout, errors and progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+COMMANDS = ("index", "search", "eval", "bench", "status")
+
+EPILOG = """commands:
+  groove-tui KB                       open the explorer (indexes or updates first, with progress)
+  groove-tui index KB [--force]       (re)index headlessly
+  groove-tui search KB "query"        search; --format json gives groove's response shape
+  groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
+  groove-tui bench KB                 latency per stage, p50/p95
+  groove-tui status KB                what the index holds
+
+Run `groove-tui COMMAND --help` for a command's options."""
+
+
+class CLIError(Exception):
+    """A user error: printed to stderr, exit status 1."""
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kb", help="the knowledge base directory")
+    p.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
+    p.add_argument("--index-dir", help="where indexes live (default: $GROOVE_TUI_INDEX_DIR or the user cache)")
+    p.add_argument("--model", help="embedding model (overrides [embedding] model)")
+
+
+def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)") -> None:
+    p.add_argument("--limit", type=int, default=None, help=limit_help)
+    p.add_argument("--mmr", action=argparse.BooleanOptionalAction, default=None, help="MMR diversity re-rank")
+    p.add_argument("--lambda", dest="mmr_lambda", type=float, default=None, help="MMR relevance weight in [0, 1]")
+    p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
+    p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
+    p.add_argument("--reranker", default=None, help="cross-encoder: fastembed name or local ONNX dir ('none' = off)")
+
+
+def _filter_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--path-glob", action="append", default=[], metavar="G", help="glob over KB paths; !G excludes")
+    p.add_argument("--tag-any", action="append", default=[], metavar="T", help="documents with any of these tags")
+    p.add_argument("--tag-all", action="append", default=[], metavar="T", help="documents with all of these tags")
+    p.add_argument("--date-from", help="frontmatter date >= this (YYYY-MM-DD)")
+    p.add_argument("--date-to", help="frontmatter date <= this (YYYY-MM-DD)")
+    p.add_argument("--category", help="first path segment equals this")
+    p.add_argument("--topic", help="topic (frontmatter or second path segment) equals this")
+    p.add_argument("--min-quality", type=float, default=None, help="quality threshold (default [quality_filter])")
+    p.add_argument("--min-confidence-ratio", type=float, default=None, help="low_confidence ratio (finite, >= 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groove-tui",
+        description="See how hybrid search ranks your Markdown notes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    tui = sub.add_parser("open", help="open the explorer (the default: `groove-tui KB`)")
+    _common(tui)
+    tui.add_argument("--golden", help="golden file for live metrics")
+
+    idx = sub.add_parser("index", help="(re)index a KB headlessly")
+    _common(idx)
+    idx.add_argument("--force", action="store_true", help="rebuild from scratch (also after a model change)")
+    idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.add_argument("--format", choices=("text", "json"), default="text")
+    idx.add_argument("--no-embed", action="store_true", help="phase one only: full text, no embeddings")
+
+    se = sub.add_parser("search", help="search a KB")
+    _common(se)
+    se.add_argument("query")
+    _pipeline_flags(se)
+    _filter_flags(se)
+    se.add_argument("--format", choices=("text", "json"), default="text")
+    se.add_argument("--explain", action="store_true", help="compiled query, leg ranks, RRF terms, stage traces")
+
+    ev = sub.add_parser("eval", help="recall@k / MRR / nDCG@k against a golden file")
+    _common(ev)
+    ev.add_argument("--golden", help="golden YAML (default [eval] golden)")
+    ev.add_argument("--k", default=None, help="comma-separated k values (default 1,5,10)")
+    ev.add_argument("--format", choices=("text", "json"), default="text")
+    ev.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a metric regressed")
+    ev.add_argument("--no-history", action="store_true", help="do not record this run")
+    ev.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
+    _pipeline_flags(ev, limit_help="results per query (default: the largest k)")
+
+    be = sub.add_parser("bench", help="latency per stage (p50/p95) and indexing throughput")
+    _common(be)
+    be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
+    be.add_argument("--repeat", type=int, default=3)
+    be.add_argument("--format", choices=("text", "json"), default="text")
+    be.add_argument("--mode", choices=("search", "index", "all"), default="search")
+
+    st = sub.add_parser("status", help="what the index holds")
+    _common(st)
+    st.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def _version() -> str:
+    from groove_tui import __version__
+
+    return f"groove-tui {__version__}"
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
+    from dataclasses import replace
+
+    from groove_tui.config import load_config
+    from groove_tui.engine import Engine
+
+    config = load_config(args.config)
+    if getattr(args, "model", None):
+        config = replace(config, embedding=replace(config.embedding, model=args.model))
+    return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change)
+
+
+def _params(engine, args: argparse.Namespace):
+    from dataclasses import replace
+
+    params = engine.default_params()
+    changes: dict = {}
+    if getattr(args, "limit", None) is not None:
+        changes["limit"] = args.limit
+    if args.mmr is not None:
+        changes["mmr"] = args.mmr
+    if args.mmr_lambda is not None:
+        changes["mmr_lambda"] = args.mmr_lambda
+    if args.same_doc_penalty is not None:
+        changes["mmr_same_doc_penalty"] = args.same_doc_penalty
+    if args.parent is not None:
+        changes["parent_retriever"] = args.parent
+    if args.reranker is not None:
+        changes["reranker"] = None if args.reranker in ("none", "") else args.reranker
+    for name in ("mmr_lambda", "mmr_same_doc_penalty"):
+        if name in changes:
+            from groove_tui.config import check_unit
+
+            check_unit(name, changes[name])
+    if hasattr(args, "path_glob"):
+        changes.update(
+            path_globs=tuple(args.path_glob),
+            tags_any=tuple(args.tag_any),
+            tags_all=tuple(args.tag_all),
+            date_from=args.date_from,
+            date_to=args.date_to,
+            category=args.category,
+            topic=args.topic,
+            min_quality=args.min_quality,
+        )
+        if args.min_confidence_ratio is not None:
+            r = args.min_confidence_ratio
+            if not math.isfinite(r) or r < 0:
+                raise CLIError(f"--min-confidence-ratio {r} is invalid: expected a finite number >= 0")
+            changes["min_confidence_ratio"] = r
+    return replace(params, **changes)
+
+
+def _require_index(engine) -> None:
+    docs, _chunks, _pending = engine.store.counts()
+    if docs == 0:
+        raise CLIError(
+            f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
+            f"Run: groove-tui index {engine.kb_path}"
+        )
+
+
+def use_color(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from groove_tui.progress import ProgressLine
+
+    engine = _load(args, allow_model_change=args.force)
+    with engine:
+        bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
+        try:
+            report = engine.index(progress=bar.update, force=args.force, embed=not args.no_embed)
+        finally:
+            bar.close()
+    if args.format == "json":
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        from groove_tui.textout import format_index_report
+
+        print(format_index_report(report))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with _load(args) as engine:
+        status = engine.status()
+    if args.format == "json":
+        print(json.dumps(status.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        for key, value in status.to_dict().items():
+            print(f"{key:<20} {value if value is not None else '-'}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _load(args) as engine:
+        _require_index(engine)
+        params = _params(engine, args)
+        from dataclasses import replace
+
+        params = replace(params, explain=args.explain)
+        resp = engine.search(args.query, params)
+    if args.format == "json":
+        print(resp.to_json())
+    else:
+        from groove_tui.textout import format_response
+
+        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from groove_tui.evalrun import run_eval_command
+
+    with _load(args) as engine:
+        _require_index(engine)
+        return run_eval_command(engine, args, _params(engine, args))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from groove_tui.bench import run_bench_command
+
+    with _load(args) as engine:
+        return run_bench_command(engine, args)
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    from groove_tui.config import load_config
+    from groove_tui.tui.app import run
+
+    config = load_config(args.config)
+    if args.model:
+        from dataclasses import replace
+
+        config = replace(config, embedding=replace(config.embedding, model=args.model))
+    kb = Path(args.kb).expanduser()
+    if not kb.is_dir():
+        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
+    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden)
+
+
+HANDLERS = {
+    "open": cmd_open,
+    "index": cmd_index,
+    "search": cmd_search,
+    "eval": cmd_eval,
+    "bench": cmd_bench,
+    "status": cmd_status,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `groove-tui KB [options]` is `groove-tui open KB [options]`.
+    if argv and not argv[0].startswith("-") and argv[0] not in (*COMMANDS, "open"):
+        argv.insert(0, "open")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return HANDLERS[args.command](args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except CLIError as exc:
+        print(f"groove-tui: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # ConfigError, QueryError, FilterError, GoldenError: user-facing messages
+        print(f"groove-tui: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from groove_tui.engine.errors import EngineError
+
+        if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
+            print(f"groove-tui: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,493 @@
+"""Walk, hash, diff, write, embed: the incremental two-phase indexer.
+
+Phase one writes documents, chunks and full-text rows for every changed file, one transaction per
+document, so keyword search works within seconds. Phase two embeds the chunks that still lack a vector,
+in batches, outside write transactions, committing each batch — an interrupted phase two resumes where it
+stopped. Nothing is ever written into the KB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from groove_tui.config import Config
+from groove_tui.engine.errors import EngineError
+from groove_tui.engine.markdown import parse_markdown
+from groove_tui.engine.store import Store, to_blob
+from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+MARKDOWN_SUFFIXES = (".md",)
+ALWAYS_EXCLUDED = (".git", ".svn", "node_modules")
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+class IndexCancelled(EngineError):
+    """The cancel event was set; everything committed so far stays valid."""
+
+
+# ---------------------------------------------------------------- walking
+
+
+def _load_ignore(kb: Path):
+    path = kb / ".grooveignore"
+    if not path.is_file():
+        return None
+    import pathspec
+
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def walk_kb(kb: Path, exclude_dirs: tuple[str, ...]) -> list[str]:
+    """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed."""
+    excluded = {d.lower() for d in (*exclude_dirs, *ALWAYS_EXCLUDED)}
+    ignore = _load_ignore(kb)
+    found: list[str] = []
+
+    def onerror(_exc: OSError) -> None:  # an unreadable directory is skipped, the walk goes on
+        return None
+
+    for root, dirs, files in os.walk(kb, followlinks=False, onerror=onerror):
+        rel_root = os.path.relpath(root, kb)
+        rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
+        keep = []
+        for d in dirs:
+            if d.lower() in excluded or os.path.islink(os.path.join(root, d)):
+                continue
+            if ignore is not None and ignore.match_file(rel_root + d + "/"):
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in files:
+            if not name.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            full = os.path.join(root, name)
+            if os.path.islink(full):
+                continue
+            rel = rel_root + name
+            if ignore is not None and ignore.match_file(rel):
+                continue
+            found.append(rel)
+    found.sort()
+    return found
+
+
+@dataclass(slots=True)
+class DiskFile:
+    rel: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    raw: bytes | None  # kept only until the file is written
+
+
+def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
+    full = kb / rel
+    try:
+        st = full.stat()
+        if st.st_size > MAX_FILE_BYTES:
+            return FileIssue(rel, f"larger than 50 MiB ({st.st_size:,} bytes)")
+        with open(full, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return FileIssue(rel, f"unreadable: {exc.strerror or exc}")
+    if len(raw) > MAX_FILE_BYTES:
+        return FileIssue(rel, "larger than 50 MiB")
+    return DiskFile(rel, hashlib.sha256(raw).hexdigest(), len(raw), st.st_mtime_ns, raw)
+
+
+def decode_markdown(raw: bytes) -> str:
+    """Text of a Markdown file, or raise ValueError with a reason (binary, invalid UTF-8)."""
+    if b"\x00" in raw[:8192]:
+        raise ValueError("binary content (NUL bytes)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
+
+
+def embedding_input(content: str, context: str | None, contextual: bool) -> str:
+    """What the embedder (and the reranker) sees: breadcrumb + content in static mode (groove §A.8)."""
+    if contextual and context and context.strip():
+        return f"{context}\n\n{content}"
+    return content
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- locking
+
+
+@contextlib.contextmanager
+def writer_lock(index_dir: Path) -> Iterator[None]:
+    """One indexer per index at a time (advisory lock; a killed holder releases it)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock, SQLite's own locking still protects the data
+        yield
+        return
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / "index.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise EngineError(f"another groove-tui process is indexing this KB (lock: {index_dir / 'index.lock'})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- the indexer
+
+
+@dataclass(slots=True)
+class _Counts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    metadata_only: int = 0
+    embedded: int = 0
+    skipped: list[FileIssue] = field(default_factory=list)
+    degraded: list[FileIssue] = field(default_factory=list)
+
+
+class Indexer:
+    def __init__(
+        self,
+        store: Store,
+        kb: Path,
+        config: Config,
+        model_id: str,
+        load_embedder: Callable[[], object],
+    ) -> None:
+        self.store = store
+        self.kb = kb
+        self.config = config
+        self.model_id = model_id
+        self._load_embedder = load_embedder
+
+    # ------------------------------------------------------------ entry
+
+    def run(
+        self,
+        progress: ProgressFn | None = None,
+        force: bool = False,
+        cancel: threading.Event | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
+        started = time.perf_counter()
+        report = _Counts()
+        notify = progress or (lambda _p: None)
+        if force:
+            self._reset()
+        contextual = self._resolve_context_mode(force)
+        self._fulltext_phase(report, notify, cancel, force, contextual)
+        fulltext_done = time.perf_counter()
+        if embed:
+            self._embed_phase(report, notify, cancel, contextual)
+        docs, chunks, pending = self.store.counts()
+        notify(IndexProgress("done", chunks - pending, chunks))
+        end = time.perf_counter()
+        return IndexReport(
+            added=report.added,
+            updated=report.updated,
+            unchanged=report.unchanged,
+            renamed=report.renamed,
+            deleted=report.deleted,
+            skipped=tuple(report.skipped),
+            degraded=tuple(report.degraded),
+            metadata_only=report.metadata_only,
+            chunks=chunks,
+            embedded=report.embedded,
+            pending_embeddings=pending,
+            seconds=end - started,
+            fulltext_seconds=fulltext_done - started,
+            embed_seconds=end - fulltext_done,
+        )
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def _reset(self) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM fts_chunks")
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM documents")
+            conn.execute("DROP TABLE IF EXISTS vec_chunks")
+            for key in ("embedding_model", "embedding_dim", "context_mode"):
+                conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
+            self.store.bump_generation(conn)
+
+    def _resolve_context_mode(self, force: bool) -> bool:
+        """groove §B.4: the recorded mode wins unless the index is empty or rebuilt."""
+        desired = "static" if self.config.contextual else "off"
+        with self.store.transaction() as conn:
+            recorded = self.store.get_meta("context_mode", conn)
+            has_chunks = conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            mode = desired if (force or recorded is None or not has_chunks) else recorded
+            if recorded is None and has_chunks:
+                mode = "off"
+            self.store.set_meta("context_mode", mode, conn)
+            if self.store.get_meta("embedding_model", conn) is None:
+                self.store.set_meta("embedding_model", self.model_id, conn)
+        return mode == "static"
+
+    # ------------------------------------------------------------ phase one
+
+    def _fulltext_phase(
+        self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, force: bool, contextual: bool
+    ) -> None:
+        conn = self.store.conn()
+        notify(IndexProgress("scan", 0, 0))
+        paths = walk_kb(self.kb, self.config.exclude_dirs)
+        stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+
+        disk: dict[str, DiskFile] = {}
+        skipped_paths: set[str] = set()
+        for n, rel in enumerate(paths):
+            result = read_file(self.kb, rel)
+            if isinstance(result, FileIssue):
+                report.skipped.append(result)
+                skipped_paths.add(rel)
+            else:
+                if not force and rel in stored and stored[rel][1] == result.content_hash:
+                    result.raw = None  # unchanged: no need to keep the bytes
+                disk[rel] = result
+            if n % 200 == 0:
+                notify(IndexProgress("scan", n, len(paths), rel))
+
+        renamed_to: set[str] = set()
+        if not force:
+            renamed_to = self._detect_renames(stored, disk, skipped_paths, report, contextual)
+            stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+
+        total = len(disk)
+        for n, (rel, f) in enumerate(sorted(disk.items())):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled")
+            notify(IndexProgress("fulltext", n, total, rel))
+            existing = stored.get(rel)
+            if existing is not None and existing[1] == f.content_hash and not force and rel not in renamed_to:
+                report.unchanged += 1
+                continue
+            if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                again = read_file(self.kb, rel)
+                if isinstance(again, FileIssue):
+                    report.skipped.append(again)
+                    skipped_paths.add(rel)
+                    continue
+                f = again
+            try:
+                text = decode_markdown(f.raw)
+            except ValueError as exc:
+                report.skipped.append(FileIssue(rel, str(exc)))
+                skipped_paths.add(rel)
+                continue
+            doc = parse_markdown(
+                rel,
+                text,
+                exclude_headings=self.config.exclude_headings,
+                max_chunk_bytes=self.config.chunking.max_chunk_bytes,
+                contextual=contextual,
+            )
+            f.raw = None
+            for warning in doc.warnings:
+                report.degraded.append(FileIssue(rel, warning))
+            if not doc.chunks:
+                # An emptied file must not keep serving its old text (groove keeps it; we do not).
+                report.skipped.append(FileIssue(rel, "no text to index"))
+                if existing is not None:
+                    self._delete_documents([existing[0]])
+                    report.deleted += 1
+                skipped_paths.add(rel)
+                continue
+            outcome = self._write_document(doc, f, existing[0] if existing else None, contextual)
+            if outcome == "added":
+                report.added += 1
+            elif rel in renamed_to:
+                pass  # counted as renamed already
+            else:
+                report.updated += 1
+                if outcome == "metadata":
+                    report.metadata_only += 1
+        notify(IndexProgress("fulltext", total, total))
+
+        gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
+        if gone:
+            self._delete_documents(gone)
+            report.deleted += len(gone)
+
+    def _detect_renames(
+        self,
+        stored: dict[str, tuple[int, str]],
+        disk: dict[str, DiskFile],
+        skipped: set[str],
+        report: _Counts,
+        contextual: bool,
+    ) -> set[str]:
+        """groove §B.2.5: a vanished path and a new path with the same hash are one document moved."""
+        vanished = sorted(p for p in stored if p not in disk and p not in skipped)
+        new_by_hash: dict[str, list[str]] = {}
+        for rel in sorted(disk):
+            if rel not in stored:
+                new_by_hash.setdefault(disk[rel].content_hash, []).append(rel)
+        moves: list[tuple[int, str]] = []
+        for old in vanished:
+            doc_id, digest = stored[old]
+            candidates = new_by_hash.get(digest)
+            if candidates:
+                moves.append((doc_id, candidates.pop(0)))
+        if not moves:
+            return set()
+        with self.store.transaction() as conn:
+            for doc_id, new in moves:
+                cat, topic = _path_category_topic(new)
+                conn.execute(
+                    "UPDATE documents SET path = ?, category = ?, "
+                    "topic = CASE WHEN topic IS NULL OR topic = ? THEN ? ELSE topic END, last_indexed = ? WHERE id = ?",
+                    (new, cat, _old_topic(conn, doc_id), topic, _now(), doc_id),
+                )
+            self.store.bump_generation(conn)
+        report.renamed += len(moves)
+        # In static mode the file name feeds the breadcrumb: re-index the moved documents.
+        return {new for _id, new in moves} if contextual else set()
+
+    def _write_document(self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool) -> str:
+        tags = json.dumps(list(doc.tags), ensure_ascii=False)
+        meta = (doc.title, doc.topic, doc.category, doc.depth, tags, doc.date, f.content_hash, _now(), f.size, f.mtime_ns)
+        with self.store.transaction() as conn:
+            reuse: dict[str, bytes] = {}
+            if doc_id is not None:
+                old = conn.execute(
+                    "SELECT id, heading, content, context_text, embedded FROM chunks WHERE document_id = ? ORDER BY chunk_index",
+                    (doc_id,),
+                ).fetchall()
+                same = len(old) == len(doc.chunks) and all(
+                    o[1] == c.heading and o[2] == c.content and (not contextual or o[3] == c.context)
+                    for o, c in zip(old, doc.chunks)
+                )
+                conn.execute(
+                    "UPDATE documents SET title=?, topic=?, category=?, depth=?, tags=?, date=?, content_hash=?, "
+                    "last_indexed=?, size_bytes=?, mtime_ns=? WHERE id = ?",
+                    (*meta, doc_id),
+                )
+                if same:
+                    conn.executemany(
+                        "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
+                        [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks)],
+                    )
+                    self.store.bump_generation(conn)
+                    return "metadata"
+                # Keep vectors of chunks whose embedding input did not change: editing one section of a
+                # long note re-embeds that section only.
+                embedded_ids = [o[0] for o in old if o[4]]
+                if embedded_ids and self.store.has_vec_table(conn):
+                    inputs = {o[0]: embedding_input(o[2], o[3], contextual) for o in old}
+                    for cid, vec in self.store.embeddings_for(embedded_ids).items():
+                        reuse[inputs[cid]] = to_blob(vec)
+                old_ids = [(o[0],) for o in old]
+                conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", old_ids)
+                if self.store.has_vec_table(conn):
+                    conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", old_ids)
+                conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+                outcome = "updated"
+            else:
+                doc_id = conn.execute(
+                    "INSERT INTO documents(title, topic, category, depth, tags, date, content_hash, last_indexed, "
+                    "size_bytes, mtime_ns, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (*meta, doc.path),
+                ).lastrowid
+                outcome = "added"
+            for c in doc.chunks:
+                context = c.context if contextual else None
+                blob = reuse.get(embedding_input(c.content, context, contextual))
+                cid = conn.execute(
+                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, quality_score, "
+                    "context_text, line, part, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (doc_id, c.index, c.heading, c.level, c.content, c.token_count, c.quality_score, context,
+                     c.line, c.part, 1 if blob is not None else 0),
+                ).lastrowid
+                conn.execute(
+                    "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    (cid, c.heading, context, c.content),
+                )
+                if blob is not None:
+                    conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
+            self.store.bump_generation(conn)
+        return outcome
+
+    def _delete_documents(self, doc_ids: list[int]) -> None:
+        with self.store.transaction() as conn:
+            has_vec = self.store.has_vec_table(conn)
+            for doc_id in doc_ids:
+                ids = [(r[0],) for r in conn.execute("SELECT id FROM chunks WHERE document_id = ?", (doc_id,))]
+                conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", ids)
+                if has_vec:
+                    conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
+                conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+            self.store.bump_generation(conn)
+
+    # ------------------------------------------------------------ phase two
+
+    def _embed_phase(
+        self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, contextual: bool
+    ) -> None:
+        conn = self.store.conn()
+        pending = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE embedded = 0 ORDER BY id")]
+        if not pending:
+            return
+        embedder = self._load_embedder()
+        with self.store.transaction() as wconn:
+            self.store.ensure_vec_table(embedder.dim, wconn)
+        batch_size = self.config.embedding.batch_size
+        total = len(pending)
+        notify(IndexProgress("embed", 0, total))
+        for start in range(0, total, batch_size):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
+            ids = pending[start : start + batch_size]
+            marks = ",".join("?" * len(ids))
+            rows = conn.execute(
+                f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0 ORDER BY id", ids
+            ).fetchall()
+            if not rows:
+                continue
+            vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
+            with self.store.transaction() as wconn:
+                for (cid, _content, _ctx), vec in zip(rows, vectors):
+                    wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+                    wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
+                wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])
+                self.store.bump_generation(wconn)
+            report.embedded += len(rows)
+            notify(IndexProgress("embed", min(start + batch_size, total), total))
+
+
+def _path_category_topic(rel: str) -> tuple[str | None, str | None]:
+    parts = rel.split("/")
+    return (parts[0] if len(parts) >= 2 else None, parts[1] if len(parts) >= 3 else None)
+
+
+def _old_topic(conn, doc_id: int) -> str | None:
+    """The path-derived topic the document had before the move (frontmatter topics are kept)."""
+    row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    return _path_category_topic(row[0])[1] if row else None

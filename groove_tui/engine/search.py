@@ -1,0 +1,467 @@
+"""The search pipeline: parse → (vector leg ∥ FTS leg) → filters → RRF → reranker → MMR → parent → spans.
+
+Follows groove (reference §C–§H); deviations are listed in DESIGN.md. Each optional stage is skipped
+entirely when off, so the output is identical to the pipeline without it. Retrieval results are cached per
+(query, filters, pool size, index generation), so changing λ, MMR, the reranker or the parent retriever
+re-runs only the later stages — that is what makes the explorer's λ slider live.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import sqlean as sqlite3
+
+from groove_tui.config import Config, check_unit
+from groove_tui.engine.errors import SearchCancelled
+from groove_tui.engine.filters import DocFilter
+from groove_tui.engine.indexer import embedding_input
+from groove_tui.engine.mmr import mmr_select_traced
+from groove_tui.engine.parent import ChunkRow, expand_hit
+from groove_tui.engine.query import ParsedQuery, QueryError, parse_query
+from groove_tui.engine.spans import match_spans
+from groove_tui.engine.store import CandidateRow, Store, to_blob
+from groove_tui.engine.types import HitTrace, Hit, QueryInfo, SearchParams, SearchResponse, Span
+
+log = logging.getLogger("groove_tui.search")
+
+LIMIT_MAX = 1000
+KNN_MAX = 4096
+OVERFETCH_CAP = 10_000
+F32 = np.float32
+
+
+def pool(x: int) -> int:
+    """groove's candidate pool: max(5·x, 50)."""
+    return max(5 * x, 50)
+
+
+class LRU:
+    """A small thread-safe LRU map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> object | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable, value: object) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class Legs:
+    """What retrieval found for one (query, filters, pool) — cached across settings changes."""
+
+    vector: tuple[tuple[int, float], ...]  # (chunk id, L2 distance), best first
+    fts: tuple[tuple[int, float], ...]  # (chunk id, bm25), best first
+    rows: dict[int, CandidateRow]
+    embed_ms: float
+    vector_ms: float
+    fts_ms: float
+
+
+@dataclass(slots=True)
+class _Candidate:
+    row: CandidateRow
+    score: float
+    trace: dict
+
+
+class Searcher:
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        contextual: Callable[[], bool],
+        get_embedder: Callable[[], object],
+        get_reranker: Callable[[str], object],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self._contextual = contextual
+        self._get_embedder = get_embedder
+        self._get_reranker = get_reranker
+        self.legs_cache = LRU(64)
+        self.query_vectors = LRU(256)
+        self.rerank_scores = LRU(20_000)
+        self.embeddings = LRU(20_000)
+
+    # ------------------------------------------------------------ entry
+
+    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None) -> SearchResponse:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        if not isinstance(query, str):
+            raise QueryError("the query must be a string")
+        pq = parse_query(query)
+        limit = max(0, min(int(params.limit), LIMIT_MAX))
+        lam = check_unit("mmr_lambda", params.mmr_lambda)
+        penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
+        mmr_cfg = self.config.search.mmr
+        if not params.mmr and (lam != mmr_cfg.lambda_ or penalty != mmr_cfg.same_doc_penalty):
+            log.warning("mmr_lambda / mmr_same_doc_penalty given while MMR is off: ignored")
+        min_quality = self._min_quality(params.min_quality)
+        doc_filter = DocFilter.build(
+            path_globs=params.path_globs,
+            tags_any=params.tags_any,
+            tags_all=params.tags_all,
+            date_from=params.date_from,
+            date_to=params.date_to,
+            category=params.category,
+            topic=params.topic,
+            min_quality=min_quality,
+        )
+        ratio = self._confidence_ratio(params.min_confidence_ratio)
+        echo = dict(doc_filter.echo())
+        if params.min_confidence_ratio is not None:
+            echo["min_confidence_ratio"] = params.min_confidence_ratio
+        if pq.exclude:
+            echo["excluded_terms"] = list(pq.exclude)
+        info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text)
+        warnings = ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
+
+        empty = SearchResponse(
+            results=(), low_confidence=False, filter_applied=echo, timings_ms={"total": 0.0}, query=info,
+            pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
+        )
+        if limit == 0 or not pq.positive_text.strip():
+            return empty
+
+        rerank = params.reranker is not None
+        if params.mmr:
+            per_leg, fused_size = pool(limit), None
+        elif rerank:
+            per_leg, fused_size = pool(pool(limit)), pool(limit)
+        else:
+            per_leg, fused_size = pool(limit), limit
+
+        conn = self.store.conn()
+        if cancel is not None:
+            # Lets a long FTS/KNN statement stop as soon as the caller gives up on it.
+            conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
+        try:
+            legs = self._retrieve(pq, doc_filter, per_leg, cancel)
+            timings["embed"] = legs.embed_ms
+            timings["vector"] = legs.vector_ms
+            timings["fts"] = legs.fts_ms
+            _check(cancel)
+
+            t = time.perf_counter()
+            fused = self._fuse(legs, fused_size, params.explain)
+            timings["fuse"] = _ms(t)
+            _check(cancel)
+
+            reranked = False
+            if rerank and fused:
+                t = time.perf_counter()
+                fused = self._rerank(params.reranker, pq.positive_text, fused, limit, keep_all=params.mmr)
+                reranked = True
+                timings["rerank"] = _ms(t)
+                _check(cancel)
+
+            if params.mmr and fused:
+                t = time.perf_counter()
+                fused = self._mmr(fused, limit, lam, penalty)
+                timings["mmr"] = _ms(t)
+                _check(cancel)
+            fused = fused[:limit]
+
+            low_confidence = _low_confidence([c.score for c in fused], ratio)
+
+            hits = [self._to_hit(c, params.explain) for c in fused]
+            if params.parent_retriever and hits:
+                t = time.perf_counter()
+                hits = [self._expand(h) for h in hits]
+                timings["parent"] = _ms(t)
+                _check(cancel)
+
+            t = time.perf_counter()
+            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content)) for h in hits]
+            timings["spans"] = _ms(t)
+        except sqlite3.OperationalError as exc:
+            if cancel is not None and cancel.is_set():
+                raise SearchCancelled("search cancelled") from None
+            raise QueryError(f"the search could not run: {exc}") from None
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
+
+        timings["total"] = _ms(t0)
+        return SearchResponse(
+            results=tuple(hits),
+            low_confidence=low_confidence,
+            filter_applied=echo,
+            timings_ms=timings,
+            query=info,
+            pending_embeddings=self.store.pending_count(),
+            reranked=reranked,
+            warnings=warnings,
+            explain=params.explain,
+        )
+
+    # ------------------------------------------------------------ settings
+
+    def _min_quality(self, value: float | None) -> float:
+        if value is None or not math.isfinite(value):
+            return self.config.quality_filter.effective
+        return min(max(float(value), 0.0), 1.0)
+
+    def _confidence_ratio(self, value: float | None) -> float:
+        if value is None or not math.isfinite(value):
+            return self.config.search.min_confidence_ratio
+        return max(float(value), 0.0)
+
+    # ------------------------------------------------------------ retrieval
+
+    def _retrieve(self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel) -> Legs:
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, self.store.generation())
+        cached = self.legs_cache.get(key)
+        if cached is not None:
+            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
+        rows: dict[int, CandidateRow] = {}
+        excluded = self._excluded_ids(pq)
+        t = time.perf_counter()
+        qvec = self._query_vector(pq.positive_text)
+        embed_ms = _ms(t)
+        _check(cancel)
+        t = time.perf_counter()
+        vector = self._vector_leg(qvec, doc_filter, per_leg, excluded, rows) if qvec is not None else ()
+        vector_ms = _ms(t)
+        _check(cancel)
+        t = time.perf_counter()
+        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows) if pq.match_expr else ()
+        fts_ms = _ms(t)
+        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms)
+        self.legs_cache.put(key, legs)
+        return legs
+
+    def _excluded_ids(self, pq: ParsedQuery) -> frozenset[int]:
+        if not pq.negative_expr:
+            return frozenset()
+        rows = self.store.conn().execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ?", (pq.negative_expr,))
+        return frozenset(r[0] for r in rows)
+
+    def _query_vector(self, text: str) -> np.ndarray | None:
+        if not self.store.has_vec_table():
+            return None  # nothing embedded yet: full text only, and no model load
+        vec = self.query_vectors.get(text)
+        if vec is None:
+            vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
+            self.query_vectors.put(text, vec)
+        return vec
+
+    def _accept(self, row: CandidateRow | None, doc_filter: DocFilter) -> bool:
+        return row is not None and doc_filter.accepts(
+            row.path, row.tags, row.date, row.category, row.topic, row.quality_score
+        )
+
+    def _vector_leg(
+        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
+    ) -> list[tuple[int, float]]:
+        narrowing = doc_filter.has_any or bool(excluded)
+        k = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
+        conn = self.store.conn()
+        blob = to_blob(qvec)
+        while True:
+            found = conn.execute(
+                "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                (blob, k),
+            ).fetchall()
+            need = [cid for cid, _d in found if cid not in rows]
+            rows.update(self.store.rows_by_ids(need))
+            kept = [
+                (cid, dist) for cid, dist in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
+            ][:per_leg]
+            # A page that lost rows to exclusions or filters and is still short: widen the KNN (§C.7).
+            if len(kept) >= per_leg or len(found) < k or k >= KNN_MAX:
+                return kept
+            k = min(k * 2, KNN_MAX)
+
+    def _fts_leg(self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict) -> list[tuple[int, float]]:
+        f = self.config.search.fusion
+        limit = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any else per_leg
+        found = self.store.conn().execute(
+            "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY s LIMIT ?",
+            (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
+        ).fetchall()
+        rows.update(self.store.rows_by_ids([cid for cid, _s in found if cid not in rows]))
+        return [(cid, s) for cid, s in found if self._accept(rows.get(cid), doc_filter)][:per_leg]
+
+    # ------------------------------------------------------------ fusion and later stages
+
+    def _fuse(self, legs: Legs, size: int | None, explain: bool) -> list[_Candidate]:
+        """RRF in f32 like groove (§D.6): ties by chunk id; the vector term is added first."""
+        f = self.config.search.fusion
+        k = F32(f.rrf_k)
+        wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+        scores: dict[int, np.float32] = {}
+        traces: dict[int, dict] = {}
+        for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts")):
+            for rank, (cid, raw) in enumerate(leg):
+                term = weight * (F32(1.0) / (k + F32(rank) + F32(1.0)))
+                scores[cid] = scores.get(cid, F32(0.0)) + term
+                if explain:
+                    tr = traces.setdefault(cid, {})
+                    tr[f"{name}_rank"] = rank + 1
+                    tr["vector_distance" if name == "vector" else "fts_bm25"] = float(raw)
+                    tr[f"rrf_{name}"] = float(term)
+        order = sorted(scores, key=lambda cid: (-scores[cid], cid))
+        if size is not None:
+            order = order[:size]
+        out = []
+        for rank, cid in enumerate(order):
+            trace = traces.get(cid, {})
+            if explain:
+                trace["rrf_score"] = float(scores[cid])
+                trace["rrf_rank"] = rank + 1
+            out.append(_Candidate(legs.rows[cid], float(scores[cid]), trace))
+        return out
+
+    def _rerank(self, model: str, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool) -> list[_Candidate]:
+        reranker = self._get_reranker(model)
+        contextual = self._contextual()
+        gen = self.store.generation()
+        scores: list[float | None] = []
+        missing: list[int] = []
+        for i, c in enumerate(pool_items):
+            cached = self.rerank_scores.get((reranker.model_id, query, c.row.chunk_id, gen))
+            scores.append(cached)
+            if cached is None:
+                missing.append(i)
+        if missing:
+            docs = [embedding_input(pool_items[i].row.content, pool_items[i].row.context, contextual) for i in missing]
+            fresh = reranker.score(query, docs)
+            for i, s in zip(missing, fresh):
+                scores[i] = float(s)
+                self.rerank_scores.put((reranker.model_id, query, pool_items[i].row.chunk_id, gen), float(s))
+        order = sorted(range(len(pool_items)), key=lambda i: -scores[i])  # stable: ties keep RRF order
+        out = []
+        for rank, i in enumerate(order):
+            c = pool_items[i]
+            c.trace["rerank_score"] = scores[i]
+            c.trace["rerank_rank"] = rank + 1
+            out.append(_Candidate(c.row, float(F32(scores[i])), c.trace))
+        return out if keep_all else out[:limit]
+
+    def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:
+        embs = self._embeddings([c.row.chunk_id for c in items])
+        items = [c for c in items if c.row.chunk_id in embs]  # groove drops candidates without a vector
+        if not items:
+            return []
+        matrix = np.stack([embs[c.row.chunk_id] for c in items])
+        picks, traces = mmr_select_traced(
+            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty
+        )
+        out = []
+        for i, tr in zip(picks, traces):
+            items[i].trace["mmr"] = tr
+            out.append(items[i])
+        return out
+
+    def _embeddings(self, ids: list[int]) -> dict[int, np.ndarray]:
+        gen = self.store.generation()
+        out: dict[int, np.ndarray] = {}
+        missing = []
+        for cid in ids:
+            v = self.embeddings.get((cid, gen))
+            if v is None:
+                missing.append(cid)
+            else:
+                out[cid] = v
+        for cid, v in self.store.embeddings_for(missing).items():
+            self.embeddings.put((cid, gen), v)
+            out[cid] = v
+        return out
+
+    def _to_hit(self, c: _Candidate, explain: bool) -> Hit:
+        r = c.row
+        trace = None
+        if explain:
+            t = c.trace
+            trace = HitTrace(
+                vector_rank=t.get("vector_rank"),
+                vector_distance=t.get("vector_distance"),
+                fts_rank=t.get("fts_rank"),
+                fts_bm25=t.get("fts_bm25"),
+                rrf_vector=t.get("rrf_vector"),
+                rrf_fts=t.get("rrf_fts"),
+                rrf_score=t.get("rrf_score"),
+                rrf_rank=t.get("rrf_rank"),
+                rerank_score=t.get("rerank_score"),
+                rerank_rank=t.get("rerank_rank"),
+                mmr=t.get("mmr"),
+            )
+        return Hit(
+            chunk_id=r.chunk_id, document_id=r.document_id, path=r.path, title=r.title, heading=r.heading,
+            level=r.level, chunk_index=r.chunk_index, topic=r.topic, category=r.category, date=r.date,
+            tags=r.tags, content=r.content, score=c.score, line=r.line, context=r.context, trace=trace,
+        )
+
+    def _expand(self, hit: Hit) -> Hit:
+        cfg = self.config.search.parent_retriever
+        try:
+            rows = [ChunkRow(*r) for r in self.store.document_chunks(hit.document_id)]
+        except sqlite3.Error:
+            return hit  # groove: any DB error leaves the hit unchanged
+        expansion = expand_hit(
+            hit.chunk_index,
+            rows,
+            whole_doc_threshold_tokens=cfg.whole_doc_threshold_tokens,
+            max_expanded_tokens=cfg.max_expanded_tokens,
+        )
+        if expansion is None:
+            return hit
+        trace = hit.trace
+        if trace is not None:
+            trace = replace(trace, parent=expansion.description)
+        return replace(hit, content=expansion.content, expanded_from=expansion.expanded_from, trace=trace)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise SearchCancelled("search cancelled")
+
+
+def _ms(t: float) -> float:
+    return (time.perf_counter() - t) * 1000.0
+
+
+def _spans(query: str, content: str) -> tuple[Span, ...] | None:
+    spans = match_spans(query, content)
+    return None if spans is None else tuple(Span(s, e) for s, e in spans)
+
+
+def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
+    """groove §D.8, in f32: max/mean below the ratio means the ranking is flat."""
+    if len(scores) < 2 or ratio == 0.0:
+        return False
+    arr = np.asarray(scores, dtype=np.float32)
+    mean = F32(arr.sum(dtype=np.float32) / F32(len(arr)))
+    if not mean > 0.0:
+        return False
+    return bool(F32(arr.max() / mean) < F32(ratio))

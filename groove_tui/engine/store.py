@@ -1,0 +1,263 @@
+"""SQLite schema, reads and writes (sqlean.py + sqlite-vec).
+
+The schema is groove's (reference §B) plus a few columns of ours: `chunks.line` (where the chunk starts,
+for opening an editor), `chunks.part` (continuation of a split section), `chunks.embedded` (phase two's
+work list). One connection per thread: Textual workers and the indexer each get their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sqlean as sqlite3
+import sqlite_vec
+
+from groove_tui.engine.errors import IndexError_
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT UNIQUE NOT NULL,
+    title TEXT, topic TEXT, category TEXT, depth TEXT,
+    tags TEXT,
+    date TEXT,
+    content_hash TEXT NOT NULL,
+    last_indexed TEXT NOT NULL,
+    size_bytes INTEGER,
+    mtime_ns INTEGER
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    chunk_index INTEGER NOT NULL,
+    heading TEXT,
+    level INTEGER,
+    content TEXT NOT NULL,
+    token_count INTEGER,
+    quality_score REAL NOT NULL DEFAULT 1.0,
+    context_text TEXT,
+    line INTEGER NOT NULL DEFAULT 1,
+    part INTEGER NOT NULL DEFAULT 0,
+    embedded INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS idx_chunks_quality ON chunks(quality_score);
+CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
+CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded = 0;
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='trigram remove_diacritics 1 case_sensitive 0'
+);
+"""
+
+# Columns every leg reads for a candidate row (same order as `CandidateRow`).
+ROW_COLUMNS = (
+    "c.id, c.document_id, c.chunk_index, c.heading, c.level, c.content, c.token_count, c.quality_score, "
+    "c.context_text, c.line, c.part, d.path, d.title, d.topic, d.category, d.date, d.tags"
+)
+ROW_JOIN = "chunks c JOIN documents d ON d.id = c.document_id"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    chunk_id: int
+    document_id: int
+    chunk_index: int
+    heading: str | None
+    level: int | None
+    content: str
+    token_count: int | None
+    quality_score: float
+    context: str | None
+    line: int
+    part: int
+    path: str
+    title: str | None
+    topic: str | None
+    category: str | None
+    date: str | None
+    tags: tuple[str, ...]
+
+    @classmethod
+    def from_sql(cls, row: Sequence) -> CandidateRow:
+        return cls(*row[:16], tags=parse_tags(row[16]))
+
+
+def parse_tags(raw: str | None) -> tuple[str, ...]:
+    """documents.tags is a JSON array; anything unparseable counts as no tags (groove §D.5)."""
+    if not raw:
+        return ()
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return ()
+    return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+class Store:
+    """The index database. Thread-safe by giving every thread its own connection."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.transaction() as conn:
+            conn.executescript(_SCHEMA)
+            if self.get_meta("schema_version", conn) is None:
+                self.set_meta("schema_version", SCHEMA_VERSION, conn)
+
+    # ------------------------------------------------------------ connections
+
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
+                conn.enable_load_extension(True)
+                sqlite_vec.load(conn)
+                conn.enable_load_extension(False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA busy_timeout=30000")
+            except sqlite3.Error as exc:
+                raise IndexError_(f"cannot open the index {self.db_path}: {exc}") from exc
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any error: a killed writer leaves no half document."""
+        conn = self.conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ meta
+
+    def get_meta(self, key: str, conn: sqlite3.Connection | None = None) -> str | None:
+        row = (conn or self.conn()).execute("SELECT value FROM index_meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str, conn: sqlite3.Connection | None = None) -> None:
+        (conn or self.conn()).execute(
+            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def generation(self) -> int:
+        """Bumped by every write, so search caches know when the index changed."""
+        return int(self.get_meta("generation") or 0)
+
+    def bump_generation(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO index_meta(key, value) VALUES ('generation', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    # ------------------------------------------------------------ vectors
+
+    def vec_dim(self) -> int | None:
+        raw = self.get_meta("embedding_dim")
+        return int(raw) if raw else None
+
+    def has_vec_table(self, conn: sqlite3.Connection | None = None) -> bool:
+        row = (conn or self.conn()).execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vec_chunks'"
+        ).fetchone()
+        return row is not None
+
+    def ensure_vec_table(self, dim: int, conn: sqlite3.Connection) -> None:
+        recorded = self.get_meta("embedding_dim", conn)
+        if recorded is not None and int(recorded) != dim and self.has_vec_table(conn):
+            raise IndexError_(
+                f"the index holds {recorded}-dimensional vectors but the embedder produces {dim}; "
+                "re-index with --force"
+            )
+        if not self.has_vec_table(conn):
+            conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, embedding float[{dim}])")
+        self.set_meta("embedding_dim", str(dim), conn)
+
+    def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of the given chunks (missing ones are absent from the dict)."""
+        out: dict[int, np.ndarray] = {}
+        if not chunk_ids or not self.has_vec_table():
+            return out
+        conn = self.conn()
+        for start in range(0, len(chunk_ids), 500):
+            batch = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for cid, blob in conn.execute(
+                f"SELECT chunk_id, embedding FROM vec_chunks WHERE chunk_id IN ({marks})", batch
+            ):
+                out[cid] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    # ------------------------------------------------------------ reads
+
+    def rows_by_ids(self, ids: Sequence[int]) -> dict[int, CandidateRow]:
+        out: dict[int, CandidateRow] = {}
+        conn = self.conn()
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for row in conn.execute(f"SELECT {ROW_COLUMNS} FROM {ROW_JOIN} WHERE c.id IN ({marks})", batch):
+                out[row[0]] = CandidateRow.from_sql(row)
+        return out
+
+    def document_chunks(self, document_id: int) -> list[tuple]:
+        """(id, chunk_index, level, heading, content, token_count, part) of a document, in order."""
+        return self.conn().execute(
+            "SELECT id, chunk_index, level, heading, content, token_count, part FROM chunks "
+            "WHERE document_id = ? ORDER BY chunk_index",
+            (document_id,),
+        ).fetchall()
+
+    def counts(self) -> tuple[int, int, int]:
+        """(documents, chunks, chunks still lacking a vector)."""
+        conn = self.conn()
+        docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        pending = conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+        return docs, chunks, pending
+
+    def pending_count(self) -> int:
+        return self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+
+    def index_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.db_path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total

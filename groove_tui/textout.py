@@ -1,0 +1,122 @@
+"""Plain-text renderings for the headless commands: readable, highlighted on a TTY, safe always.
+
+Document text is never allowed to reach the terminal as control codes: every C0/C1 control character
+except newline and tab is replaced before printing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from groove_tui.engine.types import Hit, IndexReport, SearchResponse
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BOLD_MATCH = "\x1b[1;33m"
+DIM = "\x1b[2m"
+RESET = "\x1b[0m"
+
+
+def sanitize(text: str) -> str:
+    """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+def highlight(text: str, spans, color: bool) -> str:
+    if not color or not spans:
+        return sanitize(text)
+    out, pos = [], 0
+    for s in spans:
+        out.append(sanitize(text[pos : s.start]))
+        out.append(BOLD_MATCH + sanitize(text[s.start : s.end]) + RESET)
+        pos = s.end
+    out.append(sanitize(text[pos:]))
+    return "".join(out)
+
+
+def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
+    """Up to three short quotes around match spans (groove's text output shows them too)."""
+    out = []
+    for s in (hit.match_spans or ())[:max_snippets]:
+        start, end = max(0, s.start - radius), min(len(hit.content), s.end + radius)
+        piece = " ".join(hit.content[start:end].split())
+        out.append(("…" if start else "") + piece + ("…" if end < len(hit.content) else ""))
+    return out
+
+
+def format_response(resp: SearchResponse, *, color: bool, explain: bool = False) -> str:
+    lines: list[str] = []
+    if resp.low_confidence:
+        lines.append("[low_confidence: the scores are flat — no result stands out]")
+    if resp.filter_applied:
+        lines.append("filters: " + ", ".join(f"{k}={v}" for k, v in resp.filter_applied.items()))
+    if resp.pending_embeddings:
+        lines.append(f"[{resp.pending_embeddings} chunks not embedded yet: vector results are partial]")
+    for w in resp.warnings:
+        lines.append(f"[warning: {w}]")
+    if explain:
+        q = resp.query
+        lines.append(f"compiled: {q.match_expr or '(no full-text expression: vector only)'}")
+        if q.bigram_expr:
+            lines.append(f"bigram:   {q.bigram_expr}")
+        if q.exclude:
+            lines.append(f"excluded: {', '.join(q.exclude)}")
+        lines.append("timings:  " + "  ".join(f"{k} {v:.1f}ms" for k, v in resp.timings_ms.items()))
+    if not resp.results:
+        lines.append("no results")
+    blocks = ["\n".join(lines)] if lines else []
+    for rank, hit in enumerate(resp.results, 1):
+        head = [
+            f"# {sanitize(hit.title) if hit.title else '(no title)'}",
+            sanitize(f"{hit.path}#{hit.heading}" if hit.heading else hit.path),
+            f"rank: {rank}  score: {hit.score:.4f}",
+        ]
+        if hit.tags:
+            head.append("tags: " + ", ".join(sanitize(t) for t in hit.tags))
+        if hit.expanded_from is not None:
+            ef = hit.expanded_from
+            head.append(
+                f"expanded: whole document ({ef.total_chunks} chunks)"
+                if ef.kind == "whole_document"
+                else f"expanded: chunks {ef.from_index}–{ef.to_index}"
+            )
+        for snip in snippets(hit):
+            head.append(f'  "{sanitize(snip)}"')
+        if explain and hit.trace is not None:
+            head.append(_trace_line(hit))
+        body = highlight(hit.content, hit.match_spans, color)
+        if color:
+            head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
+        blocks.append("\n".join(head) + "\n\n" + body)
+    return "\n---\n".join(blocks) + "\n"
+
+
+def _trace_line(hit: Hit) -> str:
+    t = hit.trace
+    parts = [
+        f"vector #{t.vector_rank} d={t.vector_distance:.4f}" if t.vector_rank else "vector —",
+        f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
+        f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
+    ]
+    if t.rerank_score is not None:
+        parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank})")
+    if t.mmr is not None:
+        m = t.mmr
+        parts.append(f"mmr pick {m.pick}: rel {m.relevance:.3f} sim {m.max_similarity:.3f} pen {m.penalty:.2f}")
+    if t.parent:
+        parts.append(f"parent: {t.parent}")
+    return "explain: " + " | ".join(parts)
+
+
+def format_index_report(r: IndexReport) -> str:
+    lines = [
+        f"added {r.added}, updated {r.updated} ({r.metadata_only} metadata only), unchanged {r.unchanged}, "
+        f"renamed {r.renamed}, deleted {r.deleted}, skipped {len(r.skipped)}",
+        f"{r.chunks:,} chunks; embedded {r.embedded:,} this run"
+        + (f"; {r.pending_embeddings:,} still without a vector" if r.pending_embeddings else ""),
+        f"{r.seconds:.2f} s (full text {r.fulltext_seconds:.2f} s, embeddings {r.embed_seconds:.2f} s)",
+    ]
+    for issue in r.skipped:
+        lines.append(f"skipped  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+    for issue in r.degraded:
+        lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+    return "\n".join(lines)
