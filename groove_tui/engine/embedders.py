@@ -174,12 +174,18 @@ _REGISTER_LOCK = threading.Lock()
 @contextlib.contextmanager
 def offline_hub() -> Iterator[None]:
     """Force HF_HUB_OFFLINE=1 for the duration: fastembed then never retries a hub or downloads."""
+    from loguru import logger  # fastembed's logger
+
     with _ENV_LOCK:
         previous = os.environ.get("HF_HUB_OFFLINE")
         os.environ["HF_HUB_OFFLINE"] = "1"
+        # fastembed logs cache misses to stderr, which would scribble over the TUI; failures become
+        # a ModelUnavailable with its own message instead
+        logger.disable("fastembed")
         try:
             yield
         finally:
+            logger.enable("fastembed")
             if previous is None:
                 os.environ.pop("HF_HUB_OFFLINE", None)
             else:
@@ -214,11 +220,11 @@ def is_cached(description: Any, cache_dir: Path) -> bool:
     return False
 
 
-def not_cached_message(fastembed_class: str, name: str, setting: str) -> str:
+def not_cached_message(module: str, fastembed_class: str, name: str, setting: str) -> str:
     return (
         f"fastembed model {name!r} is not in the local cache ({fastembed_cache_dir()}), and nothing is "
         f"downloaded here (HF_HUB_OFFLINE / no model hub). On a machine with a hub run "
-        f"FASTEMBED_CACHE_PATH=DIR python -c \"from fastembed import {fastembed_class}; "
+        f"FASTEMBED_CACHE_PATH=DIR python -c \"from {module} import {fastembed_class}; "
         f"{fastembed_class}('{name}')\", copy DIR here and set FASTEMBED_CACHE_PATH to it; or point "
         f"{setting} at a local ONNX directory (model.onnx + tokenizer.json + tokenizer_config.json + "
         f"special_tokens_map.json + config.json)."
@@ -296,11 +302,12 @@ class FastEmbedEmbedder:
                 f"or a fastembed catalog name; {_FIND_NAMES}"
             )
         desc = matches[0]
+        what = not_cached_message("fastembed", "TextEmbedding", desc.model, "[embedding] model")
         if not is_cached(desc, fastembed_cache_dir()):
-            raise ModelUnavailable(not_cached_message("TextEmbedding", desc.model, "[embedding] model"))
+            raise ModelUnavailable(what)
         self.model_id = desc.model
         self.dim = int(desc.dim)
-        self._model = self._construct(TextEmbedding, desc.model, threads, {})
+        self._model = self._construct(TextEmbedding, desc.model, threads, {}, what)
 
     def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None) -> None:
         from fastembed.common.model_description import ModelSource, PoolingType
@@ -322,11 +329,15 @@ class FastEmbedEmbedder:
             reg,
         )
         self.model_id = ONNX_DIR_PREFIX + str(path)
-        self._model = self._construct(TextEmbedding, reg, threads, {"specific_model_path": str(path)})
+        self._model = self._construct(
+            TextEmbedding, reg, threads, {"specific_model_path": str(path)}, f"local model directory {path}"
+        )
         # no hidden_size in config.json: the only way to know the dimension is to run the model once
         self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
 
-    def _construct(self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any]) -> _Lazy:
+    def _construct(
+        self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any], what: str
+    ) -> _Lazy:
         # The cheap part (resolving files) runs now so a missing model fails here; the ONNX session
         # is built on first use.
         try:
@@ -335,11 +346,12 @@ class FastEmbedEmbedder:
         except ModelUnavailable:
             raise
         except Exception as e:
-            raise ModelUnavailable(f"cannot load embedding model {name!r} offline: {e}") from e
+            raise ModelUnavailable(f"cannot load the embedding model: {what} (fastembed: {e})") from e
 
         def load() -> Any:
             try:
-                model.model.load_onnx_model()
+                with offline_hub():
+                    model.model.load_onnx_model()
             except Exception as e:
                 raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r}: {e}") from e
             return model

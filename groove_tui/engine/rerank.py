@@ -94,6 +94,7 @@ class FastEmbedReranker:
                 reg,
             )
             fastembed_name, extra["specific_model_path"] = reg, str(path)
+            what = f"local model directory {path}"
         else:
             matches = [m for m in TextCrossEncoder._list_supported_models() if m.model.lower() == canonical.lower()]
             if not matches:
@@ -101,9 +102,12 @@ class FastEmbedReranker:
                     f"unknown reranker {name!r}: use a local ONNX cross-encoder directory, one of groove's "
                     f"names ({', '.join(RERANKER_ALIASES)}), or a fastembed catalog name; {_FIND_NAMES}"
                 )
-            if not is_cached(matches[0], fastembed_cache_dir()):
-                raise ModelUnavailable(not_cached_message("TextCrossEncoder", matches[0].model, "[reranker] model"))
             fastembed_name = matches[0].model
+            what = not_cached_message(
+                "fastembed.rerank.cross_encoder", "TextCrossEncoder", fastembed_name, "[reranker] model"
+            )
+            if not is_cached(matches[0], fastembed_cache_dir()):
+                raise ModelUnavailable(what)
         self.model_id = canonical
         try:
             # files are resolved offline here; the ONNX session is built eagerly because a reranker
@@ -111,7 +115,7 @@ class FastEmbedReranker:
             with offline_hub():
                 self._model = TextCrossEncoder(fastembed_name, threads=threads, local_files_only=True, **extra)
         except Exception as e:
-            raise ModelUnavailable(f"cannot load reranker {canonical!r} offline: {e}") from e
+            raise ModelUnavailable(f"cannot load the reranker: {what} (fastembed: {e})") from e
 
     def rerank(self, query: str, documents: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Raw scores (higher = more relevant), one per document, in input order."""
