@@ -243,6 +243,8 @@ def test_hashing_names() -> None:
         ("hashing", "hashing-64"),
         ("hashing-16", "hashing-16"),
         ("BAAI/bge-small-en-v1.5", "BAAI/bge-small-en-v1.5"),
+        ("baai/BGE-small-en-v1.5", "BAAI/bge-small-en-v1.5"),  # fastembed's own spelling, as in model_id
+        ("no-such/model", "no-such/model"),
     ],
 )
 def test_describe_model_aliases(alias: str, canonical: str) -> None:

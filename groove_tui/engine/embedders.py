@@ -349,9 +349,8 @@ class FastEmbedEmbedder:
             raise ModelUnavailable(f"cannot load the embedding model: {what} (fastembed: {e})") from e
 
         def load() -> Any:
-            try:
-                with offline_hub():
-                    model.model.load_onnx_model()
+            try:  # no hub involved: the files were resolved above
+                model.model.load_onnx_model()
             except Exception as e:
                 raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r}: {e}") from e
             return model
@@ -397,7 +396,18 @@ def describe_model(name: str) -> str:
         return f"hashing-{int(m.group(1) or 64)}"
     if looks_like_path(name) or Path(name).expanduser().is_dir():
         return ONNX_DIR_PREFIX + str(resolve_dir(name))
-    return name
+    return _fastembed_catalog().get(low, name)
+
+
+@lru_cache(maxsize=1)
+def _fastembed_catalog() -> dict[str, str]:
+    """Lower-cased name -> catalog spelling (fastembed matches names case-insensitively). Imports
+    fastembed (~0.3 s, once), loads no model."""
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:  # pragma: no cover - a declared dependency
+        return {}
+    return {m.model.lower(): m.model for m in TextEmbedding._list_supported_models()}
 
 
 def load_embedder(name: str) -> Embedder:
