@@ -69,7 +69,7 @@ def _rust_lines(text: str) -> list[str]:
 
 
 def _nbytes(s: str) -> int:
-    return len(s.encode("utf-8"))
+    return len(s.encode("utf-8", "surrogatepass"))  # a lone surrogate (never in decoded files) must not raise
 
 
 # ---------------------------------------------------------------- frontmatter (§A.2)
@@ -518,6 +518,8 @@ def _split(lines: list[_Line], cap: int) -> list[tuple[int, int]]:
     units: list[_Unit] = []
     for para in _paragraphs(lines):
         units.extend([para] if size(para.start, para.end) <= cap else _line_units(lines, para, size, cap))
+    if not units:
+        return [(0, len(lines))]
     pieces = _avoid_tiny(_pack(units, size, cap), size, cap)
     return [(p[0].start, p[-1].end) for p in pieces]
 
