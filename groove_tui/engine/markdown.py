@@ -110,8 +110,7 @@ _FrontmatterLoader.add_implicit_resolver(
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
-    value = loader.construct_scalar(node)
-    assert isinstance(value, str)
+    value = str(loader.construct_scalar(node))
     if value.startswith("0o"):
         return int(value[2:], 8)
     return int(value, 16) if value.startswith("0x") else int(value)  # "017" is 17 in YAML 1.2
