@@ -195,7 +195,10 @@ def parse_golden(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise GoldenError(source, mark.line + 1 if mark else None, f"invalid YAML: {exc.problem or exc}") from exc
-    except yaml.YAMLError as exc:  # reader errors (non-printable characters) carry a position, not a mark
+    except yaml.reader.ReaderError as exc:  # a non-printable character: a position, not a mark
+        line = len(_BREAKS.findall(text, 0, exc.position)) + 1
+        raise GoldenError(source, line, f"invalid YAML: {exc.reason} (character {exc.character!r})") from exc
+    except yaml.YAMLError as exc:
         raise GoldenError(source, None, f"invalid YAML: {exc}") from exc
     if root is None:
         raise GoldenError(source, 1, "empty golden file: expected a mapping with a 'queries' list", "queries")
@@ -493,15 +496,21 @@ def _dump_query(q: GoldenQuery) -> list[str]:
         if e.heading is not None:
             out.append(f"        heading: {_quote(e.heading)}")
     for path, heading in q.judged_irrelevant:
-        out.append(f'    # judged-0: {{"path": {_quote(path)}, "heading": {_quote(heading) if heading is not None else "null"}}}')
+        shown = _quote(heading) if heading is not None else "null"
+        out.append(f'    # judged-0: {{"path": {_quote(path)}, "heading": {shown}}}')
     return out
 
 
 def save_golden(path: str | os.PathLike[str], golden: GoldenSet | Iterable[GoldenQuery]) -> str:
     """Write atomically (tmp + os.replace); returns the SHA-256 of the bytes written (the new golden_hash)."""
-    data = dump_golden(golden).encode("utf-8", "surrogatepass")
+    try:
+        data = dump_golden(golden).encode("utf-8")
+    except ValueError as exc:
+        raise GoldenError(str(path), None, str(exc)) from exc
     if len(data) > GOLDEN_MAX_BYTES:
-        raise GoldenError(str(path), None, f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB")
+        raise GoldenError(
+            str(path), None, f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB"
+        )
     _atomic_write(Path(path), data)
     return hashlib.sha256(data).hexdigest()
 
@@ -514,6 +523,8 @@ def _quote(s: str) -> str:
         esc = _ESCAPES.get(ch)
         if esc is not None:
             parts.append(esc)
+        elif 0xD800 <= ord(ch) <= 0xDFFF:  # e.g. a surrogate-escaped file name: not Unicode, no YAML form
+            raise ValueError(f"{s!r} contains a lone surrogate, which a golden file cannot hold")
         elif _needs_escape(ord(ch)):
             parts.append(f"\\u{ord(ch):04x}")
         else:
@@ -530,7 +541,6 @@ def _needs_escape(code: int) -> bool:
         code < 0x20
         or 0x7F <= code <= 0x9F
         or code in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
-        or 0xD800 <= code <= 0xDFFF
     )
 
 
@@ -779,10 +789,14 @@ class ConfigFingerprint:
             parent_retriever=(parent.whole_doc_threshold_tokens, parent.max_expanded_tokens)
             if params.parent_retriever
             else None,
-            fusion=None if fusion.is_default() else tuple((f.name, float(getattr(fusion, f.name))) for f in fields(fusion)),
+            fusion=None if fusion.is_default() else _fusion_items(fusion),
             context_static=context_static,
             cjk_bigram=config.search.cjk_bigram,
         )
+
+
+def _fusion_items(fusion: Any) -> tuple[tuple[str, float], ...]:
+    return tuple((f.name, float(getattr(fusion, f.name))) for f in fields(fusion))
 
 
 # ================================================================ corpus digest (§I.4)
