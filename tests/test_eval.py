@@ -414,6 +414,7 @@ def test_round_trip_through_a_file_groove_can_read(tmp_path: Path):
     # groove's view: no unknown keys anywhere, and grades are invisible to a plain YAML load
     plain = yaml.safe_load(text)
     assert all(set(e) <= {"path", "heading"} for q in plain["queries"] for e in q["expected"])
+    assert g.sha256 is None  # edited: the old file hash no longer applies
     back = load_golden(path, strict=True)
     assert back.queries == g.queries
     assert back.defaults == g.defaults and back.header == g.header

@@ -123,7 +123,7 @@ class GoldenSet:
             queries = (*self.queries, new)
         else:
             queries = tuple(new if x is old else x for x in self.queries)
-        return replace(self, queries=queries)
+        return replace(self, queries=queries, sha256=None)  # no longer the file's bytes; save_golden gives the new hash
 
 
 def default_query_id(query: str) -> str:
