@@ -51,7 +51,8 @@ def test_small_threshold_is_strict():
 
 def test_whole_document_must_fit_the_cap():
     rows = doc((None, 5), (2, 30), (2, 40))
-    assert expand_hit(1, rows, whole_doc_threshold_tokens=31, max_expanded_tokens=74).expanded_from.kind == "adjacent"
+    exp = expand_hit(1, rows, whole_doc_threshold_tokens=31, max_expanded_tokens=74)
+    assert exp.expanded_from.kind == "adjacent"
 
 
 def test_null_token_count_is_not_small_but_is_estimated_in_sums():

@@ -21,11 +21,10 @@ from __future__ import annotations
 import calendar
 import math
 import re
+import struct
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
-
-import numpy as np
 
 MAX_LIST_ENTRIES = 64
 MAX_ENTRY_BYTES = 1024
@@ -302,8 +301,12 @@ def _quality(value: Any) -> float:
     return _f32(min(max(float(value), 0.0), 1.0))
 
 
+_F32 = struct.Struct("f")
+
+
 def _f32(x: float) -> float:
-    return float(np.float32(x))
+    """Round to float32, as groove stores and compares quality scores (struct: cheaper than numpy)."""
+    return _F32.unpack(_F32.pack(x))[0]
 
 
 @dataclass(frozen=True)
