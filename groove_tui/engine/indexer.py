@@ -274,9 +274,10 @@ class Indexer:
             if n % 200 == 0:
                 notify(IndexProgress("scan", n, len(paths), rel))
 
-        renamed_to: set[str] = set()
+        renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
+        reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
         if not force:
-            renamed_to = self._detect_renames(stored, disk, skipped_paths, report, contextual)
+            renamed_to, reparse = self._detect_renames(stored, disk, skipped_paths, report, contextual)
             stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
 
         total = len(disk)
@@ -285,8 +286,9 @@ class Indexer:
                 raise IndexCancelled("indexing cancelled")
             notify(IndexProgress("fulltext", n, total, rel))
             existing = stored.get(rel)
-            if existing is not None and existing[1] == f.content_hash and not force and rel not in renamed_to:
-                report.unchanged += 1
+            if existing is not None and existing[1] == f.content_hash and not force and rel not in reparse:
+                if rel not in renamed_to:
+                    report.unchanged += 1
                 continue
             if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
                 again = read_file(self.kb, rel)
@@ -342,7 +344,7 @@ class Indexer:
         skipped: set[str],
         report: _Counts,
         contextual: bool,
-    ) -> set[str]:
+    ) -> tuple[set[str], set[str]]:
         """groove §B.2.5: a vanished path and a new path with the same hash are one document moved."""
         vanished = sorted(p for p in stored if p not in disk and p not in skipped)
         new_by_hash: dict[str, list[str]] = {}
@@ -356,7 +358,7 @@ class Indexer:
             if candidates:
                 moves.append((doc_id, candidates.pop(0)))
         if not moves:
-            return set()
+            return set(), set()
         with self.store.transaction() as conn:
             for doc_id, new in moves:
                 cat, topic = _path_category_topic(new)
@@ -367,8 +369,9 @@ class Indexer:
                 )
             self.store.bump_generation(conn)
         report.renamed += len(moves)
+        moved = {new for _id, new in moves}
         # In static mode the file name feeds the breadcrumb: re-index the moved documents.
-        return {new for _id, new in moves} if contextual else set()
+        return moved, (moved if contextual else set())
 
     def _write_document(self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool) -> str:
         tags = json.dumps(list(doc.tags), ensure_ascii=False)

@@ -116,8 +116,11 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+        except sqlite3.DatabaseError as exc:
+            raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
         with self.transaction() as conn:
-            conn.executescript(_SCHEMA)
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
 

@@ -1,0 +1,27 @@
+"""Shared fixtures: every KB a test needs is built here, in tmp dirs (nothing from ../shared)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from helpers import SAMPLE_KB, hashing_config, write_kb  # noqa: E402
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    return write_kb(tmp_path / "kb", SAMPLE_KB)
+
+
+@pytest.fixture
+def engine(kb: Path, tmp_path: Path):
+    from groove_tui.engine import Engine
+
+    eng = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx")
+    eng.index()
+    yield eng
+    eng.close()

@@ -1,0 +1,49 @@
+"""KB builders and configs for tests: every KB a test needs is built in a tmp dir (nothing from ../shared)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from groove_tui.config import Config, EmbeddingConfig  # noqa: E402
+
+
+def hashing_config(**changes) -> Config:
+    """A Config whose embedder is the deterministic hashing one (unit tests only)."""
+    return replace(Config(), embedding=EmbeddingConfig(model="hashing-64"), **changes)
+
+
+def write_kb(root: Path, files: dict[str, str | bytes]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            p.write_bytes(text)
+        else:
+            p.write_text(text, encoding="utf-8")
+    return root
+
+
+SAMPLE_KB = {
+    "notes/rust/async.md": (
+        "---\ntitle: Async Rust\ntags: [rust, async]\ndate: 2026-03-01\n---\n\n"
+        "Intro to async programming in Rust with tokio and futures, covering the basics.\n\n"
+        "## Tokio runtime\n\nThe tokio runtime schedules tasks; use tokio::spawn for async work that runs concurrently.\n\n"
+        "## Pinning\n\nPin guarantees an object will not move in memory, which self-referential futures require.\n"
+    ),
+    "notes/python/sqlite.md": (
+        "---\ntitle: SQLite from Python\ntags: [python, sqlite]\ndate: 2026-01-15\n---\n\n"
+        "## FTS5\n\nFTS5 is SQLite's full-text search extension; the trigram tokenizer matches substrings.\n\n"
+        "## sqlite-vec\n\nsqlite-vec adds vector search with vec0 virtual tables and KNN queries by distance.\n"
+    ),
+    "日本語/検索.md": (
+        "---\ntitle: 検索の設計\ntags: [japanese]\n---\n\n"
+        "## 再ランキング\n\n再ランキングの評価について説明します。クロスエンコーダで候補を並べ替えるとランキングの品質が上がります。\n\n"
+        "## 設定\n\n東京の設定ファイルは groove.toml です。設定を変えると検索結果が変わります。\n"
+    ),
+    "index.md": "# Home\n\nThis knowledge base holds notes about Rust, Python and search engines in general.\n",
+}
