@@ -15,9 +15,12 @@ highlight appears where the full-text leg matched:
 
 Measured against SQLite 3.50's tokenizer over every code point, the fold differs only for letters whose
 case pairs are newer than SQLite's Unicode tables (Cherokee, Georgian Mtavruli, Osage, Adlam, …: we fold
-them, FTS5 does not), the Cyrillic letter variants U+1C80–1C88 (we fold `ᲀ` to `в`) and `ǡ`/`Ǡ`. Because a folded character may come from several original ones
-(a letter and the marks that folded away), matching runs on the folded copy and every span is mapped
-back through a per-character index table; a span's end includes the marks that folded away after it.
+them, FTS5 does not), the Cyrillic letter variants U+1C80–1C88 (we fold `ᲀ` to `в`) and `ǡ`/`Ǡ`.
+
+Because a folded character may come from several original ones (a letter and the marks that folded
+away), matching runs on the folded copy and every span is mapped back through a per-character index
+table; a span's end includes the marks that folded away after it. For ASCII terms over non-ASCII content
+this can differ from groove on purpose: `cafe` also highlights `CAFÉ`, as the FTS leg matched it.
 """
 
 from __future__ import annotations
