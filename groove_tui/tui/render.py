@@ -276,7 +276,8 @@ def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
         head.append_text(marker)
         head.append(" ")
     head.append_text(hit_title(hit))
-    snip = snippet_text(hit, max(10, width - 6), match_style, expanded_style)
+    head.truncate(width, overflow="ellipsis")
+    snip = snippet_text(hit, max(10, width - 7), match_style, expanded_style)
     row = Text()
     row.append_text(head)
     row.append("\n     ")
@@ -294,6 +295,7 @@ def gone_row(hit: Hit, other_rank: int, width: int, marker: Text) -> Text:
     row.append(" ")
     row.append_text(hit_title(hit))
     row.append(f"  (#{other_rank} there)")
+    row.truncate(width, overflow="ellipsis")
     row.stylize("dim")
     return row
 

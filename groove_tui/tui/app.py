@@ -1,0 +1,642 @@
+"""GrooveApp: the explorer shell. Owns the engine, the per-side RunConfigs, the search workers and the
+single worker-error handler; screens and widgets only render what it publishes.
+
+Threading: every engine call runs in a thread worker (groups "open"/"index", "search-left",
+"search-right"); results come back only as messages carrying a serial, and a result older than the newest
+one shown for its side is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.signal import Signal
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from groove_tui.config import Config
+from groove_tui.engine.errors import EngineError, SearchCancelled
+from groove_tui.engine.types import SearchParams, SearchResponse
+from groove_tui.tui.history import QueryHistory
+from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed, SearchFinished
+from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig
+from groove_tui.tui.widgets.results import Row
+
+_START = time.perf_counter()
+
+EngineFactory = Callable[[], Any]
+
+
+class GrooveApp(App):
+    TITLE = "groove-tui"
+    CSS_PATH = "groove.tcss"
+    BINDING_GROUP_TITLE = "Global"
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("f2", "toggle('mmr')", "MMR", id="search.toggle_mmr"),
+        Binding("f3", "toggle('parent')", "Parent", id="search.toggle_parent"),
+        Binding("f4", "toggle('reranker')", "Rerank", id="search.toggle_reranker"),
+        Binding("f5", "compare", "Compare", id="view.compare"),
+        Binding("ctrl+s", "export", "Export", id="export.json"),
+        Binding("ctrl+o", "open_editor", "Editor", show=False, id="hit.editor"),
+        Binding("ctrl+y", "copy_path", "Copy path", show=False, id="hit.copy_path"),
+        Binding("ctrl+t", "cycle_theme", "Theme", show=False, id="view.theme"),
+        Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(self, engine: Any | None = None, *, engine_factory: EngineFactory | None = None,
+                 config: Config | None = None, kb_path: Path | None = None, history_path: Path | None = None,
+                 debounce_ms: int | None = None, warmup: bool = True, user_theme_dir: Path | None = None,
+                 golden: str | None = None) -> None:
+        super().__init__()
+        if engine is None and engine_factory is None:
+            raise ValueError("GrooveApp needs an engine or an engine_factory")
+        self._engine = engine
+        self._engine_factory = engine_factory
+        self.config: Config = config or getattr(engine, "config", None) or Config()
+        self.kb_path = Path(kb_path) if kb_path is not None else Path(getattr(engine, "kb_path", "."))
+        if history_path is None and kb_path is not None:
+            from groove_tui.paths import kb_state_dir
+
+            history_path = kb_state_dir(self.kb_path) / "history.json"
+        self.history = QueryHistory(history_path)
+        ms = self.config.tui.debounce_ms if debounce_ms is None else debounce_ms
+        self.debounce = max(0, ms) / 1000.0
+        self.warmup = warmup
+        self.user_theme_dir = user_theme_dir
+        self.golden = golden
+
+        self.query_text = ""
+        self.base_params = SearchParams()
+        rc = RunConfig.from_params(self.base_params)
+        self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
+        self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
+        self.errors: dict[str, str | None] = {s: None for s in SIDES}
+        self.focused_rows: dict[str, Row | None] = {s: None for s in SIDES}
+        self.active_side = "left"
+        self.compare_active = False
+        self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
+        self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
+        self.search_count = 0
+        self._debounce_timers: dict[str, Timer | None] = {s: None for s in SIDES}
+        self._busy_timers: dict[str, Timer | None] = {s: None for s in SIDES}
+        self._worker_meta: dict[Worker, tuple[str, int]] = {}
+        self._engine_ready = threading.Event()
+        self._searchable = threading.Event()
+        self.index_progress = None
+        self.index_report = None
+        self.indexing = False
+        self.ready_seconds: float | None = None
+        self.last_export: Path | None = None
+        self.theme_errors: tuple[str, ...] = ()
+        self.run_editor: Callable[[list[str]], int] = subprocess.call
+
+        self.run_config_signal: Signal[str] = Signal(self, "run-config")
+        self.results_signal: Signal[str] = Signal(self, "results")
+        if engine is not None:
+            self._adopt_engine(engine)
+
+    # ------------------------------------------------------------ startup
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        from groove_tui.tui.themes import VARIABLE_DEFAULTS
+
+        return dict(VARIABLE_DEFAULTS)
+
+    def get_default_screen(self) -> Screen:
+        from groove_tui.tui.screens.main import MainScreen
+
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        self._register_themes()
+        if self.config.tui.keymap:
+            self.set_keymap(dict(self.config.tui.keymap))
+        self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def on_ready(self) -> None:
+        self.ready_seconds = time.perf_counter() - _START
+
+    def _register_themes(self) -> None:
+        from groove_tui.tui.themes import FALLBACK_THEME, load_themes, shipped_theme_dir, user_theme_dir
+
+        loaded = load_themes(shipped_theme_dir(), self.user_theme_dir or user_theme_dir())
+        if not any(t.name == "groove" for t in loaded.themes):
+            self.register_theme(FALLBACK_THEME)
+        for t in loaded.themes:
+            self.register_theme(t)
+        self.theme_errors = loaded.errors
+        for err in loaded.errors:
+            self.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)
+        wanted = self.config.tui.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.notify(f"Unknown theme {wanted!r}; using 'groove'", severity="warning", markup=False)
+            self.theme = "groove"
+
+    def _adopt_engine(self, engine: Any) -> None:
+        self._engine = engine
+        try:
+            self.base_params = engine.default_params()
+        except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
+            self.base_params = SearchParams()
+        rc = RunConfig.from_params(replace(self.base_params, reranker=None))
+        if not any(self.responses.values()):
+            self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
+        self._engine_ready.set()
+
+    @property
+    def engine(self) -> Any:
+        return self._engine
+
+    @property
+    def reranker_model(self) -> str | None:
+        return self.config.reranker.model
+
+    def _open_and_index(self) -> None:
+        """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
+        worker = get_current_worker()
+        if self._engine is None:
+            self._adopt_engine(self._engine_factory())
+            self.post_message(EngineReady())
+        eng = self._engine
+        needs = bool(eng.needs_index())
+        pending = 0
+        if not needs:
+            try:
+                pending = eng.status().pending_embeddings
+            except Exception:  # noqa: BLE001
+                pending = 0
+        if not needs:
+            self._searchable.set()
+        if needs or pending:
+            self.indexing = True
+
+            def progress(p) -> None:
+                if p.phase in ("embed", "done"):
+                    first = not self._searchable.is_set()
+                    self._searchable.set()
+                    if first:
+                        self.call_from_thread(self.search_now)
+                self.post_message(IndexProgressed(p))
+
+            try:
+                report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
+            finally:
+                self._searchable.set()
+                self.indexing = False
+            self.post_message(IndexFinished(report))
+        if self.warmup and not worker.is_cancelled:
+            warm = getattr(eng, "warm_up", None)
+            try:
+                if callable(warm):
+                    warm()
+            except Exception:  # noqa: BLE001 - the first real search reports model problems
+                pass
+
+    def on_engine_ready(self, _msg: EngineReady) -> None:
+        for side in SIDES:
+            self.run_config_signal.publish(side)
+        if self.query_text.strip():
+            self.search_now()
+
+    def on_index_progressed(self, msg: IndexProgressed) -> None:
+        self.index_progress = msg.progress
+        self.show_index_state(None)
+
+    def on_index_finished(self, msg: IndexFinished) -> None:
+        self.index_report = msg.report
+        self.index_progress = None
+        self.show_index_state(None)
+        r = msg.report
+        if r is not None:
+            text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
+                    f"{r.chunks} chunks in {r.seconds:.1f}s")
+            if r.pending_embeddings:
+                text += f"; {r.pending_embeddings} chunks still without vectors"
+            if r.skipped:
+                text += f"; {len(r.skipped)} files skipped"
+            self.notify(text, markup=False)
+        if self.query_text.strip():
+            self.search_now()  # now with vectors for every chunk
+
+    def show_index_state(self, screen: Screen | None) -> None:
+        from groove_tui.tui.widgets.status import IndexStatusBar
+
+        screens = [screen] if screen is not None else list(self.screen_stack)
+        for s in screens:
+            for bar in s.query(IndexStatusBar):
+                if self.index_progress is not None:
+                    bar.show_progress(self.index_progress)
+                else:
+                    bar.finish()
+
+    # ------------------------------------------------------------ state changes
+
+    def set_query(self, query: str) -> None:
+        if query == self.query_text:
+            return
+        self.query_text = query
+        for side in self.active_sides:
+            self.schedule_search(side)
+
+    @property
+    def active_sides(self) -> tuple[str, ...]:
+        return SIDES if self.compare_active else ("left",)
+
+    def set_run_config(self, side: str, rc: RunConfig, *, sync: bool = True) -> None:
+        """Replace a side's RunConfig wholesale, publish it, and re-run that side (debounced)."""
+        if rc == self.run_configs[side]:
+            return
+        self.run_configs[side] = rc
+        self.run_config_signal.publish(side)
+        if side in self.active_sides:
+            self.schedule_search(side)
+
+    def schedule_search(self, side: str, delay: float | None = None) -> None:
+        timer = self._debounce_timers.get(side)
+        if timer is not None:
+            timer.stop()
+        delay = self.debounce if delay is None else delay
+        if delay <= 0:
+            self._debounce_timers[side] = None
+            self.start_search(side)
+        else:
+            self._debounce_timers[side] = self.set_timer(delay, partial(self.start_search, side))
+
+    def search_now(self) -> None:
+        for side in self.active_sides:
+            self.schedule_search(side, 0)
+
+    def start_search(self, side: str) -> None:
+        self._debounce_timers[side] = None
+        self.requested[side] += 1
+        serial = self.requested[side]
+        query = self.query_text
+        if not query.strip():
+            self.applied[side] = serial
+            self.responses[side] = None
+            self.errors[side] = None
+            self.workers.cancel_group(self, f"search-{side}")
+            self.results_signal.publish(side)
+            return
+        rc = self.run_configs[side]
+        params = rc.to_params(self.base_params, self.reranker_model)
+        worker = self.run_worker(partial(self._search, side, serial, query, rc, params),
+                                 name=f"search-{side}-{serial}", group=f"search-{side}", thread=True,
+                                 exclusive=True, exit_on_error=False)
+        self._worker_meta[worker] = (side, serial)
+        busy = self._busy_timers.get(side)
+        if busy is not None:
+            busy.stop()
+        self._busy_timers[side] = self.set_timer(0.15, partial(self._show_busy, side, serial))
+
+    def _show_busy(self, side: str, serial: int) -> None:
+        if self.applied[side] < serial == self.requested[side]:
+            from groove_tui.tui.widgets.results import ResultsPane
+
+            for pane in self.screen.query(ResultsPane):
+                if pane.side == side:
+                    pane.set_busy(True)
+
+    def _search(self, side: str, serial: int, query: str, rc: RunConfig, params: SearchParams) -> None:
+        """Worker thread: wait until the engine can search, run it, post the result with its serial."""
+        worker = get_current_worker()
+        for event in (self._engine_ready, self._searchable):
+            while not event.wait(0.05):
+                if worker.is_cancelled:
+                    return
+        if worker.is_cancelled:
+            return
+        t0 = time.perf_counter()
+        resp = self._engine.search(query, params, cancel=worker.cancelled_event)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if not worker.is_cancelled:
+            self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed))
+
+    def on_search_finished(self, msg: SearchFinished) -> None:
+        side = msg.side
+        if msg.serial <= self.applied[side]:
+            return  # an older search finished after a newer one was shown
+        self.applied[side] = msg.serial
+        self.search_count += 1
+        self.responses[side] = msg.response
+        self.errors[side] = None
+        self.results_signal.publish(side)
+
+    @on(Worker.StateChanged)
+    def handle_worker_state(self, event: Worker.StateChanged) -> None:
+        """The one place worker errors are reported."""
+        worker = event.worker
+        if event.state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
+            self._worker_meta.pop(worker, None)
+            return
+        if event.state != WorkerState.ERROR:
+            return
+        err = worker.error
+        meta = self._worker_meta.pop(worker, None)
+        if meta is not None:
+            side, serial = meta
+            if isinstance(err, SearchCancelled) or serial <= self.applied[side] or serial != self.requested[side]:
+                return
+            self.applied[side] = serial
+            self.responses[side] = None
+            if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
+                self.errors[side] = str(err) or type(err).__name__
+            else:
+                msg = str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}"
+                self.errors[side] = f"Search failed: {msg}"
+                self.notify(self.errors[side], severity="error", markup=False, timeout=8)
+            self.results_signal.publish(side)
+            return
+        if worker.group == "index":
+            self.index_progress = None
+            self.show_index_state(None)
+            self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)
+
+    # ------------------------------------------------------------ results -> panes
+
+    def refresh_side(self, side: str) -> None:
+        """Push a side's current response (or error) into the result pane(s) of the active screen."""
+        from groove_tui.tui.screens.compare import CompareScreen
+        from groove_tui.tui.widgets.results import ResultsPane
+
+        screen = self.screen
+        busy = self._busy_timers.get(side)
+        if busy is not None and self.applied[side] >= self.requested[side]:
+            busy.stop()
+        if isinstance(screen, CompareScreen):
+            screen.refresh_comparison()
+            return
+        for pane in screen.query(ResultsPane):
+            if pane.side != side:
+                continue
+            if self.errors[side]:
+                pane.show(None)
+                pane.set_message(self.errors[side], error=True)
+            else:
+                pane.show(self.responses[side])
+
+    def focus_row(self, side: str, row: Row | None) -> None:
+        self.focused_rows[side] = row
+        self.active_side = side
+
+    @property
+    def focused_row(self) -> Row | None:
+        return self.focused_rows.get(self.active_side)
+
+    # ------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open_editor", "copy_path", "copy_content", "detail"):
+            row = self.focused_row
+            return row is not None and not row.gone
+        if action == "toggle" and parameters and parameters[0] == "reranker" and not self.reranker_model:
+            return None
+        if action == "export":
+            return any(self.responses[s] is not None for s in self.active_sides)
+        return True
+
+    def action_help(self) -> None:
+        from groove_tui.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_focus_query(self) -> None:
+        try:
+            self.screen.query_one("#query").focus()
+        except Exception:  # noqa: BLE001 - screens without a query input
+            pass
+
+    def action_toggle(self, what: str) -> None:
+        side = self.active_side if self.compare_active else "left"
+        rc = self.run_configs[side]
+        if what == "reranker" and not self.reranker_model:
+            self.notify("No reranker configured: set [reranker] model in groove.toml", severity="warning",
+                        markup=False)
+            return
+        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
+        new = replace(rc, **{field: not getattr(rc, field)})
+        self.set_run_config(side, new)
+        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
+        self.notify(f"{label} {'on' if getattr(new, field) else 'off'}" + (f" ({side})" if self.compare_active else ""),
+                    markup=False, timeout=1.5)
+
+    def action_set_lambda(self, value: float, side: str = "left") -> None:
+        self.set_run_config(side, replace(self.run_configs[side], lam=float(value)))
+
+    def action_compare(self) -> None:
+        from groove_tui.tui.screens.compare import CompareScreen
+
+        if isinstance(self.screen, CompareScreen):
+            self.pop_screen()
+            return
+        self.enter_compare()
+
+    def enter_compare(self, preset: str | None = None) -> None:
+        from groove_tui.tui.screens.compare import CompareScreen
+
+        self.compare_active = True
+        if preset is not None:
+            self._apply_preset(preset)
+        self.push_screen(CompareScreen(), callback=lambda _r: self._leave_compare())
+        self.search_now()
+
+    def _leave_compare(self) -> None:
+        self.compare_active = False
+        self.active_side = "left"
+        self.workers.cancel_group(self, "search-right")
+
+    def _apply_preset(self, name: str) -> None:
+        _label, make = PRESETS[name]
+        left, right = make(self.run_configs["left"])
+        if name == "reranker" and not self.reranker_model:
+            self.notify("No reranker configured: both sides run without one ([reranker] model in groove.toml)",
+                        severity="warning", markup=False)
+        self.set_run_config("left", left)
+        self.set_run_config("right", right)
+
+    def action_preset(self, name: str) -> None:
+        from groove_tui.tui.screens.compare import CompareScreen
+
+        if not isinstance(self.screen, CompareScreen):
+            self.enter_compare(name)
+            return
+        self._apply_preset(name)
+        self.notify(f"Preset: {PRESETS[name][0]}", markup=False, timeout=1.5)
+
+    def action_swap_sides(self) -> None:
+        left, right = self.run_configs["left"], self.run_configs["right"]
+        self.set_run_config("left", right)
+        self.set_run_config("right", left)
+
+    def action_detail(self) -> None:
+        from groove_tui.tui.screens.detail import DetailScreen
+
+        row = self.focused_row
+        if row is None or row.gone:
+            return
+        self.history.add(self.query_text)
+        self.push_screen(DetailScreen(self.active_side))
+
+    def action_open_editor(self) -> None:
+        row = self.focused_row
+        if row is None or row.gone:
+            self.notify("No hit selected", severity="warning")
+            return
+        self.history.add(self.query_text)
+        cmd = editor_command(self.kb_path, row.hit.path, row.hit.line)
+        try:
+            with self.suspend():
+                self.run_editor(cmd)
+        except Exception as exc:  # noqa: BLE001 - SuspendNotSupported, missing editor binary, ...
+            self.notify(f"Could not run {cmd[0]}: {exc}", severity="error", markup=False)
+        self.refresh()
+
+    def action_copy_path(self) -> None:
+        row = self.focused_row
+        if row is None or row.gone:
+            return
+        path = str(self.kb_path / row.hit.path)
+        self.copy_to_clipboard(path)
+        self.notify(f"Copied {path}", markup=False, timeout=2)
+
+    def action_copy_content(self) -> None:
+        row = self.focused_row
+        if row is None or row.gone:
+            return
+        self.copy_to_clipboard(row.hit.content)
+        self.notify(f"Copied {len(row.hit.content)} characters of {row.hit.path}", markup=False, timeout=2)
+
+    def action_cycle_theme(self) -> None:
+        names = sorted(self.available_themes)
+        groove = [n for n in names if n.startswith("groove")]
+        order = groove + [n for n in names if n not in groove]
+        i = order.index(self.theme) if self.theme in order else -1
+        self.theme = order[(i + 1) % len(order)]
+        self.notify(f"Theme: {self.theme}", markup=False, timeout=1.5)
+
+    # ------------------------------------------------------------ export
+
+    def export_data(self) -> dict[str, Any]:
+        sides = []
+        for side in self.active_sides:
+            resp = self.responses[side]
+            rc = self.run_configs[side]
+            sides.append({
+                "side": side,
+                "run_config": rc.to_dict(),
+                "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
+                "response": resp.to_dict() if resp is not None else None,
+                "error": self.errors[side],
+            })
+        out: dict[str, Any] = {
+            "query": self.query_text,
+            "kb": str(self.kb_path),
+            "exported_at": datetime.now().isoformat(timespec="seconds"),
+            "compare": self.compare_active,
+            "sides": sides,
+        }
+        if self.compare_active and all(self.responses[s] is not None for s in SIDES):
+            from groove_tui.tui.compare import compare
+
+            cmp = compare([h.chunk_id for h in self.responses["left"].results],
+                          [h.chunk_id for h in self.responses["right"].results],
+                          k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
+            s = cmp.summary
+            out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,
+                                 "moved_up": s.moved_up, "moved_down": s.moved_down, "k": s.k,
+                                 "overlap_at_k": s.overlap}
+        return out
+
+    def export_results(self, path: str | os.PathLike[str]) -> Path:
+        target = Path(path).expanduser()
+        if not target.is_absolute():
+            target = Path.cwd() / target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(self.export_data(), ensure_ascii=False, indent=2), encoding="utf-8")
+        self.last_export = target
+        return target
+
+    def default_export_name(self) -> str:
+        return f"groove-results-{datetime.now():%Y%m%d-%H%M%S}.json"
+
+    def action_export(self) -> None:
+        from groove_tui.tui.screens.export import ExportScreen
+
+        def done(path: str | None) -> None:
+            if not path:
+                return
+            try:
+                target = self.export_results(path)
+            except OSError as exc:
+                self.notify(f"Export failed: {exc}", severity="error", markup=False)
+                return
+            self.notify(f"Exported to {target}", markup=False)
+
+        self.push_screen(ExportScreen(self.default_export_name()), callback=done)
+
+    # ------------------------------------------------------------ palette
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from groove_tui.tui.commands import groove_commands
+
+        yield from groove_commands(self, screen)
+        for cmd in super().get_system_commands(screen):
+            if cmd.title not in ("Theme",):
+                yield cmd
+
+
+def _params_dict(p: SearchParams) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(p)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def editor_command(kb: Path, rel_path: str, line: int, editor: str | None = None) -> list[str]:
+    """`$VISUAL`/`$EDITOR` (split like a shell would) + `+LINE` + the file's absolute path; `vi` if unset."""
+    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        argv = shlex.split(editor)
+    except ValueError:
+        argv = [editor]
+    return [*(argv or ["vi"]), f"+{max(1, int(line))}", str(Path(kb) / rel_path)]
+
+
+def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None) -> int:
+    """Open the explorer on `kb` (the CLI's default command). Returns the exit code."""
+
+    def factory():
+        from groove_tui.engine import Engine
+
+        return Engine.open(kb, config=config, index_dir=index_dir)
+
+    app = GrooveApp(engine_factory=factory, config=config, kb_path=Path(kb), golden=golden)
+    app.run()
+    eng = app.engine
+    if eng is not None:
+        try:
+            eng.close()
+        except Exception:  # noqa: BLE001
+            pass
+    return app.return_code or 0

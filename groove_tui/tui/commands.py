@@ -1,0 +1,73 @@
+"""Command palette entries (ctrl+p): context-aware, prefixed by area."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+
+from textual.app import SystemCommand
+from textual.screen import Screen
+
+from groove_tui.tui.runconfig import PRESETS
+
+
+def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
+    from groove_tui.tui.screens.compare import CompareScreen
+    from groove_tui.tui.screens.detail import DetailScreen
+
+    in_compare = isinstance(screen, CompareScreen)
+    side = app.active_side if in_compare else "left"
+    rc = app.run_configs[side]
+    where = f" ({side} side)" if in_compare else ""
+
+    def onoff(v: bool) -> str:
+        return "off" if v else "on"
+
+    yield SystemCommand(f"search: turn MMR {onoff(rc.mmr)}{where}", "Maximal marginal relevance (F2)",
+                        partial(app.action_toggle, "mmr"))
+    yield SystemCommand(f"search: turn parent retriever {onoff(rc.parent)}{where}",
+                        "Merge neighbouring chunks into each hit (F3)", partial(app.action_toggle, "parent"))
+    if app.reranker_model:
+        yield SystemCommand(f"search: turn reranker {onoff(rc.reranker)}{where}",
+                            f"Cross-encoder {app.reranker_model} (F4)", partial(app.action_toggle, "reranker"))
+    for value in (0.3, 0.5, 0.7, 0.9):
+        yield SystemCommand(f"search: set MMR λ to {value}{where}", "Relevance weight of MMR",
+                            partial(app.set_run_config, side, _with(rc, mmr=True, lam=value)))
+    if in_compare:
+        yield SystemCommand("view: leave compare mode", "Back to the single result list (F5 / esc)",
+                            app.pop_screen)
+        yield SystemCommand("compare: swap sides", "Exchange the left and right configurations (ctrl+x)",
+                            app.action_swap_sides)
+    elif not isinstance(screen, DetailScreen):
+        yield SystemCommand("view: compare mode", "The same query under two configurations (F5)",
+                            app.action_compare)
+    for key, (label, _fn) in PRESETS.items():
+        yield SystemCommand(f"compare: preset {label}", "Set both sides of compare mode",
+                            partial(app.action_preset, key))
+    row = app.focused_row
+    if row is not None and not row.gone:
+        if not isinstance(screen, DetailScreen):
+            yield SystemCommand("view: detail of the focused hit", "Full content with highlights (enter)",
+                                app.action_detail)
+        yield SystemCommand("hit: open in $EDITOR", f"{row.hit.path}:{row.hit.line} (o / ctrl+o)",
+                            app.action_open_editor)
+        yield SystemCommand("hit: copy path", row.hit.path + " (y / ctrl+y)", app.action_copy_path)
+        yield SystemCommand("hit: copy content", "The hit's text (Y)", app.action_copy_content)
+    if not isinstance(screen, CompareScreen):
+        yield SystemCommand("view: toggle explain panel", "Stage-by-stage trace of the focused hit (F6)",
+                            screen.action_toggle_explain if hasattr(screen, "action_toggle_explain")
+                            else app.action_help)
+    if any(app.responses[s] is not None for s in app.active_sides):
+        what = "both sides" if in_compare else "the results"
+        yield SystemCommand(f"export: {what} as JSON", "With their configurations (ctrl+s)", app.action_export)
+    yield SystemCommand("view: help", "All key bindings (F1)", app.action_help)
+    for name in sorted(app.available_themes):
+        if name != app.theme:
+            yield SystemCommand(f"theme: {name}", "Switch the colour theme (ctrl+t cycles)",
+                                partial(setattr, app, "theme", name))
+
+
+def _with(rc, **changes):
+    from dataclasses import replace
+
+    return replace(rc, **changes)

@@ -1,0 +1,39 @@
+"""Messages posted from worker threads to the app. Results travel only as messages carrying a serial."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from groove_tui.engine.types import IndexProgress, IndexReport, SearchResponse
+from groove_tui.tui.runconfig import RunConfig
+
+
+class SearchFinished(Message):
+    def __init__(self, side: str, serial: int, query: str, run_config: RunConfig, response: SearchResponse,
+                 elapsed_ms: float) -> None:
+        super().__init__()
+        self.side = side
+        self.serial = serial
+        self.query = query
+        self.run_config = run_config
+        self.response = response
+        self.elapsed_ms = elapsed_ms
+
+
+class EngineReady(Message):
+    pass
+
+
+class IndexProgressed(Message):
+    def __init__(self, progress: IndexProgress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def can_replace(self, message: Message) -> bool:  # coalesce bursts of progress of the same phase
+        return isinstance(message, IndexProgressed) and message.progress.phase == self.progress.phase
+
+
+class IndexFinished(Message):
+    def __init__(self, report: IndexReport | None) -> None:
+        super().__init__()
+        self.report = report

@@ -1,0 +1,75 @@
+"""The live search settings of one side: one immutable object, replaced wholesale (elia pattern)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable
+
+from groove_tui.engine.types import SearchParams
+
+SIDES = ("left", "right")
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    limit: int = 10
+    mmr: bool = False
+    lam: float = 0.7
+    same_doc_penalty: float = 0.0
+    parent: bool = False
+    reranker: bool = False
+    path_globs: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_params(cls, p: SearchParams) -> RunConfig:
+        return cls(limit=p.limit, mmr=p.mmr, lam=p.mmr_lambda, same_doc_penalty=p.mmr_same_doc_penalty,
+                   parent=p.parent_retriever, reranker=p.reranker is not None, path_globs=tuple(p.path_globs),
+                   tags=tuple(p.tags_any))
+
+    def to_params(self, base: SearchParams, reranker_model: str | None, *, explain: bool = True) -> SearchParams:
+        return replace(
+            base,
+            limit=self.limit,
+            mmr=self.mmr,
+            mmr_lambda=round(self.lam, 4),
+            mmr_same_doc_penalty=round(self.same_doc_penalty, 4),
+            parent_retriever=self.parent,
+            reranker=reranker_model if (self.reranker and reranker_model) else None,
+            path_globs=self.path_globs,
+            tags_any=self.tags,
+            explain=explain,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["path_globs"] = list(self.path_globs)
+        d["tags"] = list(self.tags)
+        return d
+
+    def describe(self) -> str:
+        parts = [f"limit {self.limit}"]
+        parts.append(f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
+                     if self.mmr else "MMR off")
+        parts.append("parent on" if self.parent else "parent off")
+        parts.append("rerank on" if self.reranker else "rerank off")
+        if self.path_globs:
+            parts.append("paths " + ",".join(self.path_globs))
+        if self.tags:
+            parts.append("tags " + ",".join(self.tags))
+        return " · ".join(parts)
+
+
+def split_list(text: str) -> tuple[str, ...]:
+    """`a, b c` -> ('a', 'b', 'c'): filter inputs accept commas or spaces."""
+    return tuple(p for p in text.replace(",", " ").split() if p)
+
+
+Preset = Callable[[RunConfig], tuple[RunConfig, RunConfig]]
+
+PRESETS: dict[str, tuple[str, Preset]] = {
+    "reranker": ("reranker off / on", lambda rc: (replace(rc, reranker=False), replace(rc, reranker=True))),
+    "mmr": ("MMR off / on", lambda rc: (replace(rc, mmr=False), replace(rc, mmr=True))),
+    "lambda": ("MMR λ low 0.3 / high 0.9",
+               lambda rc: (replace(rc, mmr=True, lam=0.3), replace(rc, mmr=True, lam=0.9))),
+}

@@ -1,0 +1,110 @@
+"""Compare mode: the same query under two configurations side by side."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from groove_tui.tui.compare import compare
+from groove_tui.tui.screens.main import SearchScreenMixin
+from groove_tui.tui.widgets.config_pane import ConfigPane
+from groove_tui.tui.widgets.query_input import QueryInput
+from groove_tui.tui.widgets.results import ResultsPane
+from groove_tui.tui.widgets.status import IndexStatusBar
+
+
+class CompareScreen(SearchScreenMixin, Screen):
+    BINDING_GROUP_TITLE = "Compare"
+    BINDINGS = [
+        Binding("escape,f5", "app.pop_screen", "Back", id="compare.back"),
+        Binding("f7", "app.preset('reranker')", "Rerank off/on", id="compare.preset_reranker"),
+        Binding("f8", "app.preset('mmr')", "MMR off/on", id="compare.preset_mmr"),
+        Binding("f9", "app.preset('lambda')", "λ .3/.9", id="compare.preset_lambda"),
+        Binding("f10", "toggle_settings", "Settings", id="compare.settings"),
+        Binding("ctrl+x", "app.swap_sides", "Swap", show=False, id="compare.swap"),
+    ]
+
+    def compose(self):
+        yield QueryInput(history=self.app.history, id="query", value=self.app.query_text)
+        yield Static("", id="compare-summary", markup=False)
+        with Horizontal(id="compare-body"):
+            for side in ("left", "right"):
+                with Vertical(classes="compare-side", id=f"side-{side}"):
+                    yield Static("", classes="side-label", id=f"label-{side}", markup=False)
+                    with Horizontal(classes="compare-inner"):
+                        cp = ConfigPane(side, id=f"config-{side}", classes="compare-config")
+                        cp.border_title = "Settings"
+                        yield cp
+                        rp = ResultsPane(side, id=f"pane-{side}")
+                        rp.border_title = side.capitalize()
+                        yield rp
+        yield IndexStatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.results_signal.subscribe(self, self._on_results)
+        self.app.run_config_signal.subscribe(self, lambda _side: self._labels())
+        self._labels()
+        self.query_one("#pane-left", ResultsPane).list.focus()
+        self.app.show_index_state(self)
+        self.refresh_comparison()
+
+    def _labels(self) -> None:
+        for side in ("left", "right"):
+            self.query_one(f"#label-{side}", Static).update(
+                Text(f"{side.upper()}: {self.app.run_configs[side].describe()}", style="bold"))
+
+    def _on_results(self, side: str) -> None:
+        self.refresh_comparison()
+
+    def refresh_comparison(self) -> None:
+        app = self.app
+        left, right = app.responses.get("left"), app.responses.get("right")
+        lp = self.query_one("#pane-left", ResultsPane)
+        rp = self.query_one("#pane-right", ResultsPane)
+        for side, pane in (("left", lp), ("right", rp)):
+            err = app.errors.get(side)
+            if err:
+                pane.show(None)
+                pane.set_message(err, error=True)
+        if app.errors.get("left") or app.errors.get("right"):
+            return
+        if left is None or right is None:
+            lp.show(left)
+            rp.show(right)
+            self.query_one("#compare-summary", Static).update(Text(""))
+            return
+        lk = [h.chunk_id for h in left.results]
+        rk = [h.chunk_id for h in right.results]
+        k = max(app.run_configs["left"].limit, app.run_configs["right"].limit, 1)
+        cmp = compare(lk, rk, k=k)
+        lpos = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
+        rpos = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
+        lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone])
+        rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone])
+        self.comparison = cmp
+        self.query_one("#compare-summary", Static).update(Text(cmp.summary.as_text(), style="bold"))
+
+    def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:
+        event.stop()
+        self.app.focus_row(event.pane.side, event.row)
+        if event.row is None:
+            return
+        other = "right" if event.pane.side == "left" else "left"
+        self.query_one(f"#pane-{other}", ResultsPane).follow(event.row.hit.chunk_id)
+
+    def on_results_pane_hit_selected(self, event: ResultsPane.HitSelected) -> None:
+        event.stop()
+        self.app.focus_row(event.pane.side, event.row)
+        self.app.action_detail()
+
+    def on_descendant_focus(self, event) -> None:
+        for side in ("left", "right"):
+            if self.query_one(f"#side-{side}").has_focus_within:
+                self.app.active_side = side
+
+    def action_toggle_settings(self) -> None:
+        self.toggle_class("-hide-settings")

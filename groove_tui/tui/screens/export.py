@@ -1,0 +1,33 @@
+"""Ask where to export the current results (Enter accepts, Esc cancels)."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+
+class ExportScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+    DEFAULT_CSS = """
+    ExportScreen { align: center middle; }
+    ExportScreen > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, default_path: str) -> None:
+        super().__init__()
+        self.default_path = default_path
+
+    def compose(self):
+        with Vertical() as v:
+            v.border_title = "Export results as JSON"
+            yield Label("File (relative paths are in the current directory):")
+            yield Input(self.default_path, id="export-path")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

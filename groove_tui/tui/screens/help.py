@@ -1,0 +1,68 @@
+"""F1 help: every key binding (after the user's keymap), grouped by where it applies."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """[(group title, [(keys, description, id)])] for every screen and widget of the app."""
+    from groove_tui.tui.screens.compare import CompareScreen
+    from groove_tui.tui.screens.detail import DetailScreen
+    from groove_tui.tui.screens.main import MainScreen
+    from groove_tui.tui.widgets.query_input import QueryInput
+    from groove_tui.tui.widgets.results import ResultsList
+    from groove_tui.tui.widgets.slider import Slider
+
+    keymap = getattr(app, "_keymap", {}) or {}
+    groups = []
+    for title, cls in (("Global", type(app)), ("Main screen", MainScreen), ("Query", QueryInput),
+                       ("Results list", ResultsList), ("Detail screen", DetailScreen),
+                       ("Compare screen", CompareScreen), ("Sliders", Slider)):
+        rows = []
+        for b in cls.BINDINGS:
+            if not isinstance(b, Binding):
+                continue
+            keys = keymap.get(b.id, b.key) if b.id else b.key
+            rows.append((_pretty(keys), b.description, b.id or ""))
+        groups.append((title, rows))
+    groups[0][1].insert(1, ("ctrl+p", "Command palette (toggles, compare, presets, export, theme)", ""))
+    return groups
+
+
+def _pretty(keys: str) -> str:
+    names = {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "right_square_bracket": "]"}
+    return ", ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: 90%; border: thick $accent;
+        background: $surface; padding: 0 1; }
+    """
+
+    def compose(self):
+        with VerticalScroll() as vs:
+            vs.border_title = "groove-tui — keys (F1 / esc to close)"
+            yield Static(self._table(), markup=False)
+
+    def _table(self) -> Table:
+        table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
+        table.add_column("Key", style="bold", no_wrap=True, width=22)
+        table.add_column("Action")
+        table.add_column("Binding id", style="dim", no_wrap=True)
+        for title, rows in binding_rows(self.app):
+            table.add_row(Text(title, style="bold underline"), "", "")
+            for keys, desc, bid in rows:
+                table.add_row(Text(keys), Text(desc), Text(bid))
+            table.add_row("", "", "")
+        table.add_row(Text("Remap", style="bold underline"), "", "")
+        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""), "")
+        return table

@@ -1,0 +1,108 @@
+"""The main screen: query on top; settings, results and a preview/explain panel side by side."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from groove_tui.tui.widgets.config_pane import ConfigPane
+from groove_tui.tui.widgets.detail import DetailView
+from groove_tui.tui.widgets.explain import ExplainPanel
+from groove_tui.tui.widgets.query_input import QueryInput
+from groove_tui.tui.widgets.results import ResultsPane
+from groove_tui.tui.widgets.status import IndexStatusBar
+
+
+class SearchScreenMixin:
+    """Shared wiring of a screen with a query input and result panes."""
+
+    def _query_input(self) -> QueryInput:
+        return self.query_one("#query", QueryInput)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "query":
+            event.stop()
+            self.app.set_query(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "query":
+            event.stop()
+            self._query_input().remember()
+            self.app.search_now()
+            self.focus_results()
+
+    def focus_results(self) -> None:
+        panes = list(self.query(ResultsPane))
+        if panes:
+            panes[0].list.focus()
+
+    def action_focus_query(self) -> None:
+        self._query_input().focus()
+
+    def on_screen_resume(self) -> None:
+        qi = self._query_input()
+        if qi.value != self.app.query_text:
+            with qi.prevent(Input.Changed):
+                qi.value = self.app.query_text
+        for pane in self.query(ResultsPane):
+            self.app.refresh_side(pane.side)
+        self.app.show_index_state(self)
+
+
+class MainScreen(SearchScreenMixin, Screen):
+    BINDING_GROUP_TITLE = "Main"
+    BINDINGS = [
+        Binding("escape", "focus_query", "Query", id="main.focus_query"),
+        Binding("f6", "toggle_explain", "Explain", id="view.explain"),
+    ]
+
+    def compose(self):
+        yield QueryInput(history=self.app.history, id="query", value=self.app.query_text)
+        with Horizontal(id="main-body"):
+            cp = ConfigPane("left", id="config-left")
+            cp.border_title = "Settings"
+            yield cp
+            rp = ResultsPane("left", id="pane-left")
+            rp.border_title = "Results"
+            yield rp
+            with Vertical(id="side-panel"):
+                dv = DetailView(id="preview")
+                dv.border_title = "Preview"
+                yield dv
+                ex = ExplainPanel(id="explain")
+                ex.border_title = "Explain"
+                yield ex
+        yield IndexStatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.results_signal.subscribe(self, self._on_results)
+        self._query_input().focus()
+        self.app.show_index_state(self)
+
+    def _on_results(self, side: str) -> None:
+        if side == "left":
+            self.app.refresh_side("left")
+
+    def action_toggle_explain(self) -> None:
+        self.toggle_class("-explain")
+        self.update_side_panel()
+
+    def update_side_panel(self) -> None:
+        row = self.app.focused_rows.get("left")
+        resp = self.app.responses.get("left")
+        self.query_one("#preview", DetailView).show(row.hit if row else None, row.rank if row else None)
+        if self.has_class("-explain"):
+            self.query_one("#explain", ExplainPanel).show(
+                row.hit if row else None, resp.query if resp else None, resp.timings_ms if resp else None,
+                row.rank if row else None)
+
+    def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:
+        self.app.focus_row(event.pane.side, event.row)
+        self.update_side_panel()
+
+    def on_results_pane_hit_selected(self, event: ResultsPane.HitSelected) -> None:
+        self.app.focus_row(event.pane.side, event.row)
+        self.app.action_detail()

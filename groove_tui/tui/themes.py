@@ -1,0 +1,128 @@
+"""Theme files (TOML) -> Textual `Theme`s.
+
+Shipped themes live in the package's `themes/` directory (the repo's top-level `themes/`, force-included
+as `groove_tui/themes` in wheels; an editable install falls back to the repo directory). User themes are
+`paths.user_config_dir()/"themes"/*.toml`. A bad file is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+# the app's own variables (CSS fails to parse if a referenced variable has no default)
+VARIABLE_DEFAULTS = {
+    "match-background": "#F2A65A",
+    "match-foreground": "#14171C",
+    "expanded-background": "#2B3A4A",
+    "rank-up": "#6CC08B",
+    "rank-down": "#E76F51",
+}
+
+_COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
+               "surface", "panel", "boost")
+_ALLOWED = {*_COLOR_KEYS, "name", "dark", "luminosity_spread", "text_alpha", "variables"}
+
+
+class ThemeFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ThemeLoad:
+    themes: tuple[Theme, ...]
+    errors: tuple[str, ...]
+
+
+def shipped_theme_dir() -> Path | None:
+    try:
+        from importlib.resources import files
+
+        d = files("groove_tui") / "themes"
+        if d.is_dir():
+            return Path(str(d))
+    except (ModuleNotFoundError, TypeError, OSError):
+        pass
+    repo = Path(__file__).resolve().parents[2] / "themes"
+    return repo if repo.is_dir() else None
+
+
+def user_theme_dir() -> Path:
+    from groove_tui.paths import user_config_dir
+
+    return user_config_dir() / "themes"
+
+
+def _check_color(key: str, value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ThemeFileError(f"{where}: {key} = {value!r} is invalid: expected a colour string")
+    try:
+        Color.parse(value)
+    except ColorParseError:
+        raise ThemeFileError(f"{where}: {key} = {value!r} is not a colour") from None
+    return value
+
+
+def theme_from_dict(data: dict, where: str = "theme") -> Theme:
+    unknown = set(data) - _ALLOWED
+    if unknown:
+        raise ThemeFileError(f"{where}: unknown keys {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_ALLOWED))}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ThemeFileError(f"{where}: 'name' must be a non-empty string")
+    if "primary" not in data:
+        raise ThemeFileError(f"{where}: 'primary' colour is required")
+    colors = {k: _check_color(k, data[k], where) for k in _COLOR_KEYS if k in data}
+    dark = data.get("dark", True)
+    if not isinstance(dark, bool):
+        raise ThemeFileError(f"{where}: dark = {dark!r} is invalid: expected true or false")
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in variables.items()):
+        raise ThemeFileError(f"{where}: [variables] must map names to strings")
+    for k in VARIABLE_DEFAULTS:
+        if k in variables:
+            _check_color(f"variables.{k}", variables[k], where)
+    extra = {}
+    for k in ("luminosity_spread", "text_alpha"):
+        if k in data:
+            v = data[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise ThemeFileError(f"{where}: {k} = {v!r} is invalid: expected a number in [0, 1]")
+            extra[k] = float(v)
+    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **colors, **extra)
+
+
+def load_theme_file(path: Path) -> Theme:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ThemeFileError(f"{path}: cannot read theme: {exc}") from None
+    return theme_from_dict(data, str(path))
+
+
+def load_themes(*dirs: Path | None) -> ThemeLoad:
+    """Every *.toml in `dirs`, in order (later files override earlier ones of the same name)."""
+    themes: dict[str, Theme] = {}
+    errors: list[str] = []
+    for d in dirs:
+        if d is None or not d.is_dir():
+            continue
+        for path in sorted(d.glob("*.toml")):
+            try:
+                t = load_theme_file(path)
+            except ThemeFileError as exc:
+                errors.append(str(exc))
+                continue
+            themes[t.name] = t
+    return ThemeLoad(tuple(themes.values()), tuple(errors))
+
+
+FALLBACK_THEME = Theme(
+    name="groove", primary="#5FA8D3", secondary="#8E7DBE", accent="#F2A65A", warning="#E9C46A",
+    error="#E76F51", success="#6CC08B", foreground="#E3E6EA", background="#14171C", surface="#1B1F26",
+    panel="#232A33", dark=True, variables=dict(VARIABLE_DEFAULTS),
+)

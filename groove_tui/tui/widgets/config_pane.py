@@ -1,0 +1,123 @@
+"""Settings of one side: switches, sliders, limit and filters. Every change replaces the side's RunConfig
+on the app (which publishes it and re-runs the search, debounced)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Input, Label, Switch
+
+from groove_tui.tui.runconfig import RunConfig, split_list
+from groove_tui.tui.widgets.slider import Slider
+
+NO_RERANKER_TIP = (
+    "No reranker configured. Set one in groove.toml:\n[reranker]\nmodel = \"<fastembed cross-encoder name "
+    "or local ONNX dir>\""
+)
+
+
+class ConfigPane(VerticalScroll):
+    DEFAULT_CSS = """
+    ConfigPane { padding: 0 1; }
+    ConfigPane .row { height: 1; margin: 1 0 0 0; }
+    ConfigPane .row Label { width: 1fr; }
+    ConfigPane Switch { width: auto; height: 1; border: none; padding: 0; }
+    ConfigPane Switch:focus { border: none; background-tint: $foreground 10%; }
+    ConfigPane Slider { margin: 1 0 0 0; }
+    ConfigPane .field-label { color: $foreground-muted; margin: 1 0 0 0; }
+    ConfigPane Input { width: 1fr; }
+    """
+
+    def __init__(self, side: str = "left", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.side = side
+
+    @property
+    def rc(self) -> RunConfig:
+        return self.app.run_configs[self.side]
+
+    def compose(self):
+        rc = self.app.run_configs[self.side]
+        s = self.side
+        with Horizontal(classes="row"):
+            yield Label("MMR")
+            yield Switch(rc.mmr, id=f"{s}-mmr", tooltip="Maximal marginal relevance: diversify results")
+        yield Slider(rc.lam, label="λ", label_width=4, id=f"{s}-lambda")
+        yield Slider(rc.same_doc_penalty, label="pen", label_width=4, id=f"{s}-penalty")
+        with Horizontal(classes="row"):
+            yield Label("Parent")
+            yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
+        model = self.app.config.reranker.model
+        with Horizontal(classes="row"):
+            yield Label("Rerank")
+            yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
+                         tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
+        yield Label("limit", classes="field-label")
+        yield Input(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
+        yield Label("path globs", classes="field-label")
+        yield Input(" ".join(rc.path_globs), placeholder="docs/** notes/*.md", id=f"{s}-globs", compact=True)
+        yield Label("tags (any)", classes="field-label")
+        yield Input(", ".join(rc.tags), placeholder="rust, async", id=f"{s}-tags", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(f"#{self.side}-lambda", Slider).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1)"
+        self.query_one(f"#{self.side}-penalty", Slider).tooltip = "MMR same-document penalty"
+        self.app.run_config_signal.subscribe(self, self._on_run_config)
+
+    def _on_run_config(self, side: str) -> None:
+        if side == self.side:
+            self.sync(self.app.run_configs[side])
+
+    def sync(self, rc: RunConfig) -> None:
+        """Show `rc` without re-posting change messages."""
+        s = self.side
+        with self.prevent(Switch.Changed, Slider.Changed, Input.Changed):
+            self.query_one(f"#{s}-mmr", Switch).value = rc.mmr
+            self.query_one(f"#{s}-parent", Switch).value = rc.parent
+            rr = self.query_one(f"#{s}-reranker", Switch)
+            rr.value = rc.reranker and not rr.disabled
+            self.query_one(f"#{s}-lambda", Slider).value = rc.lam
+            self.query_one(f"#{s}-penalty", Slider).value = rc.same_doc_penalty
+            limit = self.query_one(f"#{s}-limit", Input)
+            if limit.value != str(rc.limit):
+                limit.value = str(rc.limit)
+            globs = self.query_one(f"#{s}-globs", Input)
+            if split_list(globs.value) != rc.path_globs:
+                globs.value = " ".join(rc.path_globs)
+            tags = self.query_one(f"#{s}-tags", Input)
+            if split_list(tags.value) != rc.tags:
+                tags.value = ", ".join(rc.tags)
+
+    def _set(self, **changes) -> None:
+        rc = replace(self.rc, **changes)
+        if rc != self.rc:
+            self.app.set_run_config(self.side, rc, sync=False)
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[event.switch.id.split("-", 1)[1]]
+        self._set(**{key: event.value})
+
+    def on_slider_changed(self, event: Slider.Changed) -> None:
+        event.stop()
+        key = {"lambda": "lam", "penalty": "same_doc_penalty"}[event.slider.id.split("-", 1)[1]]
+        self._set(**{key: event.value})
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        what = event.input.id.split("-", 1)[1]
+        if what == "limit":
+            try:
+                limit = int(event.value)
+            except ValueError:
+                return
+            if 1 <= limit <= 1000:
+                self._set(limit=limit)
+        elif what == "globs":
+            self._set(path_globs=split_list(event.value))
+        elif what == "tags":
+            self._set(tags=split_list(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()

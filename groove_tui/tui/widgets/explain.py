@@ -1,0 +1,37 @@
+"""The explain panel: the compiled query and the focused hit's trace, stage by stage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from groove_tui.engine.types import Hit, QueryInfo
+from groove_tui.tui import render
+
+
+class ExplainPanel(VerticalScroll):
+    COMPONENT_CLASSES = {"explain--heading"}
+    DEFAULT_CSS = """
+    ExplainPanel { height: 1fr; padding: 0 1; }
+    ExplainPanel > .explain--heading { color: $accent; text-style: bold; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._body = Static("", markup=False)
+        self._args: tuple = (None, None, None, None)
+
+    def compose(self):
+        yield self._body
+
+    def show(self, hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
+             rank: int | None = None) -> None:
+        self._args = (hit, query, timings, rank)
+        self.refresh_content()
+
+    def refresh_content(self) -> None:
+        hit, query, timings, rank = self._args
+        style = self.get_component_rich_style("explain--heading", partial=True)
+        self._body.update(render.explain_text(hit, query, timings, rank=rank, head_style=style))

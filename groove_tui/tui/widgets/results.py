@@ -1,0 +1,191 @@
+"""The result pane: a summary line and one two-line option per hit (rank, score, marker, path › heading,
+snippet). Compare mode adds rank-change markers and dimmed "gone" rows. Every prompt is a `Text`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from groove_tui.engine.types import Hit, SearchResponse
+from groove_tui.tui import render
+from groove_tui.tui.compare import Marker
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    hit: Hit
+    rank: int  # rank on this side; for gone rows, the rank on the other side
+    marker: Marker | None = None
+    gone: bool = False
+
+
+class ResultsList(OptionList):
+    BINDINGS = [
+        Binding("enter", "select", "Open detail", id="results.detail"),
+        Binding("o", "app.open_editor", "Editor", id="results.editor"),
+        Binding("y", "app.copy_path", "Copy path", id="results.copy_path"),
+        Binding("Y", "app.copy_content", "Copy text", show=False, id="results.copy_content"),
+        Binding("j", "cursor_down", "Down", show=False, id="results.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="results.up"),
+    ]
+    BINDING_GROUP_TITLE = "Results"
+
+    COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
+                         "rank--new", "rank--gone"}
+    DEFAULT_CSS = """
+    ResultsList { height: 1fr; border: none; padding: 0; background: transparent; }
+    ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
+    ResultsList > .result--expanded { background: $expanded-background; }
+    ResultsList > .rank--up { color: $rank-up; text-style: bold; }
+    ResultsList > .rank--down { color: $rank-down; text-style: bold; }
+    ResultsList > .rank--same { color: $foreground-muted; }
+    ResultsList > .rank--new { color: $accent; text-style: bold; }
+    ResultsList > .rank--gone { color: $foreground-muted; text-style: italic; }
+    """
+
+
+class ResultsPane(Vertical):
+    """One side's results. Posts `HitHighlighted` / `HitSelected` for the screen to route."""
+
+    DEFAULT_CSS = """
+    ResultsPane { height: 1fr; }
+    ResultsPane > #summary { height: auto; max-height: 3; padding: 0 1; color: $foreground-muted; }
+    ResultsPane > #summary.-error { color: $error; }
+    """
+
+    class HitHighlighted(Message):
+        def __init__(self, pane: ResultsPane, row: Row | None) -> None:
+            super().__init__()
+            self.pane = pane
+            self.row = row
+
+    class HitSelected(Message):
+        def __init__(self, pane: ResultsPane, row: Row) -> None:
+            super().__init__()
+            self.pane = pane
+            self.row = row
+
+    def __init__(self, side: str = "left", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.side = side
+        self.rows: list[Row] = []
+        self.response: SearchResponse | None = None
+        self._last_width = 0
+        self.summary = Static(Text("Type a query to search.", style="dim"), id="summary", markup=False)
+        self.list = ResultsList(id=f"results-{side}")
+
+    def compose(self):
+        yield self.summary
+        yield self.list
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _t: self._render_rows())
+
+    # ------------------------------------------------------------ content
+
+    def set_message(self, text: str, *, error: bool = False) -> None:
+        self.summary.set_class(error, "-error")
+        self.summary.update(Text(render.one_line(text)))
+
+    def set_busy(self, busy: bool) -> None:
+        self.list.loading = False
+        if busy:
+            self.summary.set_class(False, "-error")
+            self.summary.update(Text("searching…", style="italic"))
+
+    def show(self, response: SearchResponse | None, *, markers: Sequence[Marker] | None = None,
+             gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None) -> None:
+        """Show a response (None clears). `gone` lists (hit, rank on the other side)."""
+        same_query = (response is not None and self.response is not None
+                      and response.query == self.response.query)
+        keep = self.highlighted_row.hit.chunk_id if (self.highlighted_row and same_query) else None
+        self.response = response
+        rows: list[Row] = []
+        if response is not None:
+            for i, hit in enumerate(response.results, 1):
+                m = markers[i - 1] if markers is not None and i - 1 < len(markers) else None
+                rows.append(Row(hit, i, m))
+        for hit, other_rank in gone:
+            rows.append(Row(hit, other_rank, Marker("gone", other_rank), gone=True))
+        self.rows = rows
+        self.summary.set_class(False, "-error")
+        if response is None:
+            self.summary.update(Text("Type a query to search.", style="dim"))
+        else:
+            s = render.response_summary(response, warn_style=self.app.current_theme.warning or "yellow")
+            if extra is not None:
+                s.append("\n")
+                s.append_text(extra)
+            self.summary.update(s)
+        self._render_rows()
+        if rows:
+            idx = next((i for i, r in enumerate(rows) if keep is not None and r.hit.chunk_id == keep), 0)
+            self.list.highlighted = idx
+        self.post_message(self.HitHighlighted(self, self.highlighted_row))
+
+    def _marker_text(self, m: Marker) -> Text:
+        cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new",
+               "gone": "rank--gone"}[m.kind]
+        return Text(f"{m.label:<4}", style=self.list.get_component_rich_style(cls, partial=True))
+
+    def _render_rows(self) -> None:
+        if not self.is_mounted:
+            return
+        width = max(20, (self.list.scrollable_content_region.width or self.size.width or 60) - 2)
+        self._last_width = width
+        match = self.list.get_component_rich_style("result--match", partial=True)
+        expanded = self.list.get_component_rich_style("result--expanded", partial=True)
+        highlighted = self.list.highlighted
+        if self.rows and highlighted is not None and highlighted >= len(self.rows):
+            highlighted = len(self.rows) - 1
+        options = []
+        for i, row in enumerate(self.rows):
+            marker = self._marker_text(row.marker) if row.marker is not None else None
+            if row.gone:
+                prompt = render.gone_row(row.hit, row.rank, width, marker or Text("gone"))
+            else:
+                prompt = render.hit_row(row.rank, row.hit, width, marker=marker, match_style=match,
+                                        expanded_style=expanded)
+            options.append(Option(prompt, id=f"row-{i}"))
+        self.list.set_options(options)
+        if highlighted is not None and options:
+            self.list.highlighted = min(highlighted, len(options) - 1)
+
+    def on_resize(self) -> None:
+        width = (self.list.scrollable_content_region.width or 0) - 2
+        if width > 0 and max(20, width) != self._last_width and self.rows:
+            self._render_rows()
+
+    # ------------------------------------------------------------ cursor
+
+    @property
+    def highlighted_row(self) -> Row | None:
+        i = self.list.highlighted
+        if i is None or not (0 <= i < len(self.rows)):
+            return None
+        return self.rows[i]
+
+    def follow(self, chunk_id: int) -> None:
+        """Move the cursor to the row of `chunk_id` (compare mode's linked cursors)."""
+        for i, row in enumerate(self.rows):
+            if row.hit.chunk_id == chunk_id:
+                if self.list.highlighted != i:
+                    self.list.highlighted = i
+                return
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        self.post_message(self.HitHighlighted(self, self.highlighted_row))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        row = self.highlighted_row
+        if row is not None:
+            self.post_message(self.HitSelected(self, row))

@@ -1,0 +1,38 @@
+"""Index status line: a progress bar for both indexing phases (full text, then embeddings)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from groove_tui.engine.types import IndexProgress
+
+PHASES = {"scan": "Scanning", "fulltext": "Indexing full text (1/2)", "embed": "Embedding (2/2) — search works",
+          "done": "Index ready"}
+
+
+class IndexStatusBar(Horizontal):
+    DEFAULT_CSS = """
+    IndexStatusBar { height: 1; display: none; padding: 0 1; background: $panel; }
+    IndexStatusBar.-active { display: block; }
+    IndexStatusBar > #index-label { width: auto; padding: 0 1 0 0; }
+    IndexStatusBar > ProgressBar { width: 1fr; }
+    """
+
+    def compose(self):
+        yield Static("", id="index-label", markup=False)
+        yield ProgressBar(total=None, show_eta=False, id="index-bar")
+
+    def show_progress(self, p: IndexProgress) -> None:
+        self.add_class("-active")
+        label = PHASES.get(p.phase, p.phase)
+        self.query_one("#index-label", Static).update(Text(f"{label} {p.done}/{p.total}"))
+        bar = self.query_one("#index-bar", ProgressBar)
+        if p.total > 0:
+            bar.update(total=p.total, progress=p.done)
+        else:
+            bar.update(total=None)
+
+    def finish(self) -> None:
+        self.remove_class("-active")
