@@ -395,9 +395,11 @@ class GrooveApp(App):
             else:
                 pane.show(self.responses[side])
 
-    def focus_row(self, side: str, row: Row | None) -> None:
+    def focus_row(self, side: str, row: Row | None, *, activate: bool = True) -> None:
         self.focused_rows[side] = row
-        self.active_side = side
+        if activate:
+            self.active_side = side
+        self.refresh_bindings()
 
     @property
     def focused_row(self) -> Row | None:
@@ -448,7 +450,7 @@ class GrooveApp(App):
         from groove_tui.tui.screens.compare import CompareScreen
 
         if isinstance(self.screen, CompareScreen):
-            self.pop_screen()
+            self.screen.dismiss(None)
             return
         self.enter_compare()
 
@@ -458,10 +460,10 @@ class GrooveApp(App):
         self.compare_active = True
         if preset is not None:
             self._apply_preset(preset)
-        self.push_screen(CompareScreen(), callback=lambda _r: self._leave_compare())
+        self.push_screen(CompareScreen())
         self.search_now()
 
-    def _leave_compare(self) -> None:
+    def leave_compare(self) -> None:
         self.compare_active = False
         self.active_side = "left"
         self.workers.cancel_group(self, "search-right")

@@ -35,7 +35,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
                             partial(app.set_run_config, side, _with(rc, mmr=True, lam=value)))
     if in_compare:
         yield SystemCommand("view: leave compare mode", "Back to the single result list (F5 / esc)",
-                            app.pop_screen)
+                            screen.action_back)
         yield SystemCommand("compare: swap sides", "Exchange the left and right configurations (ctrl+x)",
                             app.action_swap_sides)
     elif not isinstance(screen, DetailScreen):

@@ -289,12 +289,11 @@ def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
 
 def gone_row(hit: Hit, other_rank: int, width: int, marker: Text) -> Text:
     row = Text()
-    row.append("  - ", style="dim")
-    row.append(f"{'':>8} ")
+    row.append("  - ")
+    row.append(f"{'(#' + str(other_rank) + ')':>8} ")
     row.append_text(marker)
     row.append(" ")
     row.append_text(hit_title(hit))
-    row.append(f"  (#{other_rank} there)")
     row.truncate(width, overflow="ellipsis")
     row.stylize("dim")
     return row

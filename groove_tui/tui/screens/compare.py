@@ -19,7 +19,7 @@ from groove_tui.tui.widgets.status import IndexStatusBar
 class CompareScreen(SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Compare"
     BINDINGS = [
-        Binding("escape,f5", "app.pop_screen", "Back", id="compare.back"),
+        Binding("escape,f5", "back", "Back", id="compare.back"),
         Binding("f7", "app.preset('reranker')", "Rerank off/on", id="compare.preset_reranker"),
         Binding("f8", "app.preset('mmr')", "MMR off/on", id="compare.preset_mmr"),
         Binding("f9", "app.preset('lambda')", "λ .3/.9", id="compare.preset_lambda"),
@@ -88,9 +88,15 @@ class CompareScreen(SearchScreenMixin, Screen):
         self.comparison = cmp
         self.query_one("#compare-summary", Static).update(Text(cmp.summary.as_text(), style="bold"))
 
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def on_unmount(self) -> None:
+        self.app.leave_compare()
+
     def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:
         event.stop()
-        self.app.focus_row(event.pane.side, event.row)
+        self.app.focus_row(event.pane.side, event.row, activate=event.pane.list.has_focus)
         if event.row is None:
             return
         other = "right" if event.pane.side == "left" else "left"
@@ -105,6 +111,7 @@ class CompareScreen(SearchScreenMixin, Screen):
         for side in ("left", "right"):
             if self.query_one(f"#side-{side}").has_focus_within:
                 self.app.active_side = side
+                self.app.refresh_bindings()
 
     def action_toggle_settings(self) -> None:
-        self.toggle_class("-hide-settings")
+        self.toggle_class("-show-settings")

@@ -40,7 +40,7 @@ class ResultsList(OptionList):
     COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
                          "rank--new", "rank--gone"}
     DEFAULT_CSS = """
-    ResultsList { height: 1fr; border: none; padding: 0; background: transparent; }
+    ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }
     ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
     ResultsList > .result--expanded { background: $expanded-background; }
     ResultsList > .rank--up { color: $rank-up; text-style: bold; }
