@@ -99,6 +99,7 @@ class GrooveApp(App):
         self._worker_meta: dict[Worker, tuple[str, int]] = {}
         self._engine_ready = threading.Event()
         self._searchable = threading.Event()
+        self._open_error: BaseException | None = None
         self.index_progress = None
         self.index_report = None
         self.indexing = False
@@ -158,7 +159,9 @@ class GrooveApp(App):
             self.base_params = engine.default_params()
         except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
             self.base_params = SearchParams()
-        rc = RunConfig.from_params(replace(self.base_params, reranker=None))
+        if self.base_params.reranker is not None and not self.reranker_model:
+            self.base_params = replace(self.base_params, reranker=None)
+        rc = RunConfig.from_params(self.base_params)
         if not any(self.responses.values()):
             self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self._engine_ready.set()
@@ -175,7 +178,14 @@ class GrooveApp(App):
         """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
         worker = get_current_worker()
         if self._engine is None:
-            self._adopt_engine(self._engine_factory())
+            try:
+                engine = self._engine_factory()
+            except Exception as exc:
+                self._open_error = exc
+                self._engine_ready.set()
+                self._searchable.set()
+                raise
+            self._adopt_engine(engine)
             self.post_message(EngineReady())
         eng = self._engine
         needs = bool(eng.needs_index())
@@ -326,6 +336,8 @@ class GrooveApp(App):
                     return
         if worker.is_cancelled:
             return
+        if self._engine is None:
+            raise EngineError(f"the knowledge base could not be opened: {self._open_error}")
         t0 = time.perf_counter()
         resp = self._engine.search(query, params, cancel=worker.cancelled_event)
         elapsed = (time.perf_counter() - t0) * 1000

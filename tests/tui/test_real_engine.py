@@ -1,0 +1,157 @@
+"""Pilot tests against the REAL engine over a tiny KB built here (hashing embedder: deterministic, offline)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from groove_tui.config import Config, EmbeddingConfig
+from groove_tui.tui.app import GrooveApp
+from groove_tui.tui.screens.compare import CompareScreen
+from groove_tui.tui.widgets.detail import DetailView
+from groove_tui.tui.widgets.results import ResultsPane
+from groove_tui.tui.widgets.status import IndexStatusBar
+
+from .helpers import SIZE, notifications, paths, search, settle
+
+DOCS = {
+    "a1.md": "# Tokio\n\n## Runtime\n\nThe tokio runtime schedules async tasks on worker threads. Tokio runtime "
+             "tasks are cheap.\n",
+    "a2.md": "# Tokio again\n\n## Runtime copy\n\nThe tokio runtime schedules async tasks on worker threads. Tokio "
+             "runtime tasks are cheap!\n",
+    "b.md": "# Python\n\n## Event loop\n\nPython asyncio has an event loop; the tokio runtime is similar for async "
+            "rust code.\n",
+    "c.md": "# Notes\n\n## Intro\n\nSome intro text about gardening.\n\n## Middle\n\nThe tokio runtime middle "
+            "section mentions async.\n\n## End\n\nClosing words about soil.\n",
+    "ja.md": "# 東京\n\n## 設定\n\n東京の設定ファイルを編集します。tokio runtime の話。\n",
+    "markup.md": "# Odd\n\n## Literal [bold]x[/bold]\n\nA [link=https://e.test]tokio[/link] line with \x1b[31m "
+                 "ANSI tokio.\n",
+}
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    for name, text in DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def real_app(tmp_path: Path, kb: Path, **kw) -> GrooveApp:
+    from groove_tui.engine import Engine
+
+    cfg = dataclasses.replace(Config(), embedding=EmbeddingConfig(model="hashing"))
+    idx = tmp_path / "idx"
+
+    def factory():
+        return Engine.open(kb, config=cfg, index_dir=idx)
+
+    return GrooveApp(engine_factory=factory, config=cfg, kb_path=kb, history_path=tmp_path / "h.json",
+                     debounce_ms=0, warmup=False, user_theme_dir=tmp_path / "none", **kw)
+
+
+async def test_real_index_then_search(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.engine is not None
+        assert any("Index updated" in n for n in notifications(app))
+        assert not app.screen.query_one(IndexStatusBar).has_class("-active")
+        await search(app, pilot, "tokio runtime")
+        assert paths(app)[:2] == ["a1.md", "a2.md"]
+        pane = app.screen.query_one("#pane-left", ResultsPane)
+        assert pane.rows[0].hit.match_spans
+        assert "hits" in str(pane.summary.content)
+        assert app.engine.needs_index() is False
+    app.engine.close()
+
+
+async def test_real_mmr_toggle_changes_order(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "tokio runtime")
+        before = paths(app)
+        slider = app.screen.query_one("#left-lambda")
+        slider.focus()
+        await pilot.press("shift+left", "shift+left", "shift+left", "shift+left")  # 0.7 -> 0.3
+        await pilot.press("f2")
+        await settle(app, pilot)
+        assert app.run_configs["left"].mmr and app.run_configs["left"].lam == pytest.approx(0.3)
+        after = paths(app)
+        assert sorted(before) == sorted(after)
+        assert after.index("a2.md") > before.index("a2.md")  # the near-duplicate is pushed down
+        assert app.responses["left"].results[0].trace.mmr is not None
+    app.engine.close()
+
+
+async def test_real_parent_retriever_shading(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "middle section")
+        await pilot.press("f3")
+        await settle(app, pilot)
+        hit = app.responses["left"].results[0]
+        assert hit.path == "c.md" and hit.expanded_from is not None
+        view = app.screen.query_one("#preview", DetailView)
+        shade = view.get_component_rich_style("result--expanded", partial=True)
+        text = view._body.content
+        shaded = "".join(text.plain[s.start:s.end] for s in text.spans if s.style == shade)
+        if hit.expanded_from.hit_start > 0 or hit.expanded_from.hit_end < len(hit.content):
+            assert "gardening" in shaded or "soil" in shaded
+        match = view.get_component_rich_style("result--match", partial=True)
+        matched = [text.plain[s.start:s.end].lower() for s in text.spans if s.style == match]
+        assert "middle" in matched
+    app.engine.close()
+
+
+async def test_real_query_errors_shown_not_crashing(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.screen.query_one("#pane-left", ResultsPane)
+        await search(app, pilot, "-tokio")
+        assert "no positive term" in str(pane.summary.content)
+        await search(app, pilot, "x" * 1100)
+        assert "longer than 1024 bytes" in str(pane.summary.content)
+        await search(app, pilot, '"tokio runtime" -python')
+        assert "b.md" not in paths(app) and paths(app)
+    app.engine.close()
+
+
+async def test_real_markup_document_literal(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "ANSI")
+        row = app.screen.query_one("#pane-left", ResultsPane).rows[0]
+        assert row.hit.path == "markup.md"
+        body = app.screen.query_one("#preview", DetailView)._body.content.plain
+        assert "[link=https://e.test]tokio[/link]" in body and "\x1b" not in body and "␛[31m" in body
+    app.engine.close()
+
+
+async def test_real_compare_lambda_preset(tmp_path, kb):
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "tokio runtime")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        await pilot.press("f9")
+        await settle(app, pilot)
+        assert isinstance(app.screen, CompareScreen)
+        lp = app.screen.query_one("#pane-left", ResultsPane)
+        kinds = {r.marker.kind for r in lp.rows}
+        assert kinds & {"up", "down"}
+        assert "overlap@10" in str(app.screen.query_one("#compare-summary").content)
+    app.engine.close()
+
+
+async def test_real_missing_kb_reports_error(tmp_path):
+    app = real_app(tmp_path, tmp_path / "does-not-exist")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert any("does not exist" in n for n in notifications(app))
+        await search(app, pilot, "tokio")
+        pane = app.screen.query_one("#pane-left", ResultsPane)
+        assert "could not be opened" in str(pane.summary.content)
