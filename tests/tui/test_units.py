@@ -1,0 +1,106 @@
+"""Unit tests: themes, history, RunConfig, slider, editor command."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from groove_tui.config import Config, TuiConfig
+from groove_tui.engine.types import SearchParams
+from groove_tui.tui import themes
+from groove_tui.tui.history import QueryHistory
+from groove_tui.tui.runconfig import PRESETS, RunConfig, split_list
+from groove_tui.tui.widgets.slider import Slider
+
+from .fakes import FakeEngine
+from .helpers import SIZE, make_app, notifications
+
+
+def test_shipped_themes_load():
+    d = themes.shipped_theme_dir()
+    assert d is not None and (d / "groove.toml").is_file()
+    loaded = themes.load_themes(d)
+    names = {t.name for t in loaded.themes}
+    assert {"groove", "groove-light"} <= names and not loaded.errors
+    groove = next(t for t in loaded.themes if t.name == "groove")
+    assert groove.dark and set(themes.VARIABLE_DEFAULTS) <= set(groove.variables)
+    light = next(t for t in loaded.themes if t.name == "groove-light")
+    assert not light.dark
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("name = 'x'\nprimary = 'not-a-colour'\n", "not a colour"),
+    ("primary = '#fff'\n", "'name'"),
+    ("name = 'x'\n", "'primary'"),
+    ("name = 'x'\nprimary = '#fff'\nbogus = 1\n", "unknown keys"),
+    ("name = 'x'\nprimary = '#fff'\n[variables]\nrank-up = 'zz'\n", "not a colour"),
+    ("name = = broken", "cannot read theme"),
+])
+def test_bad_theme_files(tmp_path, text, msg):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(themes.ThemeFileError, match=msg):
+        themes.load_theme_file(p)
+    assert themes.load_themes(tmp_path).errors
+
+
+async def test_invalid_user_theme_notifies_and_falls_back(tmp_path):
+    user = tmp_path / "user-themes"
+    user.mkdir()
+    (user / "broken.toml").write_text("name = 'broken'\nprimary = 'nope'\n")
+    (user / "mine.toml").write_text("name = 'mine'\nprimary = '#123456'\n[variables]\nmatch-background = '#ff0000'\n")
+    cfg = replace(Config(), tui=TuiConfig(theme="broken"))
+    app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
+    app.user_theme_dir = user
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "groove"
+        notes = notifications(app)
+        assert any("Theme file ignored" in n and "broken.toml" in n for n in notes)
+        assert any("Unknown theme 'broken'" in n for n in notes)
+        assert "mine" in app.available_themes
+        app.theme = "mine"
+        await pilot.pause()
+        assert app.theme_variables["match-background"] == "#ff0000"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme != "mine" or len(app.available_themes) == 1
+
+
+def test_history_roundtrip_dedupe_and_corrupt(tmp_path):
+    p = tmp_path / "s" / "history.json"
+    h = QueryHistory(p, max_entries=3)
+    for q in ("a", "b", "a", "c", "d", "  "):
+        h.add(q)
+    assert h.entries == ["a", "c", "d"]
+    assert json.loads(p.read_text())["queries"] == ["a", "c", "d"]
+    h2 = QueryHistory(p)
+    assert h2.previous("draft") == "d"
+    assert h2.previous("") == "c"
+    assert h2.previous("") == "a"
+    assert h2.previous("") is None
+    assert h2.next() == "c" and h2.next() == "d" and h2.next() == "draft"
+    p.write_text("{not json")
+    assert QueryHistory(p).entries == []
+
+
+def test_runconfig_params_roundtrip():
+    base = SearchParams(limit=7, mmr=True, mmr_lambda=0.4, reranker="m", tags_any=("x",))
+    rc = RunConfig.from_params(base)
+    assert rc == RunConfig(limit=7, mmr=True, lam=0.4, reranker=True, tags=("x",))
+    p = rc.to_params(base, "m")
+    assert p.explain and p.reranker == "m" and p.mmr_lambda == 0.4
+    assert replace(rc, reranker=True).to_params(base, None).reranker is None
+    assert split_list("a, b  c,,") == ("a", "b", "c")
+    left, right = PRESETS["lambda"][1](rc)
+    assert (left.lam, right.lam) == (0.3, 0.9) and left.mmr and right.mmr
+    assert "MMR λ0.40" in rc.describe()
+
+
+def test_slider_clamps_and_snaps():
+    s = Slider(0.333, step=0.01)
+    assert s.value == 0.33
+    assert s._clamp(7) == 1.0 and s._clamp(-1) == 0.0
