@@ -162,7 +162,9 @@ class Searcher:
             # Lets a long FTS/KNN statement stop as soon as the caller gives up on it.
             conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
         try:
-            legs = self._retrieve(pq, doc_filter, per_leg, cancel)
+            if params.legs not in ("hybrid", "vector", "fts"):
+                raise QueryError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
+            legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs)
             timings["embed"] = legs.embed_ms
             timings["vector"] = legs.vector_ms
             timings["fts"] = legs.fts_ms
@@ -235,15 +237,15 @@ class Searcher:
 
     # ------------------------------------------------------------ retrieval
 
-    def _retrieve(self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel) -> Legs:
-        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, self.store.generation())
+    def _retrieve(self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel, which: str = "hybrid") -> Legs:
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, self.store.generation())
         cached = self.legs_cache.get(key)
         if cached is not None:
             return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
         rows: dict[int, CandidateRow] = {}
         excluded = self._excluded_ids(pq)
         t = time.perf_counter()
-        qvec = self._query_vector(pq.positive_text)
+        qvec = self._query_vector(pq.positive_text) if which != "fts" else None
         embed_ms = _ms(t)
         _check(cancel)
         t = time.perf_counter()
@@ -251,7 +253,7 @@ class Searcher:
         vector_ms = _ms(t)
         _check(cancel)
         t = time.perf_counter()
-        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows) if pq.match_expr else ()
+        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows) if pq.match_expr and which != "vector" else ()
         fts_ms = _ms(t)
         legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms)
         self.legs_cache.put(key, legs)

@@ -144,6 +144,7 @@ class SearchParams:
     min_quality: float | None = None  # None = the [quality_filter] threshold; 0 disables
     min_confidence_ratio: float | None = None  # None = [search] min_confidence_ratio
     explain: bool = False
+    legs: Literal["hybrid", "vector", "fts"] = "hybrid"  # evaluation: one retrieval leg alone
 
 
 @dataclass(frozen=True, slots=True)
