@@ -1,0 +1,58 @@
+"""Regenerate the guide's screenshots: `.venv/bin/python -m tests.tui.screenshots [docs/screenshots]`.
+
+Uses the deterministic FakeEngine so the pictures are stable; the SVGs are Textual's own export.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from .helpers import SIZE, make_app, settle
+
+
+async def shoot(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        app = make_app(Path(tmp))
+        async with app.run_test(size=SIZE) as pilot:
+            async def save(name: str) -> None:
+                await pilot.pause(0.2)
+                path = out / f"{name}.svg"
+                path.write_text(app.export_screenshot(title=f"groove-tui — {name}"), encoding="utf-8")
+                written.append(path)
+
+            app.screen.query_one("#query").value = "tokio runtime"
+            await settle(app, pilot)
+            await save("main")
+            app.screen.query_one("#pane-left").list.focus()
+            await pilot.press("f6")
+            await save("explain")
+            await pilot.press("f6")
+            app.set_run_config("left", replace(app.run_configs["left"], parent=True))
+            await settle(app, pilot)
+            await pilot.press("enter")
+            await save("detail")
+            await pilot.press("escape")
+            await pilot.press("f5")
+            await settle(app, pilot)
+            await pilot.press("f9")
+            await settle(app, pilot)
+            await save("compare")
+            await pilot.press("f1")
+            await save("help")
+    return written
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots")
+    for p in asyncio.run(shoot(out)):
+        print(p)
+
+
+if __name__ == "__main__":
+    main()
