@@ -215,7 +215,8 @@ class GrooveApp(App):
                 self.indexing = False
             self.post_message(IndexFinished(report))
         if self.warmup and not worker.is_cancelled:
-            warm = getattr(eng, "warm_up", None)
+            # load the embedding model now, in this background thread, so the first query does not wait
+            warm = getattr(eng, "warm_up", None) or getattr(eng, "embedder", None)
             try:
                 if callable(warm):
                     warm()
@@ -515,7 +516,7 @@ class GrooveApp(App):
     def action_open_editor(self) -> None:
         row = self.focused_row
         if row is None or row.gone:
-            self.notify("No hit selected", severity="warning")
+            self.notify("No hit selected", severity="warning", markup=False)
             return
         self.history.add(self.query_text)
         cmd = editor_command(self.kb_path, row.hit.path, row.hit.line)

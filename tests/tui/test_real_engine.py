@@ -155,3 +155,17 @@ async def test_real_missing_kb_reports_error(tmp_path):
         await search(app, pilot, "tokio")
         pane = app.screen.query_one("#pane-left", ResultsPane)
         assert "could not be opened" in str(pane.summary.content)
+
+
+async def test_first_paint_is_fast_and_model_loads_in_background(tmp_path, kb):
+    import time
+
+    t0 = time.perf_counter()
+    app = real_app(tmp_path, kb, )
+    app.warmup = True
+    async with app.run_test(size=SIZE) as pilot:
+        painted = time.perf_counter() - t0
+        assert painted < 1.5
+        await settle(app, pilot)
+        assert app.engine._embedder is not None  # loaded by the background worker, not by a query
+    app.engine.close()
