@@ -1,0 +1,104 @@
+"""The headless commands through `groove_tui.cli.main` and, for start-up cost, a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from groove_tui.cli import main
+
+
+@pytest.fixture
+def cli(kb, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def test_index_json_report_then_status(cli, kb):
+    code, out, err = cli("index", str(kb), "--model", "hashing", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    for key in ("added", "updated", "unchanged", "renamed", "deleted", "skipped", "chunks", "seconds"):
+        assert key in report
+    assert report["added"] == 4
+    code, out, _ = cli("status", str(kb), "--model", "hashing", "--format", "json")
+    status = json.loads(out)
+    assert status["documents"] == 4 and status["model"] == "hashing-64"
+    for key in ("chunks", "dim", "index_path", "index_bytes", "last_indexed"):
+        assert key in status
+    code, out, _ = cli("status", str(kb), "--model", "hashing")
+    assert "documents" in out and code == 0
+
+
+def test_search_json_is_groove_shaped(cli, kb):
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    code, out, err = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--format", "json", "--limit", "2")
+    assert code == 0, err
+    data = json.loads(out)
+    assert list(data) == ["results", "low_confidence", "filter_applied"] and len(data["results"]) == 2
+    code, out, _ = cli(
+        "search", str(kb), "tokio", "--model", "hashing", "--format", "json", "--explain", "--tag-any", "rust",
+        "--mmr", "--lambda", "0.5", "--parent",
+    )
+    data = json.loads(out)
+    assert data["filter_applied"] == {"tags_any": ["rust"]}
+    assert data["explain"]["query"]["match_expr"] == '"tokio"'
+    assert all("expanded_from" in r for r in data["results"])
+
+
+def test_search_text_is_plain_when_piped_and_sanitised(cli, kb):
+    (kb / "evil.md").write_text("## Evil\n\nDanger \x1b[31mred\x1b[0m and a bell \x07 inside evil terminal text.\n")
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    code, out, _ = cli("search", str(kb), "evil terminal", "--model", "hashing", "--explain")
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out and "\ufffd[31mred" in out
+    assert "compiled:" in out and "rank: 1" in out
+
+
+def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
+    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing")
+    assert code == 1 and "has not been indexed" in err and out == ""
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    code, _, err = cli("search", str(kb), "--model", "hashing", "--", "-tokio")
+    assert code == 1 and "query has no positive term" in err
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--lambda", "2")
+    assert code == 1 and "mmr_lambda" in err and "[0, 1]" in err
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--min-confidence-ratio", "-1")
+    assert code == 1 and "--min-confidence-ratio" in err
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--path-glob", "[")
+    assert code == 1 and "[" in err
+    code, _, err = cli("status", str(tmp_path / "missing"))
+    assert code == 1 and "does not exist" in err
+    code, _, err = cli("index", str(kb), "--model", "hashing-32")
+    assert code == 1 and "--force" in err and "hashing-64" in err
+
+
+def test_unavailable_model_fails_fast_with_advice(cli, kb):
+    import time
+
+    t = time.monotonic()
+    code, _, err = cli("index", str(kb), "--model", "BAAI/bge-small-en-v1.5")
+    assert code == 1 and time.monotonic() - t < 5  # phase one runs first; the model load itself is < 1 s
+    assert "bge-small-en-v1.5" in err
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = (
+        "import sys, time; t = time.perf_counter(); from groove_tui.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'textual', 'fastembed', 'sqlean', 'rich') if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
