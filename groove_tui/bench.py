@@ -1,0 +1,555 @@
+"""`groove-tui bench`: search latency per stage and indexing throughput, measured in one process.
+
+Search mode (`--mode search`) runs every query of a golden file (or a built-in English/Japanese mix)
+`--repeat` times through `Engine.search` with the default parameters and no reranker. Before each of
+those searches the retrieval caches are cleared, so every stage — the query embedding included — runs
+for real; p50/p95 per stage (embed, vector, fts, fuse, rerank, mmr, parent, spans, total) and for
+"total minus embed". Then, cache warm, the same queries re-run after a settings change (MMR on, λ 0.7 →
+0.5: the explorer's slider case), with MMR on, with the parent retriever on, the bare MMR selection of a
+250-candidate pool down to 10, and cancellation: a search is started in a worker thread, its cancel event
+is set ~5 ms later, and the time until `SearchCancelled` is raised is measured.
+
+Index mode (`--mode index`) never touches the KB or its index: it copies the first `--docs` documents into
+a temporary directory (outside the KB; the walker does not follow symlinks), indexes them into a fresh
+temporary index and compares phase two's chunks/s with the embedder's own passages/s on the same chunk
+texts (`embed_passages` in batches of `[embedding] batch_size`, no SQLite) in the same run, alternating
+the two so machine noise hits both alike. It also times phase one on a fresh copy of the whole KB's full
+text (temporary index, no embeddings) and a no-change re-index of the KB's own index (if it exists).
+
+Machines are noisy: compare ratios within one run; medians over repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    import argparse
+
+    from groove_tui.engine import Engine
+
+STAGES = ("embed", "vector", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")
+
+# Used when no --queries file is given: English and Japanese, short and long, phrases and exclusions.
+BUILTIN_QUERIES = (
+    "tokio runtime spawn",
+    "how does vector search work",
+    "full-text search with a trigram tokenizer",
+    '"exact phrase" search',
+    "rust -async",
+    "protein expression in cancer cells",
+    "effect of vitamin D on bone density in older adults",
+    "設定ファイル",
+    "東京の天気",
+    "検索 ランキング 評価",
+    "クロスエンコーダで再ランキングすると品質は上がるか",
+    "database index performance tuning",
+)
+
+TARGETS = {
+    "total_minus_embed_p50_ms": 20.0,
+    "total_minus_embed_p95_ms": 50.0,
+    "warm_rerun_p50_ms": 5.0,
+    "mmr_250_to_10_p50_ms": 5.0,
+    "parent_10_hits_p50_ms": 5.0,
+    "cancel_p50_ms": 50.0,
+    "throughput_ratio": 0.85,
+    "phase_one_s": 15.0,
+    "no_change_reindex_s": 3.0,
+    "cli_help_s": 0.3,
+}
+
+CANCEL_AFTER_S = 0.005
+
+
+# ================================================================ statistics
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, Any]:
+    """p50 / p95 / max / n of milliseconds (None when there are no samples)."""
+    if not samples:
+        return {"p50": None, "p95": None, "max": None, "n": 0}
+    import numpy as np
+
+    arr = np.asarray(samples, dtype=np.float64)
+    return {
+        "p50": round(float(np.percentile(arr, 50)), 3),
+        "p95": round(float(np.percentile(arr, 95)), 3),
+        "max": round(float(arr.max()), 3),
+        "n": len(samples),
+    }
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+# ================================================================ queries
+
+
+def load_queries(path: str | None) -> list[str]:
+    if not path:
+        return list(BUILTIN_QUERIES)
+    from groove_tui.engine.eval import load_golden
+    from groove_tui.evalrun import validate_query
+
+    golden = load_golden(path, validate_query=validate_query)
+    if not golden.queries:
+        raise ValueError(f"{path}: no queries to run")
+    return [q.query for q in golden.queries]
+
+
+# ================================================================ search mode
+
+
+def _clear_caches(engine: Engine) -> None:
+    """Forget retrieval results and query vectors so the next search runs every stage."""
+    searcher = getattr(engine, "_searcher", None)
+    for name in ("legs_cache", "query_vectors"):
+        cache = getattr(searcher, name, None)
+        if cache is not None:
+            cache.clear()
+
+
+def bench_search(
+    engine: Engine,
+    queries: Sequence[str],
+    repeat: int,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    from groove_tui.engine import SearchCancelled
+
+    notify = progress or (lambda _label, _done, _total: None)
+    base = engine.default_params(reranker=None, mmr=False, parent_retriever=False, explain=False)
+
+    # Warm-up: load the model, touch the pages (not measured).
+    t0 = time.perf_counter()
+    engine.search(queries[0], base)
+    warmup_ms = _ms(t0)
+    for q in queries[:3]:
+        _clear_caches(engine)
+        engine.search(q, base)
+
+    # 1. Cold: every stage for real, `repeat` passes over the queries.
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    minus_embed: list[float] = []
+    total_runs = repeat * len(queries)
+    for r in range(repeat):
+        for i, q in enumerate(queries):
+            notify("search", r * len(queries) + i, total_runs)
+            _clear_caches(engine)
+            t = engine.search(q, base).timings_ms
+            for s in STAGES:
+                if s in t:
+                    stages[s].append(t[s])
+            minus_embed.append(t.get("total", 0.0) - t.get("embed", 0.0))
+
+    # 2. Cache warm: a settings change re-runs only the later stages (the λ slider).
+    mmr_a = replace(base, mmr=True, mmr_lambda=0.7)
+    mmr_b = replace(base, mmr=True, mmr_lambda=0.5)
+    parent = replace(base, parent_retriever=True)
+    rerun: list[float] = []
+    mmr_stage: list[float] = []
+    mmr_total: list[float] = []
+    parent_stage: list[float] = []
+    parent_total: list[float] = []
+    for r in range(repeat):
+        for i, q in enumerate(queries):
+            notify("warm", r * len(queries) + i, total_runs)
+            engine.search(q, base)  # legs cached (if evicted)
+            ta = engine.search(q, mmr_a).timings_ms
+            t0 = time.perf_counter()
+            tb = engine.search(q, mmr_b).timings_ms
+            rerun.append(_ms(t0))
+            for t in (ta, tb):
+                if "mmr" in t:
+                    mmr_stage.append(t["mmr"])
+                    mmr_total.append(t["total"])
+            tp = engine.search(q, parent).timings_ms
+            if "parent" in tp:
+                parent_stage.append(tp["parent"])
+                parent_total.append(tp["total"])
+
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "repeat": repeat,
+        "warmup_ms": round(warmup_ms, 1),
+        "stages_ms": {s: percentiles(v) for s, v in stages.items()},
+        "total_minus_embed_ms": percentiles(minus_embed),
+        "warm_rerun_ms": percentiles(rerun),
+        "mmr_on": {"mmr_stage_ms": percentiles(mmr_stage), "total_ms": percentiles(mmr_total)},
+        "parent_on": {"parent_stage_ms": percentiles(parent_stage), "total_ms": percentiles(parent_total)},
+        "mmr_250_to_10_ms": bench_mmr_pool(engine, queries, repeat),
+        "cancellation": bench_cancel(engine, queries, base, repeat, SearchCancelled),
+    }
+    notify("done", total_runs, total_runs)
+    return out
+
+
+def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: int = 250, limit: int = 10) -> dict:
+    """The bare MMR selection: a real 250-candidate pool (scores and stored vectors) down to 10."""
+    import numpy as np
+
+    from groove_tui.engine.mmr import mmr_select_traced
+
+    base = engine.default_params(reranker=None, mmr=False, parent_retriever=False, limit=pool)
+    samples: list[float] = []
+    sizes: list[int] = []
+    for q in queries[: max(1, min(len(queries), 20))]:
+        hits = engine.search(q, base).results
+        vecs = engine.store.embeddings_for([h.chunk_id for h in hits])
+        hits = [h for h in hits if h.chunk_id in vecs]
+        if len(hits) < 2:
+            continue
+        scores = [h.score for h in hits]
+        matrix = np.stack([vecs[h.chunk_id] for h in hits])
+        docs = [h.document_id for h in hits]
+        sizes.append(len(hits))
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            mmr_select_traced(scores, matrix, docs, limit, 0.7, 0.0)
+            samples.append(_ms(t0))
+    out = percentiles(samples)
+    out["pool"] = round(statistics.median(sizes)) if sizes else 0
+    out["limit"] = limit
+    return out
+
+
+def bench_cancel(engine: Engine, queries: Sequence[str], params, repeat: int, cancelled_exc: type) -> dict:
+    """Set the cancel event ~5 ms into a cold search (another thread) and time until SearchCancelled."""
+    latencies: list[float] = []
+    finished_first = 0
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one worker: its SQLite connection is reused
+        pool.submit(engine.search, queries[0], params).result()  # open the worker's connection
+        for _ in range(max(1, repeat)):
+            for q in queries:
+                _clear_caches(engine)
+                cancel = threading.Event()
+                started = threading.Event()
+                box: dict[str, float] = {}
+
+                def work(q=q, cancel=cancel, started=started, box=box) -> None:
+                    started.set()
+                    try:
+                        engine.search(q, params, cancel)
+                    except cancelled_exc:
+                        box["raised"] = time.perf_counter()
+
+                fut = pool.submit(work)
+                started.wait()
+                time.sleep(CANCEL_AFTER_S)
+                t_set = time.perf_counter()
+                cancel.set()
+                fut.result()
+                if "raised" in box:
+                    latencies.append((box["raised"] - t_set) * 1000.0)
+                else:
+                    finished_first += 1
+    out = percentiles(latencies)
+    out["cancelled"] = len(latencies)
+    out["finished_before_cancel"] = finished_first
+    out["cancel_after_ms"] = CANCEL_AFTER_S * 1000
+    return out
+
+
+# ================================================================ index mode
+
+
+def copy_subset(kb: Path, dest: Path, docs: int | None, exclude_dirs: tuple[str, ...]) -> int:
+    """Copy the first `docs` Markdown files (walk order) of `kb` into `dest`; how many were copied."""
+    from groove_tui.engine.indexer import walk_kb
+
+    paths = walk_kb(kb, exclude_dirs)
+    if docs is not None:
+        paths = paths[:docs]
+    for rel in paths:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(kb / rel, target)
+    return len(paths)
+
+
+def bench_index(
+    engine: Engine,
+    docs: int | None,
+    repeat: int,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    from groove_tui.engine import Engine as EngineCls
+    from groove_tui.engine.indexer import embedding_input
+
+    notify = progress or (lambda _label, _done, _total: None)
+    config = engine.config
+    batch = config.embedding.batch_size
+    out: dict[str, Any] = {"batch_size": batch}
+    with tempfile.TemporaryDirectory(prefix="groove-tui-bench-") as tmp:
+        tmpdir = Path(tmp)
+        # Phase one on the whole KB (full text only), fresh index.
+        full = tmpdir / "full"
+        n_full = copy_subset(engine.kb_path, full / "kb", None, config.exclude_dirs)
+        p1: list[float] = []
+        for r in range(max(1, min(repeat, 3))):
+            notify("phase one", r, repeat)
+            with EngineCls.open(full / "kb", config=config, index_dir=full / f"idx{r}") as eng:
+                rep = eng.index(embed=False)
+            p1.append(rep.fulltext_seconds)
+            shutil.rmtree(full / f"idx{r}", ignore_errors=True)
+        p1_s = statistics.median(p1)
+        out["phase_one"] = {
+            "documents": n_full,
+            "chunks": rep.chunks,
+            "seconds": round(p1_s, 3),
+            "runs": [round(x, 3) for x in p1],
+            "docs_per_s": round(n_full / p1_s, 1) if p1_s else None,
+        }
+        shutil.rmtree(full, ignore_errors=True)
+
+        # Phase two vs the embedder alone, on the same chunk texts, alternating.
+        sub = tmpdir / "subset"
+        n_sub = copy_subset(engine.kb_path, sub / "kb", docs, config.exclude_dirs)
+        embedder = engine.embedder()
+        embedder.embed_passages(["warm up the model"])  # lazy weights load outside both timings
+        index_rates: list[float] = []
+        alone_rates: list[float] = []
+        p1_sub: list[float] = []
+        chunks = 0
+        texts: list[str] = []
+        rounds = max(1, repeat)
+        for r in range(rounds):
+            notify("phase two", r, rounds)
+            idx = sub / f"idx{r}"
+            with EngineCls.open(sub / "kb", config=config, index_dir=idx) as eng:
+                rep = eng.index()
+                contextual = eng.store.get_meta("context_mode") == "static"
+                rows = eng.store.conn().execute("SELECT content, context_text FROM chunks ORDER BY id").fetchall()
+            texts = [embedding_input(c, ctx, contextual) for c, ctx in rows]
+            chunks = rep.embedded
+            p1_sub.append(rep.fulltext_seconds)
+            if rep.embed_seconds > 0:
+                index_rates.append(rep.embedded / rep.embed_seconds)
+            shutil.rmtree(idx, ignore_errors=True)
+            notify("embedder alone", r, rounds)
+            t0 = time.perf_counter()
+            for start in range(0, len(texts), batch):
+                embedder.embed_passages(texts[start : start + batch])
+            dt = time.perf_counter() - t0
+            if dt > 0 and texts:
+                alone_rates.append(len(texts) / dt)
+        idx_rate = statistics.median(index_rates) if index_rates else None
+        alone_rate = statistics.median(alone_rates) if alone_rates else None
+        out["phase_two"] = {
+            "documents": n_sub,
+            "chunks": chunks,
+            "index_chunks_per_s": _round(idx_rate, 2),
+            "embedder_passages_per_s": _round(alone_rate, 2),
+            "ratio": _round(idx_rate / alone_rate, 3) if idx_rate and alone_rate else None,
+            "index_runs_chunks_per_s": [round(x, 2) for x in index_rates],
+            "embedder_runs_passages_per_s": [round(x, 2) for x in alone_rates],
+            "subset_phase_one_s": round(statistics.median(p1_sub), 3) if p1_sub else None,
+        }
+
+    # No-change re-index of the KB's own index (phase two has nothing to do on an unchanged index;
+    # embed=False also keeps a half-embedded index from starting phase two here).
+    docs_now, _chunks, _pending = engine.store.counts()
+    if docs_now:
+        runs = []
+        for r in range(max(1, min(repeat, 5))):
+            notify("re-index", r, repeat)
+            rep = engine.index(embed=False)
+            runs.append(rep.seconds)
+        changed = rep.added + rep.updated + rep.deleted + rep.renamed
+        out["no_change_reindex"] = {
+            "seconds": round(statistics.median(runs), 3),
+            "runs": [round(x, 3) for x in runs],
+            "documents": docs_now,
+            "changed": changed,
+        }
+    else:
+        out["no_change_reindex"] = None
+    return out
+
+
+def _round(x: float | None, nd: int) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+# ================================================================ CLI start-up
+
+
+def bench_cli_help(runs: int = 5) -> dict[str, Any] | None:
+    """Wall time of `groove-tui --help` in a fresh process (median)."""
+    exe = Path(sys.executable).parent / "groove-tui"
+    cmd = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "groove_tui.cli", "--help"]
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        samples.append(time.perf_counter() - t0)
+    return {"seconds": round(statistics.median(samples), 3), "runs": [round(x, 3) for x in samples]}
+
+
+# ================================================================ output
+
+
+def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each measured target: value, target, met."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def put(name: str, value: float | None) -> None:
+        if value is None:
+            return
+        target = TARGETS[name]
+        met = value >= target if name == "throughput_ratio" else value <= target
+        out[name] = {"value": value, "target": target, "met": met}
+
+    s = result.get("search")
+    if s:
+        put("total_minus_embed_p50_ms", s["total_minus_embed_ms"]["p50"])
+        put("total_minus_embed_p95_ms", s["total_minus_embed_ms"]["p95"])
+        put("warm_rerun_p50_ms", s["warm_rerun_ms"]["p50"])
+        put("mmr_250_to_10_p50_ms", s["mmr_250_to_10_ms"]["p50"])
+        put("parent_10_hits_p50_ms", s["parent_on"]["parent_stage_ms"]["p50"])
+        put("cancel_p50_ms", s["cancellation"]["p50"])
+    i = result.get("index")
+    if i:
+        put("throughput_ratio", i["phase_two"]["ratio"])
+        put("phase_one_s", i["phase_one"]["seconds"])
+        if i.get("no_change_reindex"):
+            put("no_change_reindex_s", i["no_change_reindex"]["seconds"])
+    if result.get("cli_help"):
+        put("cli_help_s", result["cli_help"]["seconds"])
+    return out
+
+
+def _fmt(x: float | None, unit: str = "") -> str:
+    return "—" if x is None else f"{x:.2f}{unit}"
+
+
+def format_text(result: dict[str, Any]) -> str:
+    lines = [f"kb       {result['kb']}", f"model    {result['model']}", f"index    {result['index_path']}"]
+    s = result.get("search")
+    if s:
+        lines += [
+            "",
+            f"search: {s['queries']} queries × {s['repeat']}, default params, no reranker, caches cleared "
+            f"before each search (first search incl. model load: {s['warmup_ms']:.0f} ms)",
+            f"  {'stage':<18} {'p50 ms':>9} {'p95 ms':>9} {'n':>6}",
+        ]
+        for name in STAGES:
+            st = s["stages_ms"][name]
+            lines.append(f"  {name:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}")
+        tm = s["total_minus_embed_ms"]
+        lines.append(f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}")
+        w = s["warm_rerun_ms"]
+        lines.append(f"  {'λ re-run (warm)':<18} {_fmt(w['p50']):>9} {_fmt(w['p95']):>9} {w['n']:>6}   end to end")
+        m = s["mmr_on"]["mmr_stage_ms"]
+        lines.append(f"  {'mmr stage (on)':<18} {_fmt(m['p50']):>9} {_fmt(m['p95']):>9} {m['n']:>6}")
+        p = s["parent_on"]["parent_stage_ms"]
+        lines.append(f"  {'parent stage (on)':<18} {_fmt(p['p50']):>9} {_fmt(p['p95']):>9} {p['n']:>6}   10 hits")
+        mp = s["mmr_250_to_10_ms"]
+        label = f"MMR {mp['pool']}→{mp['limit']}"
+        lines.append(f"  {label:<18} {_fmt(mp['p50']):>9} {_fmt(mp['p95']):>9} {mp['n']:>6}   selection only")
+        c = s["cancellation"]
+        lines.append(
+            f"  {'cancellation':<18} {_fmt(c['p50']):>9} {_fmt(c['max']):>9} {c['n']:>6}   p50 / max after "
+            f"cancel at {c['cancel_after_ms']:g} ms ({c['finished_before_cancel']} finished first)"
+        )
+    i = result.get("index")
+    if i:
+        p1, p2, nc = i["phase_one"], i["phase_two"], i.get("no_change_reindex")
+        lines += [
+            "",
+            f"index: phase one (full text, whole KB, fresh index): {p1['seconds']:.2f} s, "
+            f"{p1['documents']:,} docs ({_fmt(p1['docs_per_s'])} docs/s), {p1['chunks']:,} chunks",
+            f"  phase two on {p2['documents']} docs / {p2['chunks']} chunks (batch {i['batch_size']}): "
+            f"index {_fmt(p2['index_chunks_per_s'])} chunks/s, embedder alone "
+            f"{_fmt(p2['embedder_passages_per_s'])} passages/s, ratio {_fmt(p2['ratio'])}",
+        ]
+        if nc:
+            lines.append(f"  no-change re-index of {nc['documents']:,} docs: {nc['seconds']:.3f} s")
+        else:
+            lines.append("  no-change re-index: the KB has no index yet (run groove-tui index first)")
+    if result.get("cli_help"):
+        lines.append(f"\ngroove-tui --help: {result['cli_help']['seconds']:.3f} s (median of 5)")
+    v = result.get("targets") or {}
+    if v:
+        lines += ["", "targets:"]
+        for name, t in v.items():
+            mark = "ok  " if t["met"] else "MISS"
+            op = "≥" if name == "throughput_ratio" else "≤"
+            lines.append(f"  {mark} {name:<26} {t['value']:.3f} {op} {t['target']:g}")
+    return "\n".join(lines) + "\n"
+
+
+# ================================================================ the command
+
+
+class _Progress:
+    def __init__(self, stream, enabled: bool) -> None:
+        from groove_tui.progress import ProgressLine
+
+        self.line = ProgressLine(stream, enabled=enabled)
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        from groove_tui.engine.types import IndexProgress
+
+        self.line.update(IndexProgress(label, done, total))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.line.close()
+
+
+def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dict[str, Any]:
+    mode = getattr(args, "mode", "search") or "search"
+    repeat = max(1, int(getattr(args, "repeat", 3) or 1))
+    result: dict[str, Any] = {
+        "kb": str(engine.kb_path),
+        "model": engine.model_id,
+        "index_path": str(engine.store.db_path),
+        "mode": mode,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
+    if mode in ("search", "all"):
+        docs, chunks, pending = engine.store.counts()
+        if docs == 0:
+            raise ValueError(
+                f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
+                f"Run: groove-tui index {engine.kb_path}"
+            )
+        result["corpus"] = {"documents": docs, "chunks": chunks, "pending_embeddings": pending}
+        result["search"] = bench_search(engine, load_queries(getattr(args, "queries", None)), repeat, progress=progress)
+    if mode in ("index", "all"):
+        docs_arg = getattr(args, "docs", None)
+        result["index"] = bench_index(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat, progress=progress)
+    if not getattr(args, "no_cli", False):
+        result["cli_help"] = bench_cli_help()
+    result["targets"] = verdicts(result)
+    return result
+
+
+def run_bench_command(engine: Engine, args: argparse.Namespace) -> int:
+    bar = _Progress(sys.stderr, enabled=sys.stderr.isatty())
+    try:
+        result = run_bench(engine, args, progress=bar)
+    finally:
+        bar.close()
+    if getattr(args, "format", "text") == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(format_text(result))
+    return 0
