@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
     be.add_argument("--mode", choices=("search", "index", "all"), default="search")
+    be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
 
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
