@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -160,6 +160,7 @@ class EvalOutcome:
     history_path: Path | None  # None with --no-history
     history_warning: str | None = None
     pending_embeddings: int = 0
+    latency_ms: dict[str, float] = field(default_factory=dict)  # per-query search time
 
     @property
     def is_regression(self) -> bool:
@@ -193,9 +194,10 @@ def run_eval(
     *,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
+    latencies: list[float] | None = None,
 ) -> tuple[tuple[QueryResult, ...], Aggregate, CorpusInfo]:
     """Search every golden query with `params` inside one read snapshot; per-query results, the means
-    and the corpus the run saw."""
+    and the corpus the run saw. `latencies` collects each search's total milliseconds."""
     conn = engine.store.conn()
     conn.execute("BEGIN")  # a deferred read transaction: the first read pins the WAL snapshot
     try:
@@ -205,7 +207,10 @@ def run_eval(
         for i, q in enumerate(golden.queries):
             if progress is not None:
                 progress(i, total)
-            top = ranked_hits(engine.search(q.query, params, cancel).results)
+            resp = engine.search(q.query, params, cancel)
+            if latencies is not None:
+                latencies.append(resp.timings_ms.get("total", 0.0))
+            top = ranked_hits(resp.results)
             results.append(QueryResult(q, top, evaluate_query(q, top, k_values)))
         if progress is not None:
             progress(total, total)
@@ -242,7 +247,8 @@ def evaluate_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, 
     fingerprint = EvalFingerprint(**{f.name: getattr(base, f.name) for f in fields(ConfigFingerprint)}, legs=legs)
 
     started = time.perf_counter()
-    results, agg, corpus = run_eval(engine, golden, params, ks, progress=progress)
+    latencies: list[float] = []
+    results, agg, corpus = run_eval(engine, golden, params, ks, progress=progress, latencies=latencies)
     elapsed = time.perf_counter() - started
 
     store = HistoryStore(history_path_for(engine.kb_path), config.eval.history_size)
@@ -265,7 +271,20 @@ def evaluate_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, 
         history_path=None if getattr(args, "no_history", False) else store.path,
         history_warning=store.warning,
         pending_embeddings=engine.store.pending_count(),
+        latency_ms=_latency(latencies),
     )
+
+
+def _latency(samples: list[float]) -> dict[str, float]:
+    """p50 / p95 / mean of the per-query search time (ms, query embedding included)."""
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+
+    def pct(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))], 2)
+
+    return {"p50": pct(50), "p95": pct(95), "mean": round(sum(ordered) / len(ordered), 2)}
 
 
 def latest_comparable(runs: Sequence[dict[str, Any]], fingerprint: ConfigFingerprint) -> dict[str, Any] | None:
@@ -375,7 +394,9 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
             lines.append(f"  … {len(missed) - max_misses} more (--format json lists every query)")
     lines.append("")
     saved = f"; history {out.history_path}" if out.history_path else "; not recorded (--no-history)"
-    lines.append(f"{len(out.results)} queries in {out.elapsed_s:.2f} s{saved}")
+    lat = out.latency_ms
+    per_query = f" (search p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms)" if lat else ""
+    lines.append(f"{len(out.results)} queries in {out.elapsed_s:.2f} s{per_query}{saved}")
     if out.history_warning:
         lines.append(f"warning  {out.history_warning}")
     return "\n".join(lines) + "\n"
@@ -406,6 +427,7 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
         }
     run["golden"] = str(out.golden_path)
     run["elapsed_seconds"] = round(out.elapsed_s, 3)
+    run["latency_ms"] = out.latency_ms
     run["history"] = str(out.history_path) if out.history_path else None
     run["pending_embeddings"] = out.pending_embeddings
     return run
