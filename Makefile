@@ -22,10 +22,31 @@ test: setup
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
 
+# Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders.
+# Indexes live in BENCH_INDEX, one per model (never the KB). USE's is built if missing (a few minutes);
+# e5's takes ~35 min on 2 cores, so its search bench runs only once you have built it (command printed).
+BENCH_INDEX  ?= $(HOME)/.cache/groove-tui/bench
+BENCH_REPEAT ?= 2
 bench: setup
-	@if [ -d "$(DATA)/scifact" ]; then \
-		$(BIN)/groove-tui bench $(DATA)/scifact/kb --queries $(DATA)/scifact/golden-train.yml; \
-	else echo "no $(DATA): benchmarks need ../shared/data"; fi
+	@if [ ! -d "$(DATA)/scifact" ]; then echo "no $(DATA): benchmarks need ../shared/data"; exit 0; fi; \
+	kb=$(DATA)/scifact/kb; q=$(DATA)/scifact/golden-train.yml; \
+	for m in use-multilingual multilingual-e5-small; do \
+		dir="$(BENCH_INDEX)/$$m"; docs=300; [ $$m = multilingual-e5-small ] && docs=100; \
+		echo "=== $$m ($$dir)"; \
+		if [ $$m = use-multilingual ] && [ ! -d "$$dir" ]; then \
+			$(BIN)/groove-tui index $$kb --index-dir "$$dir" --model $$m --quiet || exit 1; fi; \
+		if [ -d "$$dir" ] && ! $(BIN)/groove-tui status $$kb --index-dir "$$dir" --model $$m --format json \
+				| grep -q '"documents": 0,'; then \
+			$(BIN)/groove-tui bench $$kb --index-dir "$$dir" --model $$m --queries $$q --repeat $(BENCH_REPEAT) \
+				--mode all --docs $$docs || exit 1; \
+		else \
+			echo "no $$m index: search bench skipped; build it with"; \
+			echo "  $(BIN)/groove-tui index $$kb --index-dir \"$$dir\" --model $$m"; \
+			tmp=$$(mktemp -d); \
+			$(BIN)/groove-tui bench $$kb --index-dir "$$tmp" --model $$m --mode index --docs $$docs \
+				--repeat $(BENCH_REPEAT) || { rm -rf "$$tmp"; exit 1; }; rm -rf "$$tmp"; \
+		fi; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache
