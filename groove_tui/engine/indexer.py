@@ -20,9 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from groove_tui.config import Config
+from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
 from groove_tui.engine.markdown import parse_markdown
-from groove_tui.engine.store import Store, to_blob
+from groove_tui.engine.store import BIGRAM_DDL, Store, to_blob
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -199,6 +200,8 @@ class Indexer:
         notify = progress or (lambda _p: None)
         if force:
             self._reset()
+        else:
+            self._migrate_bigram(notify, cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual)
         fulltext_done = time.perf_counter()
@@ -229,12 +232,49 @@ class Indexer:
     def _reset(self) -> None:
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM fts_chunks")
+            conn.execute("DELETE FROM fts_bigram")
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
             conn.execute("DROP TABLE IF EXISTS vec_chunks")
             for key in ("embedding_model", "embedding_dim", "context_mode"):
                 conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
+            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, conn)  # empty, hence current
             self.store.bump_generation(conn)
+
+    def _migrate_bigram(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Build the bigram table for an index made before it existed or with an older segmentation.
+
+        Batched commits; the version is recorded last, so an interrupted build restarts from scratch
+        and search keeps using the trigram table until it is complete.
+        """
+        if self.store.bigram_ready():
+            return
+        conn = self.store.conn()
+        with self.store.transaction() as wconn:
+            wconn.execute("DROP TABLE IF EXISTS fts_bigram")
+            wconn.execute(BIGRAM_DDL)
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        done, last_id = 0, -1
+        notify(IndexProgress("fulltext", 0, total))
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled while building the bigram index")
+            rows = conn.execute(
+                "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
+            ).fetchall()
+            if not rows:
+                break
+            with self.store.transaction() as wconn:
+                wconn.executemany(
+                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    [(cid, segment(h), segment(ctx), segment(body)) for cid, h, ctx, body in rows],
+                )
+            done += len(rows)
+            last_id = rows[-1][0]
+            notify(IndexProgress("fulltext", done, total))
+        with self.store.transaction() as wconn:
+            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, wconn)
+            self.store.bump_generation(wconn)
 
     def _resolve_context_mode(self, force: bool) -> bool:
         """groove §B.4: the recorded mode wins unless the index is empty or rebuilt."""
@@ -408,6 +448,7 @@ class Indexer:
                         reuse[inputs[cid]] = to_blob(vec)
                 old_ids = [(o[0],) for o in old]
                 conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", old_ids)
+                conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", old_ids)
                 if self.store.has_vec_table(conn):
                     conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", old_ids)
                 conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
@@ -432,6 +473,10 @@ class Indexer:
                     "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
                     (cid, c.heading, context, c.content),
                 )
+                conn.execute(
+                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    (cid, segment(c.heading), segment(context), segment(c.content)),
+                )
                 if blob is not None:
                     conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
             self.store.bump_generation(conn)
@@ -443,6 +488,7 @@ class Indexer:
             for doc_id in doc_ids:
                 ids = [(r[0],) for r in conn.execute("SELECT id FROM chunks WHERE document_id = ?", (doc_id,))]
                 conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", ids)
+                conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", ids)
                 if has_vec:
                     conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
                 conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))

@@ -44,6 +44,7 @@ __all__ = [
     "is_whitespace",
     "parse_query",
     "query_phrases",
+    "segments",
     "split_terms",
     "split_whitespace",
     "trim",
@@ -462,6 +463,19 @@ def query_phrases(text: str) -> tuple[str, ...]:
     for kind, segment in _scan(text, exclusions=False).segments:
         phrases.extend(_segment_phrases(kind, segment))
     return _dedup_cap(phrases)[0]
+
+
+def segments(raw: str) -> tuple[tuple[bool, bool, str], ...]:
+    """(excluded, quoted, text) of every segment of `raw`, scanned exactly as parse_query does (§C.2,
+    §C.7). Quoted texts are unquoted; excluded plain texts come without their '-'. Other compilers (the
+    CJK bigram side index) build their own expressions from these."""
+    kinds = {
+        _Kind.PLAIN: (False, False),
+        _Kind.QUOTED: (False, True),
+        _Kind.EXCLUDED_PLAIN: (True, False),
+        _Kind.EXCLUDED_QUOTED: (True, True),
+    }
+    return tuple((*kinds[kind], text) for kind, text in _scan(raw, exclusions=True).segments)
 
 
 def split_terms(text: str) -> tuple[str, ...]:

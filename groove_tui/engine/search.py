@@ -20,6 +20,7 @@ import numpy as np
 import sqlean as sqlite3
 
 from groove_tui.config import Config, check_unit
+from groove_tui.engine.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.filters import DocFilter
 from groove_tui.engine.indexer import embedding_input
@@ -36,6 +37,9 @@ LIMIT_MAX = 1000
 KNN_MAX = 4096
 OVERFETCH_CAP = 10_000
 F32 = np.float32
+# How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
+# "third" RRF leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
+BIGRAM_MODE = "replace"
 
 
 def pool(x: int) -> int:
@@ -80,6 +84,8 @@ class Legs:
     embed_ms: float
     vector_ms: float
     fts_ms: float
+    bigram: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_bigram, best first
+    bigram_ms: float = 0.0
 
 
 @dataclass(slots=True)
@@ -139,8 +145,10 @@ class Searcher:
             echo["min_confidence_ratio"] = params.min_confidence_ratio
         if pq.exclude:
             echo["excluded_terms"] = list(pq.exclude)
-        info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text)
+        bq, bigram_warning = self._bigram_query(query)
+        info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text, bq.explain if bq else None)
         warnings = ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
+        warnings += bigram_warning
 
         empty = SearchResponse(
             results=(), low_confidence=False, filter_applied=echo, timings_ms={"total": 0.0}, query=info,
@@ -164,14 +172,16 @@ class Searcher:
         try:
             if params.legs not in ("hybrid", "vector", "fts"):
                 raise QueryError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
-            legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs)
+            legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
             timings["embed"] = legs.embed_ms
             timings["vector"] = legs.vector_ms
             timings["fts"] = legs.fts_ms
+            if bq is not None and bq.positive_expr is not None:
+                timings["bigram"] = legs.bigram_ms
             _check(cancel)
 
             t = time.perf_counter()
-            fused = self._fuse(legs, fused_size, params.explain)
+            fused = self._fuse(legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None)
             timings["fuse"] = _ms(t)
             _check(cancel)
 
@@ -200,7 +210,8 @@ class Searcher:
                 _check(cancel)
 
             t = time.perf_counter()
-            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content)) for h in hits]
+            cjk_spans = bq is not None and bq.positive_expr is not None
+            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans)) for h in hits]
             timings["spans"] = _ms(t)
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
@@ -235,15 +246,33 @@ class Searcher:
             return self.config.search.min_confidence_ratio
         return max(float(value), 0.0)
 
+    def _bigram_query(self, query: str) -> tuple[BigramQuery | None, tuple[str, ...]]:
+        """The bigram side of a CJK query (None: flag off, or no CJK in it), and a warning when the
+        index has no complete bigram table yet (then groove's trigram path serves the query)."""
+        if not self.config.search.cjk_bigram:
+            return None, ()
+        bq = compile_bigram(query)
+        if bq is None:
+            return None, ()
+        if not self.store.bigram_ready():
+            return None, ("the CJK bigram index is not built yet (run `groove-tui index`); "
+                          "Japanese text was searched with the trigram index only",)
+        return bq, ()
+
     # ------------------------------------------------------------ retrieval
 
-    def _retrieve(self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel, which: str = "hybrid") -> Legs:
-        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, self.store.generation())
+    def _retrieve(
+        self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel, which: str = "hybrid",
+        bq: BigramQuery | None = None,
+    ) -> Legs:
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq,
+               self.store.generation())
         cached = self.legs_cache.get(key)
         if cached is not None:
-            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
+            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
         rows: dict[int, CandidateRow] = {}
-        excluded = self._excluded_ids(pq)
+        bigram_excluded = self._bigram_excluded_ids(bq)
+        excluded = self._excluded_ids(pq) | bigram_excluded
         t = time.perf_counter()
         qvec = self._query_vector(pq.positive_text) if which != "fts" else None
         embed_ms = _ms(t)
@@ -252,12 +281,27 @@ class Searcher:
         vector = self._vector_leg(qvec, doc_filter, per_leg, excluded, rows) if qvec is not None else ()
         vector_ms = _ms(t)
         _check(cancel)
+        bigram_expr = bq.match_expr if bq is not None else None
+        # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
+        trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
         t = time.perf_counter()
-        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows) if pq.match_expr and which != "vector" else ()
+        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows, excluded=bigram_excluded) if trigram else ()
         fts_ms = _ms(t)
-        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms)
+        t = time.perf_counter()
+        bigram = ()
+        if bigram_expr is not None and which != "vector":
+            bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
+        bigram_ms = _ms(t)
+        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms)
         self.legs_cache.put(key, legs)
         return legs
+
+    def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
+        """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
+        if bq is None or not bq.negative_expr:
+            return frozenset()
+        rows = self.store.conn().execute("SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ?", (bq.negative_expr,))
+        return frozenset(r[0] for r in rows)
 
     def _excluded_ids(self, pq: ParsedQuery) -> frozenset[int]:
         if not pq.negative_expr:
@@ -301,33 +345,43 @@ class Searcher:
                 return kept
             k = min(k * 2, KNN_MAX)
 
-    def _fts_leg(self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict) -> list[tuple[int, float]]:
+    def _fts_leg(
+        self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict, *,
+        excluded: frozenset[int] = frozenset(), table: str = "fts_chunks",
+    ) -> list[tuple[int, float]]:
+        """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
+        expression's own NOT (exclusions judged by the other table)."""
         f = self.config.search.fusion
-        limit = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any else per_leg
+        limit = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
         found = self.store.conn().execute(
-            "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY s LIMIT ?",
+            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
             (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
         ).fetchall()
         rows.update(self.store.rows_by_ids([cid for cid, _s in found if cid not in rows]))
-        return [(cid, s) for cid, s in found if self._accept(rows.get(cid), doc_filter)][:per_leg]
+        return [
+            (cid, s) for cid, s in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
+        ][:per_leg]
 
     # ------------------------------------------------------------ fusion and later stages
 
-    def _fuse(self, legs: Legs, size: int | None, explain: bool) -> list[_Candidate]:
-        """RRF in f32 like groove (§D.6): ties by chunk id; the vector term is added first."""
+    def _fuse(self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False) -> list[_Candidate]:
+        """RRF in f32 like groove (§D.6): ties by chunk id; the vector term is added first.
+
+        The bigram leg is a full-text leg: it carries the full-text weight and its term comes last."""
         f = self.config.search.fusion
         k = F32(f.rrf_k)
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         scores: dict[int, np.float32] = {}
         traces: dict[int, dict] = {}
-        for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts")):
+        raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
+        for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             for rank, (cid, raw) in enumerate(leg):
                 term = weight * (F32(1.0) / (k + F32(rank) + F32(1.0)))
                 scores[cid] = scores.get(cid, F32(0.0)) + term
                 if explain:
                     tr = traces.setdefault(cid, {})
                     tr[f"{name}_rank"] = rank + 1
-                    tr["vector_distance" if name == "vector" else "fts_bm25"] = float(raw)
+                    tr[raw_name[name]] = float(raw)
                     tr[f"rrf_{name}"] = float(term)
         order = sorted(scores, key=lambda cid: (-scores[cid], cid))
         if size is not None:
@@ -338,6 +392,7 @@ class Searcher:
             if explain:
                 trace["rrf_score"] = float(scores[cid])
                 trace["rrf_rank"] = rank + 1
+                trace["bigram_leg"] = bigram_leg
             out.append(_Candidate(legs.rows[cid], float(scores[cid]), trace))
         return out
 
@@ -409,6 +464,10 @@ class Searcher:
                 fts_bm25=t.get("fts_bm25"),
                 rrf_vector=t.get("rrf_vector"),
                 rrf_fts=t.get("rrf_fts"),
+                bigram_leg=t.get("bigram_leg", False),
+                bigram_rank=t.get("bigram_rank"),
+                bigram_bm25=t.get("bigram_bm25"),
+                rrf_bigram=t.get("rrf_bigram"),
                 rrf_score=t.get("rrf_score"),
                 rrf_rank=t.get("rrf_rank"),
                 rerank_score=t.get("rerank_score"),
@@ -453,8 +512,8 @@ def _ms(t: float) -> float:
     return (time.perf_counter() - t) * 1000.0
 
 
-def _spans(query: str, content: str) -> tuple[Span, ...] | None:
-    spans = match_spans(query, content)
+def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ...] | None:
+    spans = match_spans(query, content, cjk_bigram=cjk_bigram)
     return None if spans is None else tuple(Span(s, e) for s, e in spans)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
+from groove_tui.engine.bigram import cjk_terms, nfkc
 from groove_tui.engine.query import split_terms, trim
 
 __all__ = ["MATCH_SPAN_MAX_CONTENT_BYTES", "MATCH_SPAN_MAX_TERMS", "fold", "match_spans"]
@@ -83,6 +84,30 @@ def _fold_with_map(text: str) -> tuple[str, list[int] | None]:
     return folded, source
 
 
+_VOICED_MARKS = ("\u3099", "\u309a")  # what NFKC makes of half-width ﾞ ﾟ: compose with the kana before
+
+
+def _fold_with_map_nfkc(text: str) -> tuple[str, list[int] | None]:
+    """Like `_fold_with_map`, after NFKC per character (the bigram table's normalisation), so ｶﾞｲﾄﾞ
+    reads as ガイド and ＡＢＣ as abc; a voiced mark left alone is composed into the kana before it."""
+    if text.isascii():
+        return text.lower(), None
+    parts: list[str] = []
+    for c in text:
+        part = "".join(map(_fold_char, unicodedata.normalize("NFKC", c)))
+        prev = next((i for i in range(len(parts) - 1, -1, -1) if parts[i]), None)
+        if part in _VOICED_MARKS and prev is not None:
+            composed = unicodedata.normalize("NFC", parts[prev][-1] + part)
+            if len(composed) == 1:
+                parts[prev] = parts[prev][:-1] + composed
+                part = ""
+        parts.append(part)
+    folded = "".join(parts)
+    if len(folded) == len(text) and all(parts):
+        return folded, None
+    return folded, [i for i, part in enumerate(parts) for _ in part]
+
+
 def _to_original(start: int, end: int, source: list[int] | None, n_folded: int, n_text: int) -> tuple[int, int]:
     """Map a folded span [start, end) back to the original characters."""
     if source is None:
@@ -97,9 +122,14 @@ def _to_original(start: int, end: int, source: list[int] | None, n_folded: int, 
     return o_start, o_end
 
 
-def _terms(query: str) -> list[str]:
-    """Folded, sorted, deduplicated, capped: sorting before the cap keeps spans word-order independent."""
-    folded = {fold(t) for t in split_terms(query)}
+def _terms(query: str, cjk_bigram: bool = False) -> list[str]:
+    """Folded, sorted, deduplicated, capped: sorting before the cap keeps spans word-order independent.
+
+    With `cjk_bigram` the query is NFKC-normalised and its CJK terms (runs of 1-2 characters, bigrams of
+    longer runs: what the bigram leg matched) join groove's phrases."""
+    if cjk_bigram:
+        query = nfkc(query)
+    folded = {fold(t) for t in (*split_terms(query), *(cjk_terms(query) if cjk_bigram else ()))}
     folded.discard("")
     return sorted(folded)[:MATCH_SPAN_MAX_TERMS]
 
@@ -126,10 +156,12 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def match_spans(query: str, content: str) -> list[tuple[int, int]] | None:
+def match_spans(query: str, content: str, *, cjk_bigram: bool = False) -> list[tuple[int, int]] | None:
     """Character spans of `query`'s terms in `content` (§H); callers pass the query's positive text.
 
     None when the query is blank or the content is over 262,144 UTF-8 bytes; [] when nothing matched.
+    `cjk_bigram` (search passes it for queries the bigram leg served) also highlights CJK words under
+    3 characters and the bigrams of longer CJK runs, comparing NFKC-normalised text.
     """
     q = trim(query)
     if not q:
@@ -138,11 +170,11 @@ def match_spans(query: str, content: str) -> list[tuple[int, int]] | None:
         MATCH_SPAN_MAX_CONTENT_BYTES
     ):
         return None
-    terms = _terms(q)
+    terms = _terms(q, cjk_bigram)
     if not terms:
         return []
     budget = max(1, _SPAN_BUDGET // len(terms))
-    folded, source = _fold_with_map(content)
+    folded, source = _fold_with_map_nfkc(content) if cjk_bigram else _fold_with_map(content)
     spans: list[tuple[int, int]] = []
     for term in terms:
         spans.extend(_occurrences(folded, term, budget))

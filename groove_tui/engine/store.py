@@ -18,6 +18,7 @@ import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
+from groove_tui.engine.bigram import SEGMENTATION_VERSION
 from groove_tui.engine.errors import IndexError_
 
 SCHEMA_VERSION = "1"
@@ -56,6 +57,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
     content='', contentless_delete=1,
     tokenize='trigram remove_diacritics 1 case_sensitive 0'
+);
+"""
+
+# Ours (DESIGN.md deviation 6): the CJK character-bigram side index over a segmented copy of the same
+# three columns (engine/bigram.py). Rebuilt when index_meta's bigram_version differs from
+# bigram.SEGMENTATION_VERSION (an index from before the table, or an older segmentation).
+BIGRAM_DDL = """
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(
+    heading, context, content,
+    content='', contentless_delete=1,
+    tokenize='unicode61 remove_diacritics 2'
 );
 """
 
@@ -117,12 +129,22 @@ class Store:
         self._lock = threading.Lock()
         db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn().executescript(_SCHEMA)  # executescript manages its own transaction
+            self.conn().executescript(_SCHEMA + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
         with self.transaction() as conn:
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
+            if self.get_meta("bigram_version", conn) is None and not self._has_chunks(conn):
+                self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)  # empty: nothing to migrate
+
+    @staticmethod
+    def _has_chunks(conn: sqlite3.Connection) -> bool:
+        return conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+
+    def bigram_ready(self) -> bool:
+        """The bigram table holds every chunk, segmented the current way (else search falls back)."""
+        return self.get_meta("bigram_version") == SEGMENTATION_VERSION
 
     # ------------------------------------------------------------ connections
 

@@ -195,6 +195,11 @@ class HitTrace:
     rerank_rank: int | None = None
     mmr: MMRTrace | None = None
     parent: str | None = None  # human-readable description of the merge
+    # The CJK bigram leg (ours, DESIGN.md deviation 6); bigram_leg says whether it ran for this query.
+    bigram_leg: bool = False
+    bigram_rank: int | None = None
+    bigram_bm25: float | None = None
+    rrf_bigram: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -209,6 +214,11 @@ class HitTrace:
                 "rank": self.rrf_rank,
             },
         }
+        if self.bigram_leg:
+            out["bigram"] = (
+                None if self.bigram_rank is None else {"rank": self.bigram_rank, "bm25": _num(self.bigram_bm25)}
+            )
+            out["rrf"]["bigram_term"] = _num(self.rrf_bigram)
         if self.rerank_score is not None:
             out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
         if self.mmr is not None:
