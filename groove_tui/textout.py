@@ -34,12 +34,18 @@ def highlight(text: str, spans, color: bool) -> str:
 
 
 def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
-    """Up to three short quotes around match spans (groove's text output shows them too)."""
-    out = []
-    for s in (hit.match_spans or ())[:max_snippets]:
+    """Up to three short quotes around match spans, each from a different part of the text."""
+    out: list[str] = []
+    covered = -1
+    for s in hit.match_spans or ():
+        if s.start < covered:
+            continue  # already inside the previous quote
         start, end = max(0, s.start - radius), min(len(hit.content), s.end + radius)
         piece = " ".join(hit.content[start:end].split())
         out.append(("…" if start else "") + piece + ("…" if end < len(hit.content) else ""))
+        covered = end
+        if len(out) == max_snippets:
+            break
     return out
 
 
