@@ -87,6 +87,7 @@ class GrooveApp(App):
         rc = RunConfig.from_params(self.base_params)
         self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
+        self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
         self.focused_rows: dict[str, Row | None] = {s: None for s in SIDES}
         self.active_side = "left"
@@ -305,6 +306,7 @@ class GrooveApp(App):
         if not query.strip():
             self.applied[side] = serial
             self.responses[side] = None
+            self.response_queries[side] = None
             self.errors[side] = None
             self.workers.cancel_group(self, f"search-{side}")
             self.results_signal.publish(side)
@@ -351,9 +353,18 @@ class GrooveApp(App):
             return  # an older search finished after a newer one was shown
         self.applied[side] = msg.serial
         self.search_count += 1
+        had = self._bindings_state()
         self.responses[side] = msg.response
+        self.response_queries[side] = msg.query
         self.errors[side] = None
         self.results_signal.publish(side)
+        if self._bindings_state() != had:
+            self.refresh_bindings()
+
+    def same_query_shown(self) -> bool:
+        """Both sides show a response to the current query text (compare mode may mark them)."""
+        q = self.query_text
+        return all(self.responses[s] is not None and self.response_queries[s] == q for s in SIDES)
 
     @on(Worker.StateChanged)
     def handle_worker_state(self, event: Worker.StateChanged) -> None:
@@ -372,6 +383,7 @@ class GrooveApp(App):
                 return
             self.applied[side] = serial
             self.responses[side] = None
+            self.response_queries[side] = None
             if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
                 self.errors[side] = str(err) or type(err).__name__
             else:
@@ -409,10 +421,19 @@ class GrooveApp(App):
                 pane.show(self.responses[side])
 
     def focus_row(self, side: str, row: Row | None, *, activate: bool = True) -> None:
+        had = self._bindings_state()
         self.focused_rows[side] = row
         if activate:
             self.active_side = side
-        self.refresh_bindings()
+        if self._bindings_state() != had:
+            # only when an action's availability changed: every refresh makes the Footer recompose
+            self.refresh_bindings()
+
+    def _bindings_state(self) -> tuple:
+        """What `check_action` depends on (beyond static config)."""
+        row = self.focused_row
+        return (self.active_side, row is not None and not row.gone,
+                any(self.responses[s] is not None for s in self.active_sides))
 
     @property
     def focused_row(self) -> Row | None:

@@ -73,6 +73,8 @@ class FakeEngine:
     ignore_cancel: bool = True  # a slow engine that does not notice cancellation (worst case)
     index_gate: threading.Event | None = None  # when set, phase two waits for it
     calls: list[tuple[str, SearchParams]] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)  # queries whose search returned or raised
+    gate: object = None  # optional callable (query, params) -> threading.Event | None the search waits on
     closed: bool = False
 
     def needs_index(self) -> bool:
@@ -108,6 +110,15 @@ class FakeEngine:
 
     def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None) -> SearchResponse:
         self.calls.append((query, params))
+        event = self.gate(query, params) if callable(self.gate) else None
+        if event is not None:
+            event.wait(60)
+        try:
+            return self._search(query, params, cancel)
+        finally:
+            self.finished.append(query)
+
+    def _search(self, query: str, params: SearchParams, cancel: threading.Event | None) -> SearchResponse:
         delay = self.delays.get(query, 0.0)
         end = time.monotonic() + delay
         while time.monotonic() < end:

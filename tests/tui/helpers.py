@@ -18,12 +18,43 @@ def make_app(tmp_path: Path, engine: FakeEngine | None = None, *, debounce_ms: i
                      user_theme_dir=tmp_path / "no-user-themes", **kw)
 
 
-async def settle(app: GrooveApp, pilot) -> None:
-    """Let timers fire, workers finish and their messages be handled."""
-    for _ in range(3):
+def _quiet(app: GrooveApp) -> bool:
+    """No worker running, no debounce pending and no message waiting anywhere in the DOM."""
+    if any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+        return False
+    if any(t is not None for t in app._debounce_timers.values()):
+        return False
+    pumps = [app, *(n for screen in app.screen_stack for n in screen.walk_children(with_self=True))]
+    return all(p._message_queue.empty() for p in pumps)
+
+
+async def settle(app: GrooveApp, pilot, *, max_rounds: int = 200) -> None:
+    """Let timers fire, workers finish and their messages be handled: waits on state (workers, message
+    queues), not on wall time, so it holds on a loaded machine. Two quiet checks in a row end it."""
+    from textual.worker import WorkerCancelled, WorkerFailed
+
+    quiet = 0
+    for _ in range(max_rounds):
+        try:
+            await app.workers.wait_for_complete()
+        except (WorkerCancelled, WorkerFailed):
+            pass  # a superseded search or an error the app reports itself; the loop waits on the rest
         await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause()
+        quiet = quiet + 1 if _quiet(app) else 0
+        if quiet >= 2:
+            return
+    raise AssertionError("the app did not settle")
+
+
+async def wait_until(pilot, condition, *, timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll `condition()` between short pauses; generous timeout so a loaded machine only makes it slower."""
+    import time
+
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
 
 
 async def search(app: GrooveApp, pilot, query: str) -> None:

@@ -22,7 +22,7 @@ from groove_tui.tui.widgets.slider import Slider
 from groove_tui.tui.widgets.status import IndexStatusBar
 
 from .fakes import FakeEngine
-from .helpers import SIZE, make_app, notifications, paths, search, settle
+from .helpers import SIZE, make_app, notifications, paths, search, settle, wait_until
 
 
 async def test_type_shows_results(tmp_path):
@@ -41,13 +41,15 @@ async def test_type_shows_results(tmp_path):
 
 async def test_typing_is_debounced(tmp_path):
     eng = FakeEngine()
-    app = make_app(tmp_path, eng, debounce_ms=150)
+    app = make_app(tmp_path, eng, debounce_ms=60_000)  # no keystroke gap on a loaded machine reaches this
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*"tokio runtime")
-        await pilot.pause(0.4)
-        await settle(app, pilot)
-        queries = [q for q, _ in eng.calls]
-        assert queries[-1] == "tokio runtime" and len(queries) <= 3  # not one search per keystroke
+        await pilot.press(*"tokio runtim")
+        await pilot.pause()
+        assert eng.calls == [] and app._debounce_timers["left"] is not None
+        app.debounce = 0.05  # the next keystroke restarts the timer with a short delay
+        await pilot.press("e")
+        await settle(app, pilot)  # waits for the pending debounce timer, then the worker
+        assert [q for q, _ in eng.calls] == ["tokio runtime"]  # one search for the whole burst
 
 
 async def test_history_persisted_and_recalled(tmp_path):
@@ -171,10 +173,10 @@ async def test_stale_result_never_overwrites_newer(tmp_path):
     app = make_app(tmp_path, eng)
     async with app.run_test(size=SIZE) as pilot:
         app.set_query("slow")
-        await pilot.pause(0.1)  # the slow search is running
+        await wait_until(pilot, lambda: eng.calls, what="the slow search to start")
         app.set_query("tokio")
         await settle(app, pilot)
-        await pilot.pause(0.7)
+        await wait_until(pilot, lambda: "slow" in eng.finished, what="the slow search to return")
         await settle(app, pilot)
         assert [q for q, _ in eng.calls] == ["slow", "tokio"]
         assert app.responses["left"].query.positive_text == "tokio"
@@ -190,10 +192,10 @@ async def test_stale_result_with_cancel_aware_engine(tmp_path):
     app = make_app(tmp_path, eng)
     async with app.run_test(size=SIZE) as pilot:
         app.set_query("slow")
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: eng.calls, what="the slow search to start")
         app.set_query("borrow")
         await settle(app, pilot)
-        await pilot.pause(0.6)
+        await wait_until(pilot, lambda: "slow" in eng.finished, what="the slow search to stop")
         await settle(app, pilot)
         assert paths(app) == ["rust/ownership.md"]
         assert not notifications(app)  # SearchCancelled is silent
@@ -231,11 +233,11 @@ async def test_parent_retriever_shading_in_detail(tmp_path):
         # full detail screen
         app.screen.query_one("#pane-left", ResultsPane).list.focus()
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         assert isinstance(app.screen, DetailScreen)
         assert "context" in app.screen.query_one("#detail", DetailView)._body.content.plain
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         assert not isinstance(app.screen, DetailScreen)
 
 
@@ -273,10 +275,10 @@ async def test_help_screen_lists_bindings(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f1")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         assert not isinstance(app.screen, HelpScreen)
 
 
@@ -336,11 +338,11 @@ async def test_open_in_editor_copy_and_export(tmp_path, monkeypatch):
         await pilot.press("Y")
         assert app.clipboard.startswith("Rust ownership")
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         inp = app.screen.query_one("#export-path")
         inp.value = "out/res.json"
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(app, pilot)
         out = tmp_path / "out" / "res.json"
         data = json.loads(out.read_text())
         assert data["query"] == "borrow"
@@ -363,10 +365,7 @@ async def test_index_progress_both_phases_and_search_during_embedding(tmp_path):
     app = make_app(tmp_path, eng)
     async with app.run_test(size=SIZE) as pilot:
         app.set_query("borrow")
-        for _ in range(50):
-            await pilot.pause(0.02)
-            if app.responses["left"] is not None:
-                break
+        await wait_until(pilot, lambda: app.responses["left"] is not None, what="a search during phase two")
         bar = app.screen.query_one(IndexStatusBar)
         assert bar.has_class("-active")
         assert "Embedding" in str(bar.query_one("#index-label").content)
@@ -399,12 +398,12 @@ async def test_command_palette_opens(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        from textual.command import CommandPalette
+        from textual.command import CommandList, CommandPalette
 
-        assert isinstance(app.screen, CommandPalette)
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"turn MMR")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: app.screen.query_one(CommandList).highlighted is not None,
+                         what="palette matches")
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.run_configs["left"].mmr

@@ -9,7 +9,7 @@ from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.results import ResultsPane
 
 from .fakes import FakeEngine
-from .helpers import SIZE, make_app, paths, search, settle
+from .helpers import SIZE, make_app, paths, search, settle, wait_until
 
 
 def ids(app, side):
@@ -69,13 +69,13 @@ async def test_cursor_follows_chunk_on_other_side(tmp_path):
         rp = app.screen.query_one("#pane-right", ResultsPane)
         lp.list.focus()
         await pilot.press("down")
-        await pilot.pause()
+        await settle(app, pilot)
         assert lp.highlighted_row.rank == 2
         assert rp.highlighted_row.hit.chunk_id == lp.highlighted_row.hit.chunk_id
         assert rp.highlighted_row.rank == 1  # it moved up on the right
         rp.list.focus()
         await pilot.press("down", "down")
-        await pilot.pause()
+        await settle(app, pilot)
         assert lp.highlighted_row.hit.chunk_id == rp.highlighted_row.hit.chunk_id
         assert app.active_side == "right"
 
@@ -99,7 +99,7 @@ async def test_presets_and_side_settings(tmp_path):
         assert not app.run_configs["left"].reranker
         # edit the right side's own settings
         await pilot.press("f10")
-        await pilot.pause()
+        await settle(app, pilot)
         sw = app.screen.query_one("#right-parent")
         assert sw.display
         sw.value = True
@@ -137,3 +137,36 @@ async def test_leaving_compare_stops_right_side(tmp_path):
         n = len(eng.calls)
         await search(app, pilot, "borrow")
         assert len(eng.calls) == n + 1
+
+
+async def test_markers_wait_for_both_sides_of_the_same_query(tmp_path):
+    """A side that answers first is shown unmarked; markers appear when the other side's answer to the
+    same query arrives, whatever the order the workers finish in."""
+    import threading
+
+    gate = threading.Event()
+    eng = FakeEngine(gate=lambda q, p: gate if (p.mmr and q == "tokio") else None)  # the right side is slow
+    app = make_app(tmp_path, eng)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_compare(app, pilot, "rust")
+        assert app.screen.comparison is not None
+        app.set_query("tokio")
+        await wait_until(pilot, lambda: app.response_queries["left"] == "tokio", what="the left side")
+        await settle_ui(app, pilot)
+        lp = app.screen.query_one("#pane-left", ResultsPane)
+        rp = app.screen.query_one("#pane-right", ResultsPane)
+        assert app.response_queries["right"] == "rust"  # still the old answer
+        assert app.screen.comparison is None
+        assert all(r.marker is None for r in lp.rows + rp.rows)
+        assert str(app.screen.query_one("#compare-summary").content) == "comparing…"
+        gate.set()
+        await settle(app, pilot)
+        expected = compare(ids(app, "left"), ids(app, "right"), k=10)
+        assert app.screen.comparison == expected
+        assert [r.marker for r in lp.rows if not r.gone] == list(expected.left)
+        assert rp.highlighted_row.hit.chunk_id == lp.highlighted_row.hit.chunk_id  # cursors linked
+
+
+async def settle_ui(app, pilot):
+    for _ in range(3):
+        await pilot.pause()

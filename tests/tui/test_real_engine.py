@@ -157,15 +157,26 @@ async def test_real_missing_kb_reports_error(tmp_path):
         assert "could not be opened" in str(pane.summary.content)
 
 
-async def test_first_paint_is_fast_and_model_loads_in_background(tmp_path, kb):
-    import time
+async def test_first_paint_does_not_wait_for_the_engine_and_model_loads_in_background(tmp_path, kb):
+    """Ordering, not wall time (the 1.5 s target is measured by `python -m tests.tui.bench_keystroke`): the
+    screen is ready while the engine is still opening, and the model is loaded by the background worker."""
+    import threading
 
-    t0 = time.perf_counter()
-    app = real_app(tmp_path, kb, )
+    gate = threading.Event()
+    app = real_app(tmp_path, kb)
+    open_engine = app._engine_factory
+
+    def slow_open():
+        gate.wait(60)
+        return open_engine()
+
+    app._engine_factory = slow_open
     app.warmup = True
     async with app.run_test(size=SIZE) as pilot:
-        painted = time.perf_counter() - t0
-        assert painted < 1.5
+        await pilot.pause()
+        assert app.ready_seconds is not None  # first paint happened...
+        assert app.engine is None  # ...while the engine was still opening
+        gate.set()
         await settle(app, pilot)
         assert app.engine._embedder is not None  # loaded by the background worker, not by a query
     app.engine.close()

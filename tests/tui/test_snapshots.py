@@ -33,7 +33,7 @@ def test_snapshot_detail_with_highlights(snap_compare, tmp_path):
         await _query(pilot, "tokio runtime")
         app.screen.query_one("#pane-left").list.focus()
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
@@ -45,7 +45,7 @@ def test_snapshot_detail_japanese_emoji(snap_compare, tmp_path):
         await _query(pilot, "東京 rust")
         app.screen.query_one("#pane-left").list.focus()
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
@@ -56,7 +56,7 @@ def test_snapshot_compare(snap_compare, tmp_path):
         await pilot.press("f5")
         await settle(pilot.app, pilot)
         await pilot.press("down")
-        await pilot.pause()
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
@@ -67,7 +67,7 @@ def test_snapshot_compare_settings(snap_compare, tmp_path):
         await pilot.press("f5")
         await settle(pilot.app, pilot)
         await pilot.press("f10")
-        await pilot.pause()
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
@@ -78,7 +78,7 @@ def test_snapshot_explain(snap_compare, tmp_path):
         app.set_run_config("left", replace(app.run_configs["left"], mmr=True))
         await _query(pilot, 'tokio -python')
         await pilot.press("f6")
-        await pilot.pause()
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 
@@ -86,7 +86,7 @@ def test_snapshot_explain(snap_compare, tmp_path):
 def test_snapshot_help(snap_compare, tmp_path):
     async def run_before(pilot):
         await pilot.press("f1")
-        await pilot.pause(0.1)
+        await settle(pilot.app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
 

@@ -27,6 +27,8 @@ class CompareScreen(SearchScreenMixin, Screen):
         Binding("ctrl+x", "app.swap_sides", "Swap", show=False, id="compare.swap"),
     ]
 
+    comparison = None  # the Comparison shown, None while the sides are not comparable
+
     def compose(self):
         yield QueryInput(history=self.app.history, id="query", value=self.app.query_text)
         yield Static("", id="compare-summary", markup=False)
@@ -61,21 +63,33 @@ class CompareScreen(SearchScreenMixin, Screen):
         self.refresh_comparison()
 
     def refresh_comparison(self) -> None:
+        """Show both sides. Markers, gone rows and the summary are computed only when both sides show
+        results for the same query text (a side whose search is still running keeps its older results
+        unmarked until it arrives, then this runs again), and the cursors are linked afterwards from the
+        active side, so the picture does not depend on which worker finished first."""
         app = self.app
         left, right = app.responses.get("left"), app.responses.get("right")
         lp = self.query_one("#pane-left", ResultsPane)
         rp = self.query_one("#pane-right", ResultsPane)
+        summary = self.query_one("#compare-summary", Static)
         for side, pane in (("left", lp), ("right", rp)):
             err = app.errors.get(side)
             if err:
                 pane.show(None)
                 pane.set_message(err, error=True)
         if app.errors.get("left") or app.errors.get("right"):
+            for side, pane, resp in (("left", lp, left), ("right", rp, right)):
+                if not app.errors.get(side):
+                    pane.show(resp)
+            summary.update(Text(""))
+            self.comparison = None
             return
-        if left is None or right is None:
+        if left is None or right is None or not app.same_query_shown():
             lp.show(left)
             rp.show(right)
-            self.query_one("#compare-summary", Static).update(Text(""))
+            self.comparison = None
+            waiting = left is not None or right is not None
+            summary.update(Text("comparing…" if waiting and app.query_text.strip() else "", style="italic"))
             return
         lk = [h.chunk_id for h in left.results]
         rk = [h.chunk_id for h in right.results]
@@ -86,7 +100,15 @@ class CompareScreen(SearchScreenMixin, Screen):
         lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone])
         rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone])
         self.comparison = cmp
-        self.query_one("#compare-summary", Static).update(Text(cmp.summary.as_text(), style="bold"))
+        summary.update(Text(cmp.summary.as_text(), style="bold"))
+        self._link_cursors(app.active_side)
+
+    def _link_cursors(self, leader: str) -> None:
+        """Put the other side's cursor on the leader's chunk (if it shows it)."""
+        row = self.query_one(f"#pane-{leader}", ResultsPane).highlighted_row
+        if row is not None:
+            other = "right" if leader == "left" else "left"
+            self.query_one(f"#pane-{other}", ResultsPane).follow(row.hit.chunk_id)
 
     def action_back(self) -> None:
         self.dismiss(None)
@@ -97,10 +119,8 @@ class CompareScreen(SearchScreenMixin, Screen):
     def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:
         event.stop()
         self.app.focus_row(event.pane.side, event.row, activate=event.pane.list.has_focus)
-        if event.row is None:
-            return
-        other = "right" if event.pane.side == "left" else "left"
-        self.query_one(f"#pane-{other}", ResultsPane).follow(event.row.hit.chunk_id)
+        if event.user and event.row is not None:
+            self._link_cursors(event.pane.side)
 
     def on_results_pane_hit_selected(self, event: ResultsPane.HitSelected) -> None:
         event.stop()
@@ -109,7 +129,7 @@ class CompareScreen(SearchScreenMixin, Screen):
 
     def on_descendant_focus(self, event) -> None:
         for side in ("left", "right"):
-            if self.query_one(f"#side-{side}").has_focus_within:
+            if self.query_one(f"#side-{side}").has_focus_within and self.app.active_side != side:
                 self.app.active_side = side
                 self.app.refresh_bindings()
 

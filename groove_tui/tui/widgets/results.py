@@ -61,10 +61,14 @@ class ResultsPane(Vertical):
     """
 
     class HitHighlighted(Message):
-        def __init__(self, pane: ResultsPane, row: Row | None) -> None:
+        """The cursor row changed. `user` is False when the pane moved it itself (new results, `follow`):
+        compare mode links cursors only on user moves, so two panes never chase each other."""
+
+        def __init__(self, pane: ResultsPane, row: Row | None, *, user: bool = True) -> None:
             super().__init__()
             self.pane = pane
             self.row = row
+            self.user = user
 
     class HitSelected(Message):
         def __init__(self, pane: ResultsPane, row: Row) -> None:
@@ -127,8 +131,13 @@ class ResultsPane(Vertical):
         self._render_rows()
         if rows:
             idx = next((i for i, r in enumerate(rows) if keep is not None and r.hit.chunk_id == keep), 0)
-            self.list.highlighted = idx
-        self.post_message(self.HitHighlighted(self, self.highlighted_row))
+            self._set_cursor(idx)
+        self.post_message(self.HitHighlighted(self, self.highlighted_row, user=False))
+
+    def _set_cursor(self, index: int | None) -> None:
+        """Move the cursor without the OptionList announcing it as a user move."""
+        with self.list.prevent(OptionList.OptionHighlighted):
+            self.list.highlighted = index
 
     def _marker_text(self, m: Marker) -> Text:
         cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new",
@@ -154,9 +163,10 @@ class ResultsPane(Vertical):
                 prompt = render.hit_row(row.rank, row.hit, width, marker=marker, match_style=match,
                                         expanded_style=expanded)
             options.append(Option(prompt, id=f"row-{i}"))
-        self.list.set_options(options)
-        if highlighted is not None and options:
-            self.list.highlighted = min(highlighted, len(options) - 1)
+        with self.list.prevent(OptionList.OptionHighlighted):
+            self.list.set_options(options)
+            if highlighted is not None and options:
+                self.list.highlighted = min(highlighted, len(options) - 1)
 
     def on_resize(self) -> None:
         width = (self.list.scrollable_content_region.width or 0) - 2
@@ -173,11 +183,12 @@ class ResultsPane(Vertical):
         return self.rows[i]
 
     def follow(self, chunk_id: int) -> None:
-        """Move the cursor to the row of `chunk_id` (compare mode's linked cursors)."""
+        """Move the cursor to the row of `chunk_id` (compare mode's linked cursors). Not a user move."""
         for i, row in enumerate(self.rows):
             if row.hit.chunk_id == chunk_id:
                 if self.list.highlighted != i:
-                    self.list.highlighted = i
+                    self._set_cursor(i)
+                    self.post_message(self.HitHighlighted(self, self.highlighted_row, user=False))
                 return
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
