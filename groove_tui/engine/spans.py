@@ -87,22 +87,35 @@ def _fold_with_map(text: str) -> tuple[str, list[int] | None]:
 _VOICED_MARKS = ("\u3099", "\u309a")  # what NFKC makes of half-width ﾞ ﾟ: compose with the kana before
 
 
-def _fold_with_map_nfkc(text: str) -> tuple[str, list[int] | None]:
-    """Like `_fold_with_map`, after NFKC per character (the bigram table's normalisation), so ｶﾞｲﾄﾞ
-    reads as ガイド and ＡＢＣ as abc; a voiced mark left alone is composed into the kana before it."""
-    if text.isascii():
-        return text.lower(), None
-    parts: list[str] = []
-    for c in text:
-        part = "".join(map(_fold_char, unicodedata.normalize("NFKC", c)))
-        prev = next((i for i in range(len(parts) - 1, -1, -1) if parts[i]), None)
+@lru_cache(maxsize=8192)
+def _nfkc_fold_char(c: str) -> str:
+    return "".join(map(_fold_char, unicodedata.normalize("NFKC", c)))
+
+
+def _compose_voiced(parts: list[str]) -> None:
+    """Merge a lone voiced mark into the kana before it (ｶﾞ → カ + ゙ → ガ), in place."""
+    prev = None  # index of the last non-empty part
+    for i, part in enumerate(parts):
         if part in _VOICED_MARKS and prev is not None:
             composed = unicodedata.normalize("NFC", parts[prev][-1] + part)
             if len(composed) == 1:
                 parts[prev] = parts[prev][:-1] + composed
-                part = ""
-        parts.append(part)
+                parts[i] = ""
+                continue
+        if part:
+            prev = i
+
+
+def _fold_with_map_nfkc(text: str) -> tuple[str, list[int] | None]:
+    """Like `_fold_with_map`, after NFKC per character (the bigram table's normalisation), so ｶﾞｲﾄﾞ
+    reads as ガイド and ＡＢＣ as abc."""
+    if text.isascii():
+        return text.lower(), None
+    parts = list(map(_nfkc_fold_char, text))
     folded = "".join(parts)
+    if "\u3099" in folded or "\u309a" in folded:
+        _compose_voiced(parts)
+        folded = "".join(parts)
     if len(folded) == len(text) and all(parts):
         return folded, None
     return folded, [i for i, part in enumerate(parts) for _ in part]
