@@ -61,7 +61,8 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
         lines.append(f"[warning: {w}]")
     if explain:
         q = resp.query
-        lines.append(f"compiled: {q.match_expr or '(no full-text expression: vector only)'}")
+        none = "(no trigram expression)" if q.bigram_expr else "(no full-text expression: vector only)"
+        lines.append(f"compiled: {q.match_expr or none}")
         if q.bigram_expr:
             lines.append(f"bigram:   {q.bigram_expr}")
         if q.exclude:
@@ -103,6 +104,12 @@ def _trace_line(hit: Hit) -> str:
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
         f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
     ]
+    if t.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
+        parts[1:3] = [
+            parts[1],
+            f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",
+            f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
+        ]
     if t.rerank_score is not None:
         parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank})")
     if t.mmr is not None:

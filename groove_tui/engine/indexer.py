@@ -1,7 +1,7 @@
 """Walk, hash, diff, write, embed: the incremental two-phase indexer.
 
-Phase one writes documents, chunks and full-text rows for every changed file, one transaction per
-document, so keyword search works within seconds. Phase two embeds the chunks that still lack a vector,
+Phase one writes documents, chunks and full-text rows (the trigram table and the CJK bigram side table)
+for every changed file, one transaction per document, so keyword search works within seconds. Phase two embeds the chunks that still lack a vector,
 in batches, outside write transactions, committing each batch — an interrupted phase two resumes where it
 stopped. Nothing is ever written into the KB.
 """
