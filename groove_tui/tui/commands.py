@@ -60,6 +60,17 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
     if any(app.responses[s] is not None for s in app.active_sides):
         what = "both sides" if in_compare else "the results"
         yield SystemCommand(f"export: {what} as JSON", "With their configurations (ctrl+s)", app.action_export)
+    yield SystemCommand("eval: load golden file…", "Live recall@k / MRR / nDCG@k of a golden YAML for each side",
+                        app.action_load_golden)
+    session = app.golden_session
+    if session is not None and session.dirty:
+        yield SystemCommand("eval: save judgments", f"Write the golden set to {session.path} (ctrl+g)",
+                            app.action_save_judgments)
+    if row is not None and not row.gone and app.query_text.strip():
+        for grade, what in ((0, "irrelevant"), (1, "somewhat relevant"), (2, "relevant"), (3, "highly relevant")):
+            yield SystemCommand(f"eval: judge the focused hit {grade} ({what})",
+                                f"{row.hit.path} for this query (key {grade} in the result list)",
+                                partial(app.action_judge, grade))
     yield SystemCommand("view: help", "All key bindings (F1)", app.action_help)
     for name in sorted(app.available_themes):
         if name != app.theme:

@@ -37,3 +37,25 @@ class IndexFinished(Message):
     def __init__(self, report: IndexReport | None) -> None:
         super().__init__()
         self.report = report
+
+
+class EvalProgressed(Message):
+    """A golden-set run of one side got `done` of `total` queries further."""
+
+    def __init__(self, side: str, serial: int, done: int, total: int) -> None:
+        super().__init__()
+        self.side = side
+        self.serial = serial
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, EvalProgressed) and message.side == self.side
+
+
+class EvalFinished(Message):
+    def __init__(self, side: str, serial: int, outcome) -> None:  # outcome: tui.golden.EvalOutcome
+        super().__init__()
+        self.side = side
+        self.serial = serial
+        self.outcome = outcome

@@ -267,11 +267,14 @@ def hit_title(hit: Hit) -> Text:
 
 def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
             match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None,
-            dim: bool = False) -> Text:
-    """Two lines: rank, score, [marker,] path › heading; then the snippet (indented)."""
+            dim: bool = False, badge: Text | None = None) -> Text:
+    """Two lines: rank, score, [judgment badge,] [marker,] path › heading; then the snippet (indented)."""
     head = Text()
     head.append(f"{rank:>3} ", style="bold")
     head.append(f"{fmt_score(hit.score):>8} ", style="dim")
+    if badge is not None:
+        head.append_text(badge)
+        head.append(" ")
     if marker is not None:
         head.append_text(marker)
         head.append(" ")

@@ -22,7 +22,7 @@ def _quiet(app: GrooveApp) -> bool:
     """No worker running, no debounce pending and no message waiting anywhere in the DOM."""
     if any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
         return False
-    if any(t is not None for t in app._debounce_timers.values()):
+    if any(t is not None for t in (*app._debounce_timers.values(), *app._eval_timers.values())):
         return False
     pumps = [app, *(n for screen in app.screen_stack for n in screen.walk_children(with_self=True))]
     return all(p._message_queue.empty() for p in pumps)

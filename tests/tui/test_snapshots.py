@@ -99,3 +99,22 @@ def test_snapshot_light_theme(snap_compare, tmp_path):
 
     assert snap_compare(make_app(tmp_path, FakeEngine(config=cfg), config=cfg), terminal_size=SIZE,
                         run_before=run_before)
+
+
+def test_snapshot_golden_metrics(snap_compare, tmp_path):
+    """The metrics bar after a λ move (deltas), the query's own scores and ✓ on expected hits."""
+    from .test_golden import write_golden
+
+    app = make_app(tmp_path, golden=str(write_golden(tmp_path)))
+
+    async def run_before(pilot):
+        app = pilot.app
+        app.set_run_config("left", replace(app.run_configs["left"], mmr=True, lam=0.9))
+        await settle(app, pilot)
+        app.set_run_config("left", replace(app.run_configs["left"], lam=0.2))
+        await _query(pilot, "tokio")
+        app.screen.query_one("#pane-left").list.focus()
+        app.clear_notifications()  # the load notice names the temporary path
+        await settle(app, pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Static
 from groove_tui.tui.compare import compare
 from groove_tui.tui.screens.main import SearchScreenMixin
 from groove_tui.tui.widgets.config_pane import ConfigPane
+from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar
@@ -43,6 +44,7 @@ class CompareScreen(SearchScreenMixin, Screen):
                         rp = ResultsPane(side, id=f"pane-{side}")
                         rp.border_title = side.capitalize()
                         yield rp
+        yield MetricsBar(("left", "right"), id="metrics")
         yield IndexStatusBar()
         yield Footer()
 

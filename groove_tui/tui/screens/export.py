@@ -31,3 +31,32 @@ class ExportScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class PathScreen(ModalScreen[str | None]):
+    """Ask for a file path (Enter accepts, Esc cancels)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="path.cancel")]
+    DEFAULT_CSS = """
+    PathScreen { align: center middle; }
+    PathScreen > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, title: str, label: str, default: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.label = label
+        self.default = default
+
+    def compose(self):
+        with Vertical() as v:
+            v.border_title = self.title_text
+            yield Label(self.label, markup=False)
+            yield Input(self.default, id="path-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

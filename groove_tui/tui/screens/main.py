@@ -10,6 +10,7 @@ from textual.widgets import Footer, Input
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
+from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar
@@ -74,6 +75,7 @@ class MainScreen(SearchScreenMixin, Screen):
                 ex = ExplainPanel(id="explain")
                 ex.border_title = "Explain"
                 yield ex
+        yield MetricsBar(("left",), id="metrics")
         yield IndexStatusBar()
         yield Footer()
 

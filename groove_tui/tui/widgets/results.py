@@ -34,11 +34,15 @@ class ResultsList(OptionList):
         Binding("Y", "app.copy_content", "Copy text", show=False, id="results.copy_content"),
         Binding("j", "cursor_down", "Down", show=False, id="results.down"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up"),
+        Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
+        Binding("1", "app.judge(1)", "Judge 1: somewhat relevant", show=False, id="judge.1"),
+        Binding("2", "app.judge(2)", "Judge 2: relevant", show=False, id="judge.2"),
+        Binding("3", "app.judge(3)", "Judge 3: highly relevant", show=False, id="judge.3"),
     ]
     BINDING_GROUP_TITLE = "Results"
 
     COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
-                         "rank--new", "rank--gone"}
+                         "rank--new", "rank--gone", "judged--relevant", "judged--irrelevant"}
     DEFAULT_CSS = """
     ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }
     ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
@@ -48,6 +52,8 @@ class ResultsList(OptionList):
     ResultsList > .rank--same { color: $foreground-muted; }
     ResultsList > .rank--new { color: $accent; text-style: bold; }
     ResultsList > .rank--gone { color: $foreground-muted; text-style: italic; }
+    ResultsList > .judged--relevant { color: $success; text-style: bold; }
+    ResultsList > .judged--irrelevant { color: $error; }
     """
 
 
@@ -154,6 +160,7 @@ class ResultsPane(Vertical):
         highlighted = self.list.highlighted
         if self.rows and highlighted is not None and highlighted >= len(self.rows):
             highlighted = len(self.rows) - 1
+        judging = getattr(self.app, "golden_session", None) is not None
         options = []
         for i, row in enumerate(self.rows):
             marker = self._marker_text(row.marker) if row.marker is not None else None
@@ -161,12 +168,28 @@ class ResultsPane(Vertical):
                 prompt = render.gone_row(row.hit, row.rank, width, marker or Text("gone"))
             else:
                 prompt = render.hit_row(row.rank, row.hit, width, marker=marker, match_style=match,
-                                        expanded_style=expanded)
+                                        expanded_style=expanded, badge=self._badge(row) if judging else None)
             options.append(Option(prompt, id=f"row-{i}"))
         with self.list.prevent(OptionList.OptionHighlighted):
             self.list.set_options(options)
             if highlighted is not None and options:
                 self.list.highlighted = min(highlighted, len(options) - 1)
+
+    def _badge(self, row: Row) -> Text:
+        """Two cells: the current query's judgment of the hit (✓ expected, ✓2 graded, ✗ judged 0)."""
+        session = self.app.golden_session
+        label = None
+        if session is not None and self.response is not None and self.app.query_text.strip():
+            label = session.label_of(self.app.query_text, row.hit.path, row.hit.heading)
+        if label is None:
+            return Text("  ")
+        cls = "judged--irrelevant" if label == "✗" else "judged--relevant"
+        return Text(f"{label:<2}", style=self.list.get_component_rich_style(cls, partial=True))
+
+    def refresh_judgments(self) -> None:
+        """Re-render the rows after a judgment or a golden set change (the cursor stays)."""
+        if self.rows:
+            self._render_rows()
 
     def on_resize(self) -> None:
         width = (self.list.scrollable_content_region.width or 0) - 2
