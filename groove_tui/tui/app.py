@@ -148,6 +148,10 @@ class GrooveApp(App):
 
     def on_ready(self) -> None:
         self.ready_seconds = time.perf_counter() - _START
+        ready_file = os.environ.get("GROOVE_TUI_READY_FILE")
+        if ready_file:  # benchmark hook (tests/tui/bench_keystroke.py): report first paint, then exit
+            Path(ready_file).write_text(repr(time.time()), encoding="utf-8")
+            self.exit()
 
     def _register_themes(self) -> None:
         from groove_tui.tui.themes import FALLBACK_THEME, load_themes, shipped_theme_dir, user_theme_dir
