@@ -536,7 +536,9 @@ class GrooveApp(App):
 
     def _apply_eval(self, side: str, outcome) -> None:
         old = self.eval_outcomes[side]
-        if old is not None:
+        if old is not None and old.aggregate != outcome.aggregate:
+            # the bar shows the change since the last value that differed: a change that moves nothing
+            # (e.g. a grade-0 judgment of a hit no query expects) keeps the last movement visible
             self.eval_previous[side] = old.aggregate
         self.eval_outcomes[side] = outcome
         self.eval_progress[side] = None

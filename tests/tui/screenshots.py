@@ -21,7 +21,7 @@ async def shoot(out: Path) -> list[Path]:
         app = make_app(Path(tmp))
         async with app.run_test(size=SIZE) as pilot:
             async def save(name: str) -> None:
-                await pilot.pause(0.2)
+                await settle(app, pilot)
                 path = out / f"{name}.svg"
                 path.write_text(app.export_screenshot(title=f"groove-tui — {name}"), encoding="utf-8")
                 written.append(path)
@@ -45,6 +45,24 @@ async def shoot(out: Path) -> list[Path]:
             await save("compare")
             await pilot.press("f1")
             await save("help")
+        with tempfile.TemporaryDirectory() as tmp2:
+            from .test_golden import write_golden
+
+            app = make_app(Path(tmp2), golden=str(write_golden(Path(tmp2))))
+            async with app.run_test(size=SIZE) as pilot:
+                app.set_run_config("left", replace(app.run_configs["left"], mmr=True, lam=0.9))
+                await settle(app, pilot)
+                app.set_run_config("left", replace(app.run_configs["left"], lam=0.2))
+                app.screen.query_one("#query").value = "tokio"
+                await settle(app, pilot)
+                app.screen.query_one("#pane-left").list.focus()
+                await pilot.press("down", "down", "0")
+                await settle(app, pilot)
+                app.clear_notifications()  # they name temporary paths
+                await settle(app, pilot)
+                path = out / "golden.svg"
+                path.write_text(app.export_screenshot(title="groove-tui — golden"), encoding="utf-8")
+                written.append(path)
     return written
 
 
