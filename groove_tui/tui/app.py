@@ -110,6 +110,8 @@ class GrooveApp(App):
         self._engine_ready = threading.Event()
         self._searchable = threading.Event()
         self._open_error: BaseException | None = None
+        self._interactive = 0  # search threads running now (golden scoring yields to them)
+        self._interactive_lock = threading.Lock()
         self.index_progress = None
         self.index_report = None
         self.indexing = False
@@ -363,7 +365,13 @@ class GrooveApp(App):
         if self._engine is None:
             raise EngineError(f"the knowledge base could not be opened: {self._open_error}")
         t0 = time.perf_counter()
-        resp = self._engine.search(query, params, cancel=worker.cancelled_event)
+        with self._interactive_lock:
+            self._interactive += 1
+        try:
+            resp = self._engine.search(query, params, cancel=worker.cancelled_event)
+        finally:
+            with self._interactive_lock:
+                self._interactive -= 1
         elapsed = (time.perf_counter() - t0) * 1000
         if not worker.is_cancelled:
             self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed))
@@ -516,9 +524,14 @@ class GrooveApp(App):
             if done % step == 0 and not worker.is_cancelled:
                 self.post_message(EvalProgressed(side, serial, done, total))
 
+        def pace() -> None:  # typing comes first: wait (bounded) while an interactive search runs
+            deadline = time.monotonic() + 2.0
+            while self._interactive and time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.005)
+
         try:
             outcome = run_golden(self._engine.search, golden, params, ks, cache=cache,
-                                 cancel=worker.cancelled_event, progress=progress)
+                                 cancel=worker.cancelled_event, progress=progress, pace=pace)
         except SearchCancelled:
             return
         if outcome is not None and not worker.is_cancelled:

@@ -49,10 +49,12 @@ class EvalOutcome:
 
 def run_golden(search: Callable[..., Any], golden: GoldenSet, params: SearchParams, k_values: tuple[int, ...],
                *, cache: Mapping[str, tuple[RankedHit, ...]] | None = None, cancel: threading.Event | None = None,
-               progress: Callable[[int, int], None] | None = None) -> EvalOutcome | None:
+               progress: Callable[[int, int], None] | None = None,
+               pace: Callable[[], None] | None = None) -> EvalOutcome | None:
     """Score every golden query. `search(query, params, cancel=)` is `Engine.search`; `cache` holds ranked
     hits already computed under these same `params`. Returns None when cancelled (checked between
-    queries, and inside the engine through `cancel`)."""
+    queries, and inside the engine through `cancel`). `pace()` runs before each search (the explorer
+    uses it to let interactive searches go first)."""
     hits: dict[str, tuple[RankedHit, ...]] = {}
     per_query: dict[str, QueryMetrics] = {}
     errors = 0
@@ -62,6 +64,8 @@ def run_golden(search: Callable[..., Any], golden: GoldenSet, params: SearchPara
             return None
         top = (cache or {}).get(q.query)
         if top is None:
+            if pace is not None:
+                pace()
             try:
                 top = ranked_hits(search(q.query, params, cancel=cancel).results)
             except ValueError:  # QueryError: groove refuses this query too; it scores as a miss

@@ -195,3 +195,42 @@ async def test_compare_mode_shows_both_sides_metrics(tmp_path):
         assert f"{right.aggregate.mrr:.3f}" in lines[2] and f"{left.aggregate.mrr:.3f}" in lines[1]
         assert lines[3][:2] == ["left", "query"] and lines[4][:2] == ["right", "query"]
         assert lines[4][2:] == ["1.000"] * 5  # tokio-spawn.md is first on the λ 0.9 side
+
+
+def test_run_golden_cancels_between_queries_and_paces():
+    import threading
+
+    from groove_tui.engine.eval import parse_golden
+
+    golden = parse_golden(GOLDEN)
+    cancel = threading.Event()
+    seen = []
+
+    def search(q, params, cancel=None):
+        seen.append(q)
+        cancel.set()  # the user moved the slider again during the first query
+        return FakeEngine().search(q, params)
+
+    paced = []
+    out = run_golden(search, golden, eval_params(FakeEngine().default_params(), KS), KS, cancel=cancel,
+                     pace=lambda: paced.append(1))
+    assert out is None and seen == ["rust"] and paced == [1]
+
+
+def test_session_labels_and_kb_guard(tmp_path, monkeypatch):
+    from groove_tui.tui.golden import GoldenSession
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    inside = write_golden(kb)
+    monkeypatch.chdir(tmp_path)
+    s = GoldenSession.load(inside, (1, 10), kb_path=kb)
+    assert s.path == tmp_path / "golden.yml" and s.loaded_from == inside  # never written into the KB
+    assert s.label_of("tokio", "rust/async.md", "tokio runtime ") == "✓"  # heading: lower-case + trim
+    assert s.label_of("tokio", "rust/async.md", "Other") is None
+    assert s.label_of("tokio", "python/asyncio.md", "anything") == "✓"  # no heading: whole document
+    s.judge("tokio", "python/asyncio.md", "asyncio", 3)
+    s.judge("tokio", "rust/errors.md", None, 0)
+    assert s.label_of("tokio", "python/asyncio.md", "asyncio") == "✓3"
+    assert s.label_of("tokio", "rust/errors.md", None) == "✗"
+    assert s.save() == tmp_path / "golden.yml" and inside.read_text() == GOLDEN
