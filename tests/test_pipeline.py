@@ -234,14 +234,14 @@ def test_cancel_between_stages(gen, monkeypatch):
 def test_cancel_interrupts_a_running_sqlite_statement(gen, monkeypatch):
     """The event set while the FTS statement runs stops it through SQLite's progress handler."""
     ev = threading.Event()
-    real = gen._searcher._query_vector
+    real = gen._searcher._excluded_ids
 
-    def vector_then_cancel(text):
-        out = real(text)
+    def exclusions_then_cancel(pq):
+        out = real(pq)
         ev.set()  # arrives just before the FTS leg's statement starts
         return out
 
-    monkeypatch.setattr(gen._searcher, "_query_vector", vector_then_cancel)
+    monkeypatch.setattr(gen._searcher, "_excluded_ids", exclusions_then_cancel)
     monkeypatch.setattr("groove_tui.engine.search._check", lambda cancel: None)  # only SQLite can notice now
     with pytest.raises(SearchCancelled):
         gen.search("section document search ranking", SearchParams(limit=5), cancel=ev)

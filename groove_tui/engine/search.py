@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 
@@ -109,7 +110,11 @@ class Searcher:
         self._contextual = contextual
         self._get_embedder = get_embedder
         self._get_reranker = get_reranker
-        self.legs_cache = LRU(64)
+        # Big enough for a golden set's queries, so the explorer's live metrics re-rank from cache.
+        # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
+        self.legs_cache = LRU(1024)
+        self._embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-embed")
+        self._embed_lock = threading.Lock()
         self.query_vectors = LRU(256)
         self.rerank_scores = LRU(20_000)
         self.embeddings = LRU(20_000)
@@ -271,27 +276,31 @@ class Searcher:
         if cached is not None:
             return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
         rows: dict[int, CandidateRow] = {}
+        # The query embedding runs on its own thread while the full-text legs run on this one (the model
+        # releases the GIL), so a keystroke costs max(embedding, full text) rather than their sum.
+        pending = self._start_query_vector(pq.positive_text) if which != "fts" else None
         bigram_excluded = self._bigram_excluded_ids(bq)
         excluded = self._excluded_ids(pq) | bigram_excluded
-        t = time.perf_counter()
-        qvec = self._query_vector(pq.positive_text) if which != "fts" else None
-        embed_ms = _ms(t)
-        _check(cancel)
-        t = time.perf_counter()
-        vector = self._vector_leg(qvec, doc_filter, per_leg, excluded, rows) if qvec is not None else ()
-        vector_ms = _ms(t)
-        _check(cancel)
         bigram_expr = bq.match_expr if bq is not None else None
         # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
         trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
         t = time.perf_counter()
         fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows, excluded=bigram_excluded) if trigram else ()
         fts_ms = _ms(t)
+        _check(cancel)
         t = time.perf_counter()
         bigram = ()
         if bigram_expr is not None and which != "vector":
             bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
         bigram_ms = _ms(t)
+        _check(cancel)
+        qvec, embed_ms = pending.result() if isinstance(pending, Future) else (pending, 0.0)
+        _check(cancel)
+        t = time.perf_counter()
+        vector = self._vector_leg(qvec, doc_filter, per_leg, excluded, rows) if qvec is not None else ()
+        vector_ms = _ms(t)
+        kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
+        rows = {cid: row for cid, row in rows.items() if cid in kept}
         legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms)
         self.legs_cache.put(key, legs)
         return legs
@@ -309,14 +318,22 @@ class Searcher:
         rows = self.store.conn().execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ?", (pq.negative_expr,))
         return frozenset(r[0] for r in rows)
 
-    def _query_vector(self, text: str) -> np.ndarray | None:
+    def _start_query_vector(self, text: str) -> Future | np.ndarray | None:
+        """The query vector: cached, None (nothing embedded yet: full text only, no model load), or a
+        Future of (vector, milliseconds) computed on the embedding thread."""
         if not self.store.has_vec_table():
-            return None  # nothing embedded yet: full text only, and no model load
+            return None
         vec = self.query_vectors.get(text)
-        if vec is None:
+        if vec is not None:
+            return vec
+        return self._embed_pool.submit(self._embed_query, text)
+
+    def _embed_query(self, text: str) -> tuple[np.ndarray, float]:
+        t = time.perf_counter()
+        with self._embed_lock:  # one query embedding at a time: two panes share the model
             vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
-            self.query_vectors.put(text, vec)
-        return vec
+        self.query_vectors.put(text, vec)
+        return vec, _ms(t)
 
     def _accept(self, row: CandidateRow | None, doc_filter: DocFilter) -> bool:
         return row is not None and doc_filter.accepts(
