@@ -40,7 +40,7 @@ def test_search_mode_json_keys(kb, capsys):
         st = s["stages_ms"][name]
         assert st["n"] == s["queries"] and 0 <= st["p50"] <= st["p95"]
     assert s["stages_ms"]["rerank"]["n"] == 0 and s["stages_ms"]["rerank"]["p50"] is None  # no reranker
-    assert s["total_minus_embed_ms"]["p50"] <= s["stages_ms"]["total"]["p50"] + 1e-6
+    assert s["total_minus_embed_ms"]["p50"] <= s["stages_ms"]["total"]["p95"] + 1e-6
     assert s["warm_rerun_ms"]["n"] == s["queries"]
     assert s["mmr_on"]["mmr_stage_ms"]["n"] > 0 and s["parent_on"]["parent_stage_ms"]["n"] > 0
     assert s["mmr_250_to_10_ms"]["limit"] == 10 and s["mmr_250_to_10_ms"]["n"] > 0
