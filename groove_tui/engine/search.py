@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 
@@ -113,7 +114,7 @@ class Searcher:
         # Big enough for a golden set's queries, so the explorer's live metrics re-rank from cache.
         # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
         self.legs_cache = LRU(1024)
-        self._embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-embed")
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-vector")
         self._embed_lock = threading.Lock()
         self.query_vectors = LRU(256)
         self.rerank_scores = LRU(20_000)
@@ -276,11 +277,16 @@ class Searcher:
         if cached is not None:
             return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
         rows: dict[int, CandidateRow] = {}
-        # The query embedding runs on its own thread while the full-text legs run on this one (the model
-        # releases the GIL), so a keystroke costs max(embedding, full text) rather than their sum.
-        pending = self._start_query_vector(pq.positive_text) if which != "fts" else None
         bigram_excluded = self._bigram_excluded_ids(bq)
         excluded = self._excluded_ids(pq) | bigram_excluded
+        # The vector side (query embedding, then the KNN) runs on its own thread and connection while the
+        # full-text legs run on this one; the model and SQLite release the GIL, so a keystroke costs
+        # max(vector side, full text) rather than their sum.
+        vector_side = (
+            self._pool.submit(self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, cancel)
+            if which != "fts" and self.store.has_vec_table()
+            else None
+        )
         bigram_expr = bq.match_expr if bq is not None else None
         # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
         trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
@@ -293,12 +299,10 @@ class Searcher:
         if bigram_expr is not None and which != "vector":
             bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
         bigram_ms = _ms(t)
-        _check(cancel)
-        qvec, embed_ms = pending.result() if isinstance(pending, Future) else (pending, 0.0)
-        _check(cancel)
-        t = time.perf_counter()
-        vector = self._vector_leg(qvec, doc_filter, per_leg, excluded, rows) if qvec is not None else ()
-        vector_ms = _ms(t)
+        vector, embed_ms, vector_ms = (), 0.0, 0.0
+        if vector_side is not None:
+            vector, vector_rows, embed_ms, vector_ms = _await(vector_side, cancel)
+            rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
         legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms)
@@ -318,22 +322,29 @@ class Searcher:
         rows = self.store.conn().execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ?", (pq.negative_expr,))
         return frozenset(r[0] for r in rows)
 
-    def _start_query_vector(self, text: str) -> Future | np.ndarray | None:
-        """The query vector: cached, None (nothing embedded yet: full text only, no model load), or a
-        Future of (vector, milliseconds) computed on the embedding thread."""
-        if not self.store.has_vec_table():
-            return None
-        vec = self.query_vectors.get(text)
-        if vec is not None:
-            return vec
-        return self._embed_pool.submit(self._embed_query, text)
-
-    def _embed_query(self, text: str) -> tuple[np.ndarray, float]:
+    def _vector_side(
+        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], cancel
+    ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
+        """Embed the query (cached per text) and run the vector leg, on a pool thread."""
         t = time.perf_counter()
-        with self._embed_lock:  # one query embedding at a time: two panes share the model
-            vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
-        self.query_vectors.put(text, vec)
-        return vec, _ms(t)
+        vec = self.query_vectors.get(text)
+        if vec is None:
+            with self._embed_lock:  # one query embedding at a time: two panes share the model
+                vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
+            self.query_vectors.put(text, vec)
+        embed_ms = _ms(t)
+        _check(cancel)
+        conn = self.store.conn()
+        if cancel is not None:
+            conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
+        try:
+            t = time.perf_counter()
+            rows: dict[int, CandidateRow] = {}
+            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows)
+            return vector, rows, embed_ms, _ms(t)
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
 
     def _accept(self, row: CandidateRow | None, doc_filter: DocFilter) -> bool:
         return row is not None and doc_filter.accepts(
@@ -344,23 +355,21 @@ class Searcher:
         self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
-        k = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
+        cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
         conn = self.store.conn()
         blob = to_blob(qvec)
+        k = min(first_page(per_leg, cap), KNN_MAX)
         while True:
             found = conn.execute(
                 "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                 (blob, k),
             ).fetchall()
-            need = [cid for cid, _d in found if cid not in rows]
-            rows.update(self.store.rows_by_ids(need))
-            kept = [
-                (cid, dist) for cid, dist in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
-            ][:per_leg]
-            # A page that lost rows to exclusions or filters and is still short: widen the KNN (§C.7).
+            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
             if len(kept) >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept
-            k = min(k * 2, KNN_MAX)
+            # Short after filters: take groove's full over-fetch, then (ours, and groove's rule for
+            # exclusions, §C.7) keep doubling until the page is full or sqlite-vec's k limit is reached.
+            k = min(cap if k < cap else k * 2, KNN_MAX)
 
     def _fts_leg(
         self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict, *,
@@ -369,14 +378,25 @@ class Searcher:
         """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
         expression's own NOT (exclusions judged by the other table)."""
         f = self.config.search.fusion
-        limit = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
-        found = self.store.conn().execute(
-            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
-            (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
-        ).fetchall()
-        rows.update(self.store.rows_by_ids([cid for cid, _s in found if cid not in rows]))
+        cap = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
+        limit = first_page(per_leg, cap)
+        while True:
+            found = self.store.conn().execute(
+                f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
+                (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
+            ).fetchall()
+            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if len(kept) >= per_leg or len(found) < limit or limit >= cap:
+                return kept
+            limit = cap
+
+    def _keep(
+        self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
+    ) -> list[tuple[int, float]]:
+        """The first `per_leg` candidates (in leg order) that pass the exclusions and the filters."""
+        rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
         return [
-            (cid, s) for cid, s in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
+            (cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
         ][:per_leg]
 
     # ------------------------------------------------------------ fusion and later stages
@@ -518,6 +538,22 @@ class Searcher:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def first_page(per_leg: int, cap: int) -> int:
+    """How many rows a filtered leg fetches first. groove fetches its whole over-fetch (10×) at once;
+    the first `per_leg` accepted rows are the same whichever page finds them, so we start with 2× and
+    fetch the rest only when filters left the page short (the default quality filter rarely does)."""
+    return min(2 * per_leg, cap) if cap > per_leg else cap
+
+
+def _await(future: Future, cancel: threading.Event | None):
+    """The future's result, giving up as soon as the caller cancels (the worker notices on its own)."""
+    while True:
+        try:
+            return future.result(timeout=0.005)
+        except FutureTimeout:
+            _check(cancel)
 
 
 def _check(cancel: threading.Event | None) -> None:
