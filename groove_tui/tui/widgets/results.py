@@ -192,6 +192,10 @@ class ResultsPane(Vertical):
             self._render_rows()
 
     def on_resize(self) -> None:
+        # The inner list gets its new size in the same layout pass, after this handler: measure it then.
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
         width = (self.list.scrollable_content_region.width or 0) - 2
         if width > 0 and max(20, width) != self._last_width and self.rows:
             self._render_rows()
