@@ -16,7 +16,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import sqlean as sqlite3
@@ -494,23 +494,8 @@ class Searcher:
         trace = None
         if explain:
             t = c.trace
-            trace = HitTrace(
-                vector_rank=t.get("vector_rank"),
-                vector_distance=t.get("vector_distance"),
-                fts_rank=t.get("fts_rank"),
-                fts_bm25=t.get("fts_bm25"),
-                rrf_vector=t.get("rrf_vector"),
-                rrf_fts=t.get("rrf_fts"),
-                bigram_leg=t.get("bigram_leg", False),
-                bigram_rank=t.get("bigram_rank"),
-                bigram_bm25=t.get("bigram_bm25"),
-                rrf_bigram=t.get("rrf_bigram"),
-                rrf_score=t.get("rrf_score"),
-                rrf_rank=t.get("rrf_rank"),
-                rerank_score=t.get("rerank_score"),
-                rerank_rank=t.get("rerank_rank"),
-                mmr=t.get("mmr"),
-            )
+            # The trace keys are HitTrace field names, filled stage by stage.
+            trace = HitTrace(**{k: v for k, v in t.items() if k in _TRACE_FIELDS})
         return Hit(
             chunk_id=r.chunk_id, document_id=r.document_id, path=r.path, title=r.title, heading=r.heading,
             level=r.level, chunk_index=r.chunk_index, topic=r.topic, category=r.category, date=r.date,
@@ -538,6 +523,9 @@ class Searcher:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+_TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
 
 
 def first_page(per_leg: int, cap: int) -> int:
