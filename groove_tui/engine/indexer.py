@@ -446,12 +446,7 @@ class Indexer:
                     inputs = {o[0]: embedding_input(o[2], o[3], contextual) for o in old}
                     for cid, vec in self.store.embeddings_for(embedded_ids).items():
                         reuse[inputs[cid]] = to_blob(vec)
-                old_ids = [(o[0],) for o in old]
-                conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", old_ids)
-                conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", old_ids)
-                if self.store.has_vec_table(conn):
-                    conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", old_ids)
-                conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+                self.store.delete_chunks_of(doc_id, conn)
                 outcome = "updated"
             else:
                 doc_id = conn.execute(
@@ -484,14 +479,8 @@ class Indexer:
 
     def _delete_documents(self, doc_ids: list[int]) -> None:
         with self.store.transaction() as conn:
-            has_vec = self.store.has_vec_table(conn)
             for doc_id in doc_ids:
-                ids = [(r[0],) for r in conn.execute("SELECT id FROM chunks WHERE document_id = ?", (doc_id,))]
-                conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", ids)
-                conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", ids)
-                if has_vec:
-                    conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
-                conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+                self.store.delete_chunks_of(doc_id, conn)
                 conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
             self.store.bump_generation(conn)
 

@@ -233,6 +233,15 @@ class Store:
             conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, embedding float[{dim}])")
         self.set_meta("embedding_dim", str(dim), conn)
 
+    def delete_chunks_of(self, document_id: int, conn: sqlite3.Connection) -> None:
+        """A document's chunks and every row derived from them (both full-text tables, vectors)."""
+        ids = [(r[0],) for r in conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
+        conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", ids)
+        conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", ids)
+        if self.has_vec_table(conn):
+            conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
+        conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""
         out: dict[int, np.ndarray] = {}
@@ -273,8 +282,7 @@ class Store:
         conn = self.conn()
         docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        pending = conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
-        return docs, chunks, pending
+        return docs, chunks, self.pending_count()
 
     def pending_count(self) -> int:
         return self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
