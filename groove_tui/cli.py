@@ -123,16 +123,22 @@ def _version() -> str:
 # ---------------------------------------------------------------- shared helpers
 
 
-def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
+def _config(args: argparse.Namespace):
+    """groove.toml as found, with --model applied."""
     from dataclasses import replace
 
     from groove_tui.config import load_config
-    from groove_tui.engine import Engine
 
     config = load_config(args.config)
     if getattr(args, "model", None):
         config = replace(config, embedding=replace(config.embedding, model=args.model))
-    return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change)
+    return config
+
+
+def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
+    from groove_tui.engine import Engine
+
+    return Engine.open(args.kb, config=_config(args), index_dir=args.index_dir, allow_model_change=allow_model_change)
 
 
 def _params(engine, args: argparse.Namespace):
@@ -152,11 +158,6 @@ def _params(engine, args: argparse.Namespace):
         changes["parent_retriever"] = args.parent
     if args.reranker is not None:
         changes["reranker"] = None if args.reranker in ("none", "") else args.reranker
-    for name in ("mmr_lambda", "mmr_same_doc_penalty"):
-        if name in changes:
-            from groove_tui.config import check_unit
-
-            check_unit(name, changes[name])
     if hasattr(args, "path_glob"):
         changes.update(
             path_globs=tuple(args.path_glob),
@@ -255,14 +256,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    from groove_tui.config import load_config
     from groove_tui.tui.app import run
 
-    config = load_config(args.config)
-    if args.model:
-        from dataclasses import replace
-
-        config = replace(config, embedding=replace(config.embedding, model=args.model))
+    config = _config(args)
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
         raise CLIError(f"knowledge base {str(kb)!r} is not a directory")

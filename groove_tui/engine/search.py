@@ -156,12 +156,11 @@ class Searcher:
         warnings = ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
         warnings += bigram_warning
 
-        empty = SearchResponse(
-            results=(), low_confidence=False, filter_applied=echo, timings_ms={"total": 0.0}, query=info,
-            pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
-        )
         if limit == 0 or not pq.positive_text.strip():
-            return empty
+            return SearchResponse(
+                results=(), low_confidence=False, filter_applied=echo, timings_ms={"total": 0.0}, query=info,
+                pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
+            )
 
         rerank = params.reranker is not None
         if params.mmr:

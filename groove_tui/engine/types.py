@@ -352,7 +352,7 @@ def _f32(x: float) -> float:
         return x
     import numpy as np
 
-    return float(repr(np.float32(x)).removeprefix("np.float32(").removesuffix(")"))
+    return float(str(np.float32(x)))  # str gives the shortest digits that round-trip the f32
 
 
 def _num(x: float | None) -> float | None:
