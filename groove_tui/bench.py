@@ -504,21 +504,6 @@ def format_text(result: dict[str, Any]) -> str:
 # ================================================================ the command
 
 
-class _Progress:
-    def __init__(self, stream, enabled: bool) -> None:
-        from groove_tui.progress import ProgressLine
-
-        self.line = ProgressLine(stream, enabled=enabled)
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        from groove_tui.engine.types import IndexProgress
-
-        self.line.update(IndexProgress(label, done, total))  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self.line.close()
-
-
 def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dict[str, Any]:
     mode = getattr(args, "mode", "search") or "search"
     repeat = max(1, int(getattr(args, "repeat", 3) or 1))
@@ -549,9 +534,11 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
 
 
 def run_bench_command(engine: Engine, args: argparse.Namespace) -> int:
-    bar = _Progress(sys.stderr, enabled=sys.stderr.isatty())
+    from groove_tui.progress import ProgressLine
+
+    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
     try:
-        result = run_bench(engine, args, progress=bar)
+        result = run_bench(engine, args, progress=bar.step)
     finally:
         bar.close()
     if getattr(args, "format", "text") == "json":

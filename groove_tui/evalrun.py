@@ -13,7 +13,6 @@ runs of different legs are never compared), and the text output lists the querie
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -436,34 +435,19 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
 # ================================================================ the command
 
 
-class _Progress:
-    """`eval  ████░░░░  40%  320/809` on stderr, only on a TTY, at most 10 redraws a second."""
-
-    def __init__(self, stream, enabled: bool) -> None:
-        from groove_tui.progress import ProgressLine
-
-        self.line = ProgressLine(stream, enabled=enabled)
-
-    def __call__(self, done: int, total: int) -> None:
-        from groove_tui.engine.types import IndexProgress
-
-        self.line.update(IndexProgress("eval", done, total))  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self.line.close()
-
-
 def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    bar = _Progress(sys.stderr, enabled=sys.stderr.isatty())
+    from groove_tui.cli import use_color
+    from groove_tui.progress import ProgressLine
+
+    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
     try:
-        outcome = evaluate_kb(engine, args, params, progress=bar)
+        outcome = evaluate_kb(engine, args, params, progress=lambda done, total: bar.step("eval", done, total))
     finally:
         bar.close()
     if getattr(args, "format", "text") == "json":
         print(json.dumps(to_json(outcome), ensure_ascii=False, indent=2, allow_nan=False))
     else:
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-        sys.stdout.write(format_text(outcome, color=color))
+        sys.stdout.write(format_text(outcome, color=use_color(sys.stdout)))
     if outcome.is_regression:
         print("groove-tui: eval regression beyond the threshold", file=sys.stderr)
         if getattr(args, "fail_on_regression", False):

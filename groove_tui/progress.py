@@ -19,19 +19,23 @@ class ProgressLine:
         self._drawn = False
 
     def update(self, p: IndexProgress) -> None:
+        """The indexer's progress callback."""
+        self.step(PHASE_LABELS.get(p.phase, p.phase), p.done, p.total)
+
+    def step(self, label: str, done: int, total: int) -> None:
+        """Any long run's progress: `label ████░░ 40% 320/809`."""
         if not self.enabled:
             return
         now = time.monotonic()
-        final = p.total and p.done >= p.total
+        final = total and done >= total
         if now - self._last < 0.1 and not final:
             return
         self._last = now
-        label = PHASE_LABELS.get(p.phase, p.phase)
-        if p.total:
-            frac = min(p.done / p.total, 1.0)
+        if total:
+            frac = min(done / total, 1.0)
             filled = int(frac * self.width)
             bar = "█" * filled + "░" * (self.width - filled)
-            text = f"{label:<10} {bar} {frac:4.0%} {p.done:,}/{p.total:,}"
+            text = f"{label:<10} {bar} {frac:4.0%} {done:,}/{total:,}"
         else:
             text = f"{label:<10} …"
         self.stream.write("\r\x1b[2K" + text)
