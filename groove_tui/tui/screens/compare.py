@@ -137,3 +137,10 @@ class CompareScreen(SearchScreenMixin, Screen):
 
     def action_toggle_settings(self) -> None:
         self.toggle_class("-show-settings")
+        # Showing the settings narrows both result lists; Textual does not always send each list a
+        # Resize for it, so re-fit the rows once the new layout is in place.
+        self.call_after_refresh(self._fit_results)
+
+    def _fit_results(self) -> None:
+        for pane in self.query(ResultsPane):
+            pane.fit_width()

@@ -41,6 +41,14 @@ class ResultsList(OptionList):
     ]
     BINDING_GROUP_TITLE = "Results"
 
+    def on_resize(self) -> None:
+        # Rows are laid out for a width; the list is the widget whose width counts, and it knows its
+        # new size here (its pane may not be resized at all when a sibling pane appears).
+        if isinstance(self.parent, ResultsPane):
+            self.parent.fit_width()
+            # …and again once the layout pass has settled (a scrollbar may come or go with the new rows).
+            self.call_after_refresh(self.parent.fit_width)
+
     COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
                          "rank--new", "rank--gone", "judged--relevant", "judged--irrelevant"}
     DEFAULT_CSS = """
@@ -191,11 +199,8 @@ class ResultsPane(Vertical):
         if self.rows:
             self._render_rows()
 
-    def on_resize(self) -> None:
-        # The inner list gets its new size in the same layout pass, after this handler: measure it then.
-        self.call_after_refresh(self._fit_width)
-
-    def _fit_width(self) -> None:
+    def fit_width(self) -> None:
+        """Re-render the rows when the list's usable width changed since they were laid out."""
         width = (self.list.scrollable_content_region.width or 0) - 2
         if width > 0 and max(20, width) != self._last_width and self.rows:
             self._render_rows()
