@@ -114,6 +114,8 @@ class SearchConfig:
     """low_confidence fires when max(score)/mean(score) is below this; 0 disables."""
     cjk_bigram: bool = True
     """Use the character-bigram side index for CJK text (false = groove's trigram-only behaviour)."""
+    merge_parts: bool = True
+    """Fuse the parts of a section split at `[chunking] max_chunk_bytes` as one hit (false: each part alone)."""
     fusion: FusionConfig = field(default_factory=FusionConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)
     parent_retriever: ParentConfig = field(default_factory=ParentConfig)
@@ -316,9 +318,10 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
 
 
 def _parse_search(s: dict[str, Any]) -> SearchConfig:
-    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "fusion", "mmr", "parent_retriever"})
+    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fusion", "mmr", "parent_retriever"})
     ratio = check_range("search.min_confidence_ratio", s.get("min_confidence_ratio", 1.5), 0.0, math.inf)
     cjk = _bool("search.cjk_bigram", s.get("cjk_bigram", True))
+    merge_parts = _bool("search.merge_parts", s.get("merge_parts", True))
 
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
@@ -355,7 +358,8 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         p.get("whole_doc_threshold_tokens", 100),
         p.get("max_expanded_tokens", 2000),
     )
-    return SearchConfig(min_confidence_ratio=float(ratio), cjk_bigram=cjk, fusion=fusion, mmr=mmr, parent_retriever=parent)
+    return SearchConfig(
+        min_confidence_ratio=float(ratio), cjk_bigram=cjk, merge_parts=merge_parts, fusion=fusion, mmr=mmr, parent_retriever=parent)
 
 
 def validate_parent(enabled: bool, threshold: Any, max_tokens: Any) -> ParentConfig:

@@ -110,6 +110,8 @@ def _trace_line(hit: Hit) -> str:
             f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",
             f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
         ]
+    if t.merged_parts:
+        parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")
     if t.rerank_score is not None:
         parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank})")
     if t.mmr is not None:

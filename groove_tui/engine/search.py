@@ -403,33 +403,60 @@ class Searcher:
     def _fuse(self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False) -> list[_Candidate]:
         """RRF in f32 like groove (§D.6): ties by chunk id; the vector term is added first.
 
-        The bigram leg is a full-text leg: it carries the full-text weight and its term comes last."""
+        The bigram leg is a full-text leg: it carries the full-text weight and its term comes last.
+        With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
+        candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
+        part the legs liked best stands for the section. Without split sections this is groove's RRF."""
         f = self.config.search.fusion
         k = F32(f.rrf_k)
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
-        scores: dict[int, np.float32] = {}
-        traces: dict[int, dict] = {}
+        rows = legs.rows
+        merge = self.config.search.merge_parts
+        scores: dict[Hashable, np.float32] = {}
+        traces: dict[Hashable, dict] = {}
+        part_scores: dict[int, np.float32] = {}  # merge: each part's own RRF score, to pick the section's face
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
-            for rank, (cid, raw) in enumerate(leg):
+            rank = 0
+            seen: set[Hashable] = set()
+            for pos, (cid, raw) in enumerate(leg):
+                key: Hashable = cid
+                if merge:
+                    part_scores[cid] = part_scores.get(cid, F32(0.0)) + weight * (F32(1.0) / (k + F32(pos) + F32(1.0)))
+                    r = rows[cid]
+                    key = (r.document_id, r.chunk_index - r.part)
+                    if key in seen:
+                        continue
+                    seen.add(key)
                 term = weight * (F32(1.0) / (k + F32(rank) + F32(1.0)))
-                scores[cid] = scores.get(cid, F32(0.0)) + term
+                rank += 1
+                scores[key] = scores.get(key, F32(0.0)) + term
                 if explain:
-                    tr = traces.setdefault(cid, {})
-                    tr[f"{name}_rank"] = rank + 1
+                    tr = traces.setdefault(key, {})
+                    tr[f"{name}_rank"] = rank
                     tr[raw_name[name]] = float(raw)
                     tr[f"rrf_{name}"] = float(term)
-        order = sorted(scores, key=lambda cid: (-scores[cid], cid))
+        if merge:
+            parts: dict[Hashable, list[int]] = {}
+            for cid in part_scores:
+                r = rows[cid]
+                parts.setdefault((r.document_id, r.chunk_index - r.part), []).append(cid)
+            face = {key: min(cids, key=lambda c: (-part_scores[c], c)) for key, cids in parts.items()}
+        else:
+            face = {cid: cid for cid in scores}
+        order = sorted(scores, key=lambda key: (-scores[key], face[key]))
         if size is not None:
             order = order[:size]
         out = []
-        for rank, cid in enumerate(order):
-            trace = traces.get(cid, {})
+        for rank, key in enumerate(order):
+            trace = traces.get(key, {})
             if explain:
-                trace["rrf_score"] = float(scores[cid])
+                trace["rrf_score"] = float(scores[key])
                 trace["rrf_rank"] = rank + 1
                 trace["bigram_leg"] = bigram_leg
-            out.append(_Candidate(legs.rows[cid], float(scores[cid]), trace))
+                if merge and len(parts[key]) > 1:
+                    trace["merged_parts"] = tuple(sorted(rows[c].part for c in parts[key]))
+            out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
         return out
 
     def _rerank(self, model: str, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool) -> list[_Candidate]:

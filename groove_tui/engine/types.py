@@ -200,6 +200,8 @@ class HitTrace:
     bigram_rank: int | None = None
     bigram_bm25: float | None = None
     rrf_bigram: float | None = None
+    # Parts (0 = the section's first) of a split section that retrieval found and fused as this one hit.
+    merged_parts: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -219,6 +221,8 @@ class HitTrace:
                 None if self.bigram_rank is None else {"rank": self.bigram_rank, "bm25": _num(self.bigram_bm25)}
             )
             out["rrf"]["bigram_term"] = _num(self.rrf_bigram)
+        if self.merged_parts is not None:
+            out["rrf"]["merged_parts"] = list(self.merged_parts)
         if self.rerank_score is not None:
             out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
         if self.mmr is not None:

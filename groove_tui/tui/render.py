@@ -416,6 +416,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
                 row("bigram term", _num(tr.rrf_bigram, 6))
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
+            if tr.merged_parts:  # parts of a split section fused as this one hit ([search] merge_parts)
+                row("merged parts", ", ".join(str(p) for p in tr.merged_parts))
             head("4 · Reranker")
             if tr.rerank_score is None:
                 row("", "off (not run)")
