@@ -330,6 +330,8 @@ def config_summary(fp: ConfigFingerprint) -> str:
     if fp.context_static:
         parts.append("contextual")
     parts.append("cjk bigram" if fp.cjk_bigram else "no cjk bigram")
+    if not fp.merge_parts:
+        parts.append("parts unmerged")
     return ", ".join(parts)
 
 

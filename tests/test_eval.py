@@ -493,14 +493,15 @@ def test_fingerprint_from_settings():
     fp = ConfigFingerprint.from_settings(
         cfg, SearchParams(), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False
     )
-    assert fp.to_json() == {**FP.to_json(), "cjk_bigram": True}  # our default differs from groove
+    # Our defaults differ from groove.
+    assert fp.to_json() == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True}
 
-    cfg = replace(cfg, search=SearchConfig(cjk_bigram=False, fusion=FusionConfig(rrf_k=30.0)))
+    cfg = replace(cfg, search=SearchConfig(cjk_bigram=False, merge_parts=False, fusion=FusionConfig(rrf_k=30.0)))
     params = SearchParams(mmr=True, mmr_lambda=0.5, parent_retriever=True, reranker="rr")
     j = ConfigFingerprint.from_settings(
         cfg, params, model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=True
     ).to_json()
-    assert "cjk_bigram" not in j
+    assert "cjk_bigram" not in j and "merge_parts" not in j
     assert j["reranker"] == "rr"
     assert j["mmr"] == {"lambda": 0.5, "same_doc_penalty": 0.0}
     assert j["parent_retriever"] == {"whole_doc_threshold_tokens": 100, "max_expanded_tokens": 2000}

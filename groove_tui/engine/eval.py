@@ -740,6 +740,7 @@ class ConfigFingerprint:
     fusion: tuple[tuple[str, float], ...] | None = None  # every fusion knob, when any differs from default
     context_static: bool = False  # the index was built in contextual (static) mode
     cjk_bigram: bool = False  # ours: the bigram leg changes ranking, so runs with it differ from groove's
+    merge_parts: bool = False  # ours: split sections fused as one hit
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -762,6 +763,8 @@ class ConfigFingerprint:
             out["context"] = {"mode": "static"}
         if self.cjk_bigram:
             out["cjk_bigram"] = True
+        if self.merge_parts:
+            out["merge_parts"] = True
         return out
 
     @classmethod
@@ -792,6 +795,7 @@ class ConfigFingerprint:
             fusion=None if fusion.is_default() else _fusion_items(fusion),
             context_static=context_static,
             cjk_bigram=config.search.cjk_bigram,
+            merge_parts=config.search.merge_parts,
         )
 
 
