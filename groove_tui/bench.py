@@ -17,6 +17,11 @@ texts (`embed_passages` in batches of `[embedding] batch_size`, no SQLite) in th
 the two so machine noise hits both alike. It also times phase one on a fresh copy of the whole KB's full
 text (temporary index, no embeddings) and a no-change re-index of the KB's own index (if it exists).
 
+Scale mode (`--scale N`) replicates the KB's Markdown under `rep{i}/` in a temporary directory until it
+holds at least N chunks (counted with the indexer's own parser), indexes that into a temporary index with
+the hashing embedder at 384 dimensions (`SCALE_MODEL`, unless `--model` is given), and times cold searches
+over it as search mode does. The KB and its own index are never touched; the temporary files are removed.
+
 Machines are noisy: compare ratios within one run; medians over repeats.
 """
 
@@ -73,7 +78,12 @@ TARGETS = {
     "phase_one_s": 15.0,
     "no_change_reindex_s": 3.0,
     "cli_help_s": 0.3,
+    "scale_total_minus_embed_p50_ms": 150.0,
 }
+
+# Scale mode's default embedder: feature hashing (fast to index) at multilingual-e5-small's dimension,
+# so the brute-force KNN scans as many bytes per chunk as it would with the default model.
+SCALE_MODEL = "hashing-384"
 
 CANCEL_AFTER_S = 0.005
 CANCEL_QUERIES = 100  # cancellation is measured on the first 100 queries (× repeat)
@@ -149,18 +159,8 @@ def bench_search(
         engine.search(q, base)
 
     # 1. Cold: every stage for real, `repeat` passes over the queries.
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    minus_embed: list[float] = []
+    stages, minus_embed = cold_searches(engine, queries, repeat, base, notify)
     total_runs = repeat * len(queries)
-    for r in range(repeat):
-        for i, q in enumerate(queries):
-            notify("search", r * len(queries) + i, total_runs)
-            _clear_caches(engine)
-            t = engine.search(q, base).timings_ms
-            for s in STAGES:
-                if s in t:
-                    stages[s].append(t[s])
-            minus_embed.append(sum(t.get(s, 0.0) for s in NON_EMBED))
 
     # 2. Cache warm: a settings change re-runs only the later stages (the λ slider).
     mmr_a = replace(base, mmr=True, mmr_lambda=0.7)
@@ -202,6 +202,26 @@ def bench_search(
     }
     notify("done", total_runs, total_runs)
     return out
+
+
+def cold_searches(
+    engine: Engine, queries: Sequence[str], repeat: int, params, notify: Callable[[str, int, int], None]
+) -> tuple[dict[str, list[float]], list[float]]:
+    """`repeat` passes over the queries with the caches cleared before each search: the samples of every
+    stage, and of everything but the query embedding, in run order."""
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    minus_embed: list[float] = []
+    total_runs = repeat * len(queries)
+    for r in range(repeat):
+        for i, q in enumerate(queries):
+            notify("search", r * len(queries) + i, total_runs)
+            _clear_caches(engine)
+            t = engine.search(q, params).timings_ms
+            for s in STAGES:
+                if s in t:
+                    stages[s].append(t[s])
+            minus_embed.append(sum(t.get(s, 0.0) for s in NON_EMBED))
+    return stages, minus_embed
 
 
 def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: int = 250, limit: int = 10) -> dict:
@@ -392,6 +412,134 @@ def _round(x: float | None, nd: int) -> float | None:
     return None if x is None else round(x, nd)
 
 
+# ================================================================ scale mode
+
+
+def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
+    """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
+    from groove_tui.engine.indexer import decode_markdown, read_file, walk_kb
+    from groove_tui.engine.markdown import parse_markdown
+    from groove_tui.engine.types import FileIssue
+
+    out = []
+    for rel in walk_kb(kb, config.exclude_dirs):
+        f = read_file(kb, rel)
+        if isinstance(f, FileIssue):
+            continue
+        try:
+            text = decode_markdown(f.raw)
+        except ValueError:
+            continue
+        # The chunk count does not depend on the path, so the count of the original holds for its copies.
+        n = len(parse_markdown(rel, text, exclude_headings=config.exclude_headings,
+                               max_chunk_bytes=config.chunking.max_chunk_bytes).chunks)
+        if n:
+            out.append((rel, n))
+    return out
+
+
+def synthesise_kb(kb: Path, dest: Path, target: int, config, notify=None) -> dict[str, int]:
+    """Copy `kb`'s Markdown files into `dest`, copy i of a file at `rep{i}/<path>`, until at least
+    `target` chunks; copies, not links, so nothing can reach back into the KB."""
+    files = chunks_per_file(kb, config)
+    if not files:
+        raise ValueError(f"{kb}: no Markdown with text to replicate")
+    chunks = docs = copies = 0
+    while chunks < target:
+        for rel, n in files:
+            target_path = dest / f"rep{copies}" / rel
+            target_path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(kb / rel, target_path)
+            chunks += n
+            docs += 1
+            if notify and docs % 500 == 0:
+                notify("copy", min(chunks, target), target)
+            if chunks >= target:
+                break
+        copies += 1
+    return {"source_documents": len(files), "source_chunks": sum(n for _r, n in files),
+            "documents": docs, "chunks": chunks, "copies": copies}
+
+
+def bench_scale(
+    kb: Path,
+    config,
+    target: int,
+    queries: Sequence[str],
+    repeat: int,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Synthesise a KB of ~`target` chunks and an index of it in a temporary directory (removed after),
+    then time cold searches over it. The given KB and its index are only read."""
+    from groove_tui.engine import Engine as EngineCls
+
+    notify = progress or (lambda _label, _done, _total: None)
+    out: dict[str, Any] = {"target_chunks": target}
+    with tempfile.TemporaryDirectory(prefix="groove-tui-scale-") as tmp:
+        synth, idx = Path(tmp) / "kb", Path(tmp) / "idx"
+        t0 = time.perf_counter()
+        out["synthesised"] = synthesise_kb(kb, synth, target, config, notify)
+        out["synthesise_s"] = round(time.perf_counter() - t0, 2)
+        with EngineCls.open(synth, config=config, index_dir=idx) as eng:
+            rep = eng.index(progress=lambda p: notify(p.phase, p.done, p.total))
+            docs, chunks, pending = eng.store.counts()
+            out["index"] = {
+                "documents": docs,
+                "chunks": chunks,
+                "pending_embeddings": pending,
+                "phase_one_s": round(rep.fulltext_seconds, 2),
+                "embed_s": round(rep.embed_seconds, 2),
+                "seconds": round(rep.seconds, 2),
+            }
+            base = eng.default_params(reranker=None, mmr=False, parent_retriever=False, explain=False)
+            for q in (queries[0], *queries[:3]):  # warm-up: model, pages (not measured)
+                _clear_caches(eng)
+                eng.search(q, base)
+            stages, minus_embed = cold_searches(eng, queries, repeat, base, notify)
+        # Size after close: the last connection's close checkpoints the WAL into the database file.
+        out["index"]["bytes"] = sum(f.stat().st_size for f in idx.rglob("*") if f.is_file())
+    n = len(queries)
+    totals = stages["total"]
+    out["search"] = {
+        "queries": n,
+        "repeat": repeat,
+        "stages_ms": {s: percentiles(v) for s, v in stages.items()},
+        "total_minus_embed_ms": percentiles(minus_embed),
+        # p50 of each pass over the queries: how much the passes agree on a shared machine.
+        "total_minus_embed_p50_per_repeat": [percentiles(minus_embed[r * n:(r + 1) * n])["p50"] for r in range(repeat)],
+        "total_p50_per_repeat": [percentiles(totals[r * n:(r + 1) * n])["p50"] for r in range(repeat)],
+    }
+    notify("done", 1, 1)
+    return out
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not on every platform
+        return None
+
+
+def run_scale(kb: Path, config, args: argparse.Namespace, *, progress=None) -> dict[str, Any]:
+    from groove_tui.engine.embedders import describe_model
+
+    repeat = max(1, int(getattr(args, "repeat", 3) or 1))
+    result: dict[str, Any] = {
+        "kb": str(kb),
+        "model": describe_model(config.embedding.model),
+        "mode": "scale",
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "load_before": _loadavg(),
+    }
+    result["scale"] = bench_scale(kb, config, args.scale, load_queries(getattr(args, "queries", None)), repeat,
+                                  progress=progress)
+    result["load_after"] = _loadavg()
+    result["targets"] = verdicts(result)
+    return result
+
+
 # ================================================================ CLI start-up
 
 
@@ -437,7 +585,42 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
             put("no_change_reindex_s", i["no_change_reindex"]["seconds"])
     if result.get("cli_help"):
         put("cli_help_s", result["cli_help"]["seconds"])
+    sc = result.get("scale")
+    if sc:
+        put("scale_total_minus_embed_p50_ms", sc["search"]["total_minus_embed_ms"]["p50"])
     return out
+
+
+def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
+    syn, ix, s = sc["synthesised"], sc["index"], sc["search"]
+    model = result["model"]
+    note = " (hashing: no semantics, but e5's dimension, so the KNN scan costs what it would with e5)" \
+        if model == SCALE_MODEL else ""
+    lines = [
+        "",
+        f"scale: {syn['source_documents']:,} docs / {syn['source_chunks']:,} chunks replicated "
+        f"{syn['copies']}× under rep{{i}}/ → {ix['documents']:,} docs, {ix['chunks']:,} chunks "
+        f"(target {sc['target_chunks']:,}), temporary KB and index (removed)",
+        f"  embedder {model}{note}",
+        f"  index: phase one {ix['phase_one_s']:.1f} s, embedding {ix['embed_s']:.1f} s, "
+        f"total {ix['seconds']:.1f} s; size {ix['bytes'] / 1e6:,.1f} MB",
+        f"  search: {s['queries']} queries × {s['repeat']}, default params, no reranker, caches cleared before each",
+        f"  {'stage':<18} {'p50 ms':>9} {'p95 ms':>9} {'n':>6}",
+    ]
+    for name in STAGES:
+        st = s["stages_ms"][name]
+        if st["n"]:
+            lines.append(f"  {name:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}")
+    tm = s["total_minus_embed_ms"]
+    lines.append(f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
+                 "sum of the stages but embed")
+    per = ", ".join(_fmt(x) for x in s["total_minus_embed_p50_per_repeat"])
+    lines.append(f"  p50 of each pass: total − embed {per}; total "
+                 + ", ".join(_fmt(x) for x in s["total_p50_per_repeat"]))
+    load = result.get("load_before"), result.get("load_after")
+    if all(load):
+        lines.append(f"  load average before {load[0][0]:.2f}, after {load[1][0]:.2f} (1 min); {result['cpus']} CPUs")
+    return lines
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -445,7 +628,12 @@ def _fmt(x: float | None, unit: str = "") -> str:
 
 
 def format_text(result: dict[str, Any]) -> str:
-    lines = [f"kb       {result['kb']}", f"model    {result['model']}", f"index    {result['index_path']}"]
+    lines = [f"kb       {result['kb']}", f"model    {result['model']}"]
+    if result.get("index_path"):
+        lines.append(f"index    {result['index_path']}")
+    sc = result.get("scale")
+    if sc:
+        lines += _format_scale(result, sc)
     s = result.get("search")
     if s:
         lines += [
@@ -534,11 +722,19 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
 
 
 def run_bench_command(engine: Engine, args: argparse.Namespace) -> int:
+    return _run_and_print(lambda progress: run_bench(engine, args, progress=progress), args)
+
+
+def run_scale_command(kb: Path, config, args: argparse.Namespace) -> int:
+    return _run_and_print(lambda progress: run_scale(kb, config, args, progress=progress), args)
+
+
+def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespace) -> int:
     from groove_tui.progress import ProgressLine
 
     bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
     try:
-        result = run_bench(engine, args, progress=bar.step)
+        result = run(bar.step)
     finally:
         bar.close()
     if getattr(args, "format", "text") == "json":

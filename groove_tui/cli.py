@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--format", choices=("text", "json"), default="text")
     be.add_argument("--mode", choices=("search", "index", "all"), default="search")
     be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
+    be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
+                    "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
 
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
@@ -251,8 +253,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from groove_tui.bench import run_bench_command
 
+    if args.scale is not None:
+        return _bench_scale(args)
     with _load(args) as engine:
         return run_bench_command(engine, args)
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    # The KB's own engine is never opened: opening would create an index for it in the cache.
+    from dataclasses import replace
+
+    from groove_tui.bench import SCALE_MODEL, run_scale_command
+
+    if args.scale < 1:
+        raise CLIError(f"--scale {args.scale}: expected a number of chunks >= 1")
+    kb = Path(args.kb).expanduser()
+    if not kb.is_dir():
+        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
+    config = _config(args)
+    if not args.model:
+        config = replace(config, embedding=replace(config.embedding, model=SCALE_MODEL))
+    return run_scale_command(kb.resolve(), config, args)
 
 
 def cmd_open(args: argparse.Namespace) -> int:

@@ -94,3 +94,75 @@ def test_percentiles():
     assert bench.percentiles([]) == {"p50": None, "p95": None, "max": None, "n": 0}
     p = bench.percentiles([1.0, 2.0, 3.0, 4.0, 100.0])
     assert p["p50"] == 3.0 and p["max"] == 100.0 and p["n"] == 5 and 4.0 < p["p95"] <= 100.0
+
+
+# ---------------------------------------------------------------- scale mode
+
+SMALL_KB = {k: SAMPLE_KB[k] for k in ("notes/rust/async.md", "notes/python/sqlite.md", "日本語/検索.md")}
+
+
+def _snapshot(root: Path) -> dict:
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def scale_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A 3-file KB; temporary files go to tmp_path/tmp so the test can see they are removed."""
+    kb = write_kb(tmp_path / "kb", SMALL_KB)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.chdir(tmp_path)
+    return kb
+
+
+def test_scale_reaches_the_chunk_target_and_leaves_the_kb_alone(scale_env, tmp_path):
+    from helpers import hashing_config
+
+    kb = scale_env
+    before = _snapshot(kb)
+    per_copy = sum(n for _rel, n in bench.chunks_per_file(kb, hashing_config()))
+    assert per_copy >= 3
+    sc = bench.bench_scale(kb, hashing_config(), 200, ["tokio runtime", "設定"], 2)
+    assert _snapshot(kb) == before
+    assert list((tmp_path / "tmp").iterdir()) == []  # temporary KB and index removed
+    syn, ix = sc["synthesised"], sc["index"]
+    assert syn["source_documents"] == 3 and syn["source_chunks"] == per_copy
+    # Just past the target: the last file copied is the one that reached it.
+    assert 200 <= syn["chunks"] < 200 + per_copy and syn["copies"] == -(-200 // per_copy)
+    assert ix["chunks"] == syn["chunks"] and ix["documents"] == syn["documents"] and ix["pending_embeddings"] == 0
+    assert ix["phase_one_s"] > 0 and ix["embed_s"] > 0 and ix["bytes"] > 0
+    s = sc["search"]
+    for name in ("embed", "vector", "fts", "total"):
+        assert s["stages_ms"][name]["n"] == 4 and s["stages_ms"][name]["p50"] >= 0
+    assert s["total_minus_embed_ms"]["n"] == 4
+    assert len(s["total_minus_embed_p50_per_repeat"]) == 2 and len(s["total_p50_per_repeat"]) == 2
+
+
+def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
+    kb = scale_env
+    before = _snapshot(kb)
+    capsys.readouterr()
+    assert cli.main(["bench", str(kb), "--scale", "60", "--repeat", "1", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "scale" and data["model"] == bench.SCALE_MODEL  # hashing at e5's dimension
+    assert data["scale"]["index"]["chunks"] >= 60
+    assert data["scale"]["search"]["queries"] == len(bench.BUILTIN_QUERIES)
+    t = data["targets"]["scale_total_minus_embed_p50_ms"]
+    assert t["target"] == 150.0 and t["value"] == data["scale"]["search"]["total_minus_embed_ms"]["p50"]
+    assert _snapshot(kb) == before
+    assert not (tmp_path / "idx").exists()  # the KB's own index was not even created
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+    assert cli.main(["bench", str(kb), "--scale", "20", "--repeat", "1", "--model", "hashing-64"]) == 0
+    out = capsys.readouterr().out
+    for word in ("scale:", "hashing-64", "phase one", "embedding", "MB", "total − embed", "targets:",
+                 "scale_total_minus_embed_p50_ms"):
+        assert word in out
+
+
+def test_scale_must_be_positive(scale_env, capsys):
+    assert cli.main(["bench", str(scale_env), "--scale", "0"]) == 1
+    assert "--scale" in capsys.readouterr().err
