@@ -47,6 +47,10 @@ def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of 
     p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
     p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
     p.add_argument("--reranker", default=None, help="cross-encoder: fastembed name or local ONNX dir ('none' = off)")
+    p.add_argument(
+        "--fusion", choices=("relative", "rrf"), default=None,
+        help="how the legs combine: relative scores (default) or groove's reciprocal rank fusion",
+    )
 
 
 def _filter_flags(p: argparse.ArgumentParser) -> None:
@@ -160,6 +164,8 @@ def _params(engine, args: argparse.Namespace):
         changes["parent_retriever"] = args.parent
     if args.reranker is not None:
         changes["reranker"] = None if args.reranker in ("none", "") else args.reranker
+    if getattr(args, "fusion", None) is not None:
+        changes["fusion"] = args.fusion
     if hasattr(args, "path_glob"):
         changes.update(
             path_globs=tuple(args.path_glob),

@@ -56,6 +56,15 @@ def check_range(key: str, value: Any, lo: float, hi: float, *, integer: bool = F
     return value
 
 
+FUSION_METHODS = ("relative", "rrf")
+
+
+def check_fusion_method(key: str, value: Any) -> str:
+    if value not in FUSION_METHODS:
+        raise _err(key, value, "expected one of " + ", ".join(FUSION_METHODS))
+    return value
+
+
 def _bool(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise _err(key, value, "expected true or false")
@@ -76,18 +85,22 @@ def _str_list(key: str, value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
+    method: str = "relative"
+    """How the legs combine: "relative" (ours: each leg's scores min-max normalised over its top 50,
+    weighted and summed) or "rrf" (groove: reciprocal rank fusion)."""
     rrf_k: float = 60.0
     """RRF constant k: a rank-r hit contributes 1/(k + r + 1). Finite, in [1, 1e6]."""
     bm25_heading_weight: float = 2.0
     bm25_context_weight: float = 1.0
     bm25_content_weight: float = 1.0
     vector_weight: float = 1.0
-    """Multiplies the vector leg's RRF terms (ours; 1.0 = groove)."""
+    """Multiplies the vector leg's fusion terms (ours; 1.0 = groove)."""
     fts_weight: float = 1.0
-    """Multiplies the full-text leg's RRF terms (ours; 1.0 = groove)."""
+    """Multiplies the full-text leg's fusion terms (ours; 1.0 = groove)."""
 
-    def is_default(self) -> bool:
-        return self == FusionConfig()
+    def is_groove(self) -> bool:
+        """groove's fusion: RRF with its defaults and no per-leg weights."""
+        return self == FusionConfig(method="rrf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +339,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
     fusion = FusionConfig(
+        method=check_fusion_method("search.fusion.method", f.get("method", "relative")),
         rrf_k=float(check_range("search.fusion.rrf_k", f.get("rrf_k", 60.0), 1.0, 1e6)),
         **{
             name: float(check_range(f"search.fusion.{name}", f.get(name, default), 0.0, 1e6))

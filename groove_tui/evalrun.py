@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from groove_tui.config import FusionConfig
 from groove_tui.engine.eval import (
     K_MAX,
     Aggregate,
@@ -325,8 +326,13 @@ def config_summary(fp: ConfigFingerprint) -> str:
         parts.append(f"MMR λ {fp.mmr[0]:g} penalty {fp.mmr[1]:g}")
     if fp.parent_retriever is not None:
         parts.append("parent retriever {}/{}".format(*fp.parent_retriever))
-    if fp.fusion is not None:
-        parts.append("fusion " + " ".join(f"{k}={v:g}" for k, v in fp.fusion))
+    if fp.fusion is None:
+        parts.append("fusion rrf")
+    else:
+        knobs = dict(fp.fusion)
+        defaults = {f.name: getattr(FusionConfig(), f.name) for f in fields(FusionConfig)}
+        changed = [f"{k}={v:g}" for k, v in knobs.items() if k != "method" and v != defaults.get(k)]
+        parts.append(" ".join([f"fusion {knobs.get('method', 'rrf')}", *changed]))
     if fp.context_static:
         parts.append("contextual")
     parts.append("cjk bigram" if fp.cjk_bigram else "no cjk bigram")

@@ -102,13 +102,13 @@ def _trace_line(hit: Hit) -> str:
     parts = [
         f"vector #{t.vector_rank} d={t.vector_distance:.4f}" if t.vector_rank else "vector —",
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
-        f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
+        f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
     ]
     if t.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
         parts[1:3] = [
             parts[1],
             f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",
-            f"rrf {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
+            f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
         ]
     if t.merged_parts:
         parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")

@@ -178,7 +178,7 @@ def test_explain_shows_the_bigram_leg(ja):
     assert data["query"]["bigram_expr"] == '"設定"'
     top = data["hits"][0]
     assert top["bigram"]["rank"] == 1 and top["bigram"]["bm25"] < 0
-    assert top["rrf"]["bigram_term"] > 0 and top["fts"] is None
+    assert top["fusion"]["bigram_term"] > 0 and top["fts"] is None
     english = json.loads(ja.search("tomatoes", replace(ALL, explain=True)).to_json())["explain"]
     assert english["query"]["bigram_expr"] is None and "bigram" not in english["hits"][0]
 

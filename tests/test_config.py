@@ -63,7 +63,7 @@ def test_a_groove_toml_works_unchanged():
     assert (cfg.search.mmr.enabled, cfg.search.mmr.lambda_, cfg.search.mmr.same_doc_penalty) == (True, 0.6, 0.2)
     assert cfg.search.parent_retriever.max_expanded_tokens == 1000
     assert cfg.search.fusion.rrf_k == 30.0 and cfg.search.fusion.bm25_heading_weight == 3.0
-    assert not cfg.search.fusion.is_default()
+    assert not cfg.search.fusion.is_groove()
     assert cfg.contextual is True
     assert cfg.eval.k_values == (1, 5, 10)
 
@@ -87,7 +87,10 @@ def test_defaults():
     cfg = parse_config({})
     assert cfg == Config()
     assert cfg.quality_filter.effective == 0.3 and cfg.reranker.model is None
-    assert cfg.search.fusion.is_default()
+    assert cfg.search.fusion.method == "relative" and not cfg.search.fusion.is_groove()
+    assert parse_config({"search": {"fusion": {"method": "rrf"}}}).search.fusion.is_groove()
+    with pytest.raises(ConfigError, match=r"search\.fusion\.method = 'borda' is invalid: expected one of relative, rrf"):
+        parse_config({"search": {"fusion": {"method": "borda"}}})
 
 
 @pytest.mark.parametrize(

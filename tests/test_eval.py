@@ -493,8 +493,14 @@ def test_fingerprint_from_settings():
     fp = ConfigFingerprint.from_settings(
         cfg, SearchParams(), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False
     )
-    # Our defaults differ from groove.
-    assert fp.to_json() == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True}
+    # Our defaults differ from groove: the bigram leg, merged parts and relative-score fusion.
+    j = fp.to_json()
+    assert {k: v for k, v in j.items() if k != "fusion"} == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True}
+    assert j["fusion"]["method"] == "relative" and j["fusion"]["rrf_k"] == 60.0
+    groove = ConfigFingerprint.from_settings(
+        cfg, SearchParams(fusion="rrf"), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False
+    )
+    assert "fusion" not in groove.to_json(), "groove's RRF is the baseline, so it is not spelled out"
 
     cfg = replace(cfg, search=SearchConfig(cjk_bigram=False, merge_parts=False, fusion=FusionConfig(rrf_k=30.0)))
     params = SearchParams(mmr=True, mmr_lambda=0.5, parent_retriever=True, reranker="rr")

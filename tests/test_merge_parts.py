@@ -48,7 +48,7 @@ def test_parts_of_one_section_are_one_hit(tmp_path, files):
         assert len(longs) == 1
         hit = longs[0]
         assert hit.trace.merged_parts == tuple(range(len(parts)))
-        assert resp.to_dict()["explain"]["hits"][[h.path for h in resp.results].index("long.md")]["rrf"][
+        assert resp.to_dict()["explain"]["hits"][[h.path for h in resp.results].index("long.md")]["fusion"][
             "merged_parts"
         ] == list(range(len(parts)))
         # Sections are ranked densely in each leg: the next section's rank follows the merged one's.

@@ -737,7 +737,7 @@ class ConfigFingerprint:
     fts_query_version: int = FTS_QUERY_VERSION
     mmr: tuple[float, float] | None = None  # (lambda, same_doc_penalty) when MMR is on
     parent_retriever: tuple[int, int] | None = None  # (whole_doc_threshold_tokens, max_expanded_tokens)
-    fusion: tuple[tuple[str, float], ...] | None = None  # every fusion knob, when any differs from default
+    fusion: tuple[tuple[str, float | str], ...] | None = None  # every fusion knob, when any differs from groove's
     context_static: bool = False  # the index was built in contextual (static) mode
     cjk_bigram: bool = False  # ours: the bigram leg changes ranking, so runs with it differ from groove's
     merge_parts: bool = False  # ours: split sections fused as one hit
@@ -781,6 +781,8 @@ class ConfigFingerprint:
     ) -> ConfigFingerprint:
         """The fingerprint of an eval run with these per-call params over this config."""
         fusion = config.search.fusion
+        if params.fusion is not None:
+            fusion = replace(fusion, method=params.fusion)
         parent = config.search.parent_retriever
         return cls(
             model=model,
@@ -792,15 +794,17 @@ class ConfigFingerprint:
             parent_retriever=(parent.whole_doc_threshold_tokens, parent.max_expanded_tokens)
             if params.parent_retriever
             else None,
-            fusion=None if fusion.is_default() else _fusion_items(fusion),
+            fusion=None if fusion.is_groove() else _fusion_items(fusion),
             context_static=context_static,
             cjk_bigram=config.search.cjk_bigram,
             merge_parts=config.search.merge_parts,
         )
 
 
-def _fusion_items(fusion: Any) -> tuple[tuple[str, float], ...]:
-    return tuple((f.name, float(getattr(fusion, f.name))) for f in fields(fusion))
+def _fusion_items(fusion: Any) -> tuple[tuple[str, float | str], ...]:
+    return tuple(
+        (f.name, v if isinstance(v := getattr(fusion, f.name), str) else float(v)) for f in fields(fusion)
+    )
 
 
 # ================================================================ corpus digest (§I.4)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import sqlean as sqlite3
 
-from groove_tui.config import Config, check_unit
+from groove_tui.config import Config, check_fusion_method, check_unit
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.filters import DocFilter
@@ -38,6 +38,9 @@ log = logging.getLogger("groove_tui.search")
 LIMIT_MAX = 1000
 KNN_MAX = 4096
 OVERFETCH_CAP = 10_000
+# Relative-score fusion normalises each leg over its first 50 candidates (groove's pool for limit 10), a
+# fixed window so that a hit's score does not depend on the page size.
+RELATIVE_DEPTH = 50
 F32 = np.float32
 # How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
 # "third" RRF leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
@@ -134,6 +137,7 @@ class Searcher:
         mmr_cfg = self.config.search.mmr
         if not params.mmr and (lam != mmr_cfg.lambda_ or penalty != mmr_cfg.same_doc_penalty):
             log.warning("mmr_lambda / mmr_same_doc_penalty given while MMR is off: ignored")
+        method = self.config.search.fusion.method if params.fusion is None else check_fusion_method("fusion", params.fusion)
         min_quality = self._min_quality(params.min_quality)
         doc_filter = DocFilter.build(
             path_globs=params.path_globs,
@@ -186,7 +190,10 @@ class Searcher:
             _check(cancel)
 
             t = time.perf_counter()
-            fused = self._fuse(legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None)
+            fused = self._fuse(
+                legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None,
+                method=method,
+            )
             timings["fuse"] = _ms(t)
             _check(cancel)
 
@@ -400,57 +407,57 @@ class Searcher:
 
     # ------------------------------------------------------------ fusion and later stages
 
-    def _fuse(self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False) -> list[_Candidate]:
-        """RRF in f32 like groove (§D.6): ties by chunk id; the vector term is added first.
+    def _fuse(
+        self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False, method: str = "rrf"
+    ) -> list[_Candidate]:
+        """Combine the legs into one ranking (ties by chunk id; the vector term is added first).
 
-        The bigram leg is a full-text leg: it carries the full-text weight and its term comes last.
+        "rrf" is groove's reciprocal rank fusion in f32 (§D.6). "relative" (ours) sums each leg's scores
+        min-max normalised over its top RELATIVE_DEPTH candidates (clamped at 0 below them), so a leg that
+        is far more sure of its first hit than of its second says so, where RRF only sees ranks. The bigram
+        leg is a full-text leg: it carries the full-text weight and its term comes last.
         With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
         candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
-        part the legs liked best stands for the section. Without split sections this is groove's RRF."""
+        part the legs liked best stands for the section. Without split sections this changes nothing."""
         f = self.config.search.fusion
-        k = F32(f.rrf_k)
-        wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         rows = legs.rows
         merge = self.config.search.merge_parts
         scores: dict[Hashable, np.float32] = {}
         traces: dict[Hashable, dict] = {}
-        part_scores: dict[int, np.float32] = {}  # merge: each part's own RRF score, to pick the section's face
+        part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
+        ties: dict[Hashable, float] = {}
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
+        wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
-            rank = 0
-            seen: set[Hashable] = set()
-            for pos, (cid, raw) in enumerate(leg):
-                key: Hashable = cid
-                if merge:
-                    part_scores[cid] = part_scores.get(cid, F32(0.0)) + weight * (F32(1.0) / (k + F32(pos) + F32(1.0)))
-                    r = rows[cid]
-                    key = (r.document_id, r.chunk_index - r.part)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                term = weight * (F32(1.0) / (k + F32(rank) + F32(1.0)))
-                rank += 1
+            if merge:
+                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k)):
+                    part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
+                leg = _best_part_per_section(leg, rows)
+            for rank, ((cid, raw), term) in enumerate(zip(leg, _terms(method, leg, weight, f.rrf_k))):
+                key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
+                if method != "rrf":  # candidates below every window tie at 0: their RRF order decides
+                    ties[key] = ties.get(key, 0.0) + float(weight) / (f.rrf_k + rank + 1)
                 if explain:
                     tr = traces.setdefault(key, {})
-                    tr[f"{name}_rank"] = rank
+                    tr[f"{name}_rank"] = rank + 1
                     tr[raw_name[name]] = float(raw)
                     tr[f"rrf_{name}"] = float(term)
         if merge:
             parts: dict[Hashable, list[int]] = {}
             for cid in part_scores:
-                r = rows[cid]
-                parts.setdefault((r.document_id, r.chunk_index - r.part), []).append(cid)
+                parts.setdefault(_section(rows[cid]), []).append(cid)
             face = {key: min(cids, key=lambda c: (-part_scores[c], c)) for key, cids in parts.items()}
         else:
             face = {cid: cid for cid in scores}
-        order = sorted(scores, key=lambda key: (-scores[key], face[key]))
+        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, 0.0), face[key]))
         if size is not None:
             order = order[:size]
         out = []
         for rank, key in enumerate(order):
             trace = traces.get(key, {})
             if explain:
+                trace["fusion"] = method
                 trace["rrf_score"] = float(scores[key])
                 trace["rrf_rank"] = rank + 1
                 trace["bigram_leg"] = bigram_leg
@@ -552,6 +559,38 @@ class Searcher:
 
 
 _TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
+
+
+def _section(row: CandidateRow) -> tuple[int, int]:
+    """A section's identity: its document and the chunk_index of its part 0."""
+    return row.document_id, row.chunk_index - row.part
+
+
+def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]) -> list[tuple[int, float]]:
+    """The leg with only the first (best) part of each section, in order."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for cid, raw in leg:
+        key = _section(rows[cid])
+        if key not in seen:
+            seen.add(key)
+            out.append((cid, raw))
+    return out
+
+
+def _terms(method: str, leg: Sequence[tuple[int, float]], weight: np.float32, rrf_k: float) -> list[np.float32]:
+    """Each candidate's fusion term, in leg order (best first; raw scores are lower-is-better)."""
+    if method == "rrf":
+        k = F32(rrf_k)
+        return [weight * (F32(1.0) / (k + F32(rank) + F32(1.0))) for rank in range(len(leg))]
+    if not leg:
+        return []
+    best = F32(leg[0][1])
+    floor = F32(leg[min(RELATIVE_DEPTH, len(leg)) - 1][1])
+    span = floor - best
+    if not span > 0:  # one candidate, or all equal: each is the leg's best
+        return [weight] * len(leg)
+    return [weight * max(F32(0.0), F32(1.0) - (F32(raw) - best) / span) for _, raw in leg]
 
 
 def first_page(per_leg: int, cap: int) -> int:

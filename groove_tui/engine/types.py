@@ -145,6 +145,7 @@ class SearchParams:
     min_confidence_ratio: float | None = None  # None = [search] min_confidence_ratio
     explain: bool = False
     legs: Literal["hybrid", "vector", "fts"] = "hybrid"  # evaluation: one retrieval leg alone
+    fusion: Literal["relative", "rrf"] | None = None  # None = [search.fusion] method
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +188,13 @@ class HitTrace:
     vector_distance: float | None = None
     fts_rank: int | None = None
     fts_bm25: float | None = None
-    rrf_vector: float | None = None  # this leg's RRF term
+    # Fusion (named rrf_* after groove's method; `fusion` says which method made them): each leg's term,
+    # their sum and the fused rank.
+    rrf_vector: float | None = None
     rrf_fts: float | None = None
     rrf_score: float | None = None
     rrf_rank: int | None = None
+    fusion: str = "rrf"
     rerank_score: float | None = None
     rerank_rank: int | None = None
     mmr: MMRTrace | None = None
@@ -209,7 +213,8 @@ class HitTrace:
             if self.vector_rank is None
             else {"rank": self.vector_rank, "distance": _num(self.vector_distance)},
             "fts": None if self.fts_rank is None else {"rank": self.fts_rank, "bm25": _num(self.fts_bm25)},
-            "rrf": {
+            "fusion": {
+                "method": self.fusion,
                 "vector_term": _num(self.rrf_vector),
                 "fts_term": _num(self.rrf_fts),
                 "score": _num(self.rrf_score),
@@ -220,9 +225,9 @@ class HitTrace:
             out["bigram"] = (
                 None if self.bigram_rank is None else {"rank": self.bigram_rank, "bm25": _num(self.bigram_bm25)}
             )
-            out["rrf"]["bigram_term"] = _num(self.rrf_bigram)
+            out["fusion"]["bigram_term"] = _num(self.rrf_bigram)
         if self.merged_parts is not None:
-            out["rrf"]["merged_parts"] = list(self.merged_parts)
+            out["fusion"]["merged_parts"] = list(self.merged_parts)
         if self.rerank_score is not None:
             out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
         if self.mmr is not None:

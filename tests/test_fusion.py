@@ -1,0 +1,109 @@
+"""Fusion methods: groove's RRF and our relative-score fusion, on hand-computed cases and a real index."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from groove_tui.config import ConfigError, FusionConfig, SearchConfig
+from groove_tui.engine import Engine, SearchParams
+from groove_tui.engine.search import RELATIVE_DEPTH, _terms
+
+from helpers import SAMPLE_KB, hashing_config, write_kb
+
+F32 = np.float32
+
+
+def test_rrf_terms_are_groove_formula_in_f32():
+    leg = [(7, -3.0), (3, -2.0), (9, -1.0)]
+    assert _terms("rrf", leg, F32(1.0), 60.0) == [F32(1.0) / F32(61.0), F32(1.0) / F32(62.0), F32(1.0) / F32(63.0)]
+    assert _terms("rrf", leg, F32(2.0), 10.0)[0] == F32(2.0) * (F32(1.0) / F32(11.0))
+
+
+def test_relative_terms_are_min_max_over_the_window():
+    # Lower raw is better (distances, FTS5 bm25): the best gets the full weight, the window's last 0.
+    leg = [(1, 0.2), (2, 0.4), (3, 0.6)]
+    assert _terms("relative", leg, F32(1.0), 60.0) == pytest.approx([1.0, 0.5, 0.0])
+    assert _terms("relative", leg, F32(2.0), 60.0) == pytest.approx([2.0, 1.0, 0.0])
+    bm25 = [(1, -9.0), (2, -6.0), (3, -3.0), (4, -3.0)]
+    assert _terms("relative", bm25, F32(1.0), 60.0) == pytest.approx([1.0, 0.5, 0.0, 0.0])
+
+
+def test_relative_terms_below_the_window_are_zero_not_negative():
+    leg = [(i, float(i)) for i in range(RELATIVE_DEPTH + 20)]
+    terms = _terms("relative", leg, F32(1.0), 60.0)
+    assert terms[0] == 1.0 and terms[RELATIVE_DEPTH - 1] == 0.0
+    assert all(t == 0.0 for t in terms[RELATIVE_DEPTH:])
+    # The window is fixed: a longer leg (a bigger page) does not move the scores inside it.
+    assert terms[:RELATIVE_DEPTH] == _terms("relative", leg[:RELATIVE_DEPTH], F32(1.0), 60.0)
+
+
+def test_relative_terms_of_a_flat_or_single_leg_are_full_weight():
+    assert _terms("relative", [(1, 0.3)], F32(1.0), 60.0) == [1.0]
+    assert _terms("relative", [(1, 0.3), (2, 0.3)], F32(0.5), 60.0) == [0.5, 0.5]
+    assert _terms("relative", [], F32(1.0), 60.0) == []
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    return write_kb(tmp_path_factory.mktemp("fusion") / "kb", SAMPLE_KB)
+
+
+def _engine(kb, tmp_path, **fusion) -> Engine:
+    cfg = hashing_config(search=replace(SearchConfig(), fusion=FusionConfig(**fusion)))
+    eng = Engine.open(kb, config=cfg, index_dir=tmp_path / "idx")
+    eng.index()
+    return eng
+
+
+def test_relative_fusion_sums_normalised_leg_scores(kb, tmp_path):
+    with _engine(kb, tmp_path) as eng:
+        resp = eng.search("tokio runtime", SearchParams(limit=10, explain=True))
+        traces = [h.trace for h in resp.results]
+        assert all(t.fusion == "relative" for t in traces)
+        for hit, t in zip(resp.results, traces):
+            terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0)
+            assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
+            assert 0.0 <= (t.rrf_vector or 0.0) <= 1.0 and 0.0 <= (t.rrf_fts or 0.0) <= 1.0
+        # Each leg's best candidate earns that leg's full weight.
+        assert max(t.rrf_vector or 0.0 for t in traces) == 1.0
+        assert next(t for t in traces if t.fts_rank == 1).rrf_fts == 1.0
+        assert [h.score for h in resp.results] == sorted((h.score for h in resp.results), reverse=True)
+        assert resp.to_dict()["explain"]["hits"][0]["fusion"]["method"] == "relative"
+
+
+def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, monkeypatch):
+    with _engine(kb, tmp_path) as eng, _engine(kb, tmp_path / "rrf", method="rrf") as rrf_eng:
+        eng.search("sqlite vector search", SearchParams(limit=10))
+        calls = []
+        monkeypatch.setattr(eng._searcher, "_fts_leg", lambda *a, **k: calls.append(a) or [])
+        per_call = eng.search("sqlite vector search", SearchParams(limit=10, fusion="rrf", explain=True))
+        assert calls == [], "switching the fusion method re-fuses cached legs"
+        configured = rrf_eng.search("sqlite vector search", SearchParams(limit=10, explain=True))
+        assert [(h.path, h.chunk_index, h.score) for h in per_call.results] == [
+            (h.path, h.chunk_index, h.score) for h in configured.results
+        ]
+        top = per_call.results[0].trace
+        assert top.fusion == "rrf"
+        expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank) if r)
+        assert top.rrf_score == pytest.approx(float(expected), rel=1e-6)
+
+
+def test_fusion_method_is_validated_with_its_name(kb, tmp_path):
+    with _engine(kb, tmp_path) as eng, pytest.raises(ConfigError, match=r"fusion = 'rank' is invalid"):
+        eng.search("tokio", SearchParams(fusion="rank"))
+
+
+def test_single_leg_runs_rank_like_the_leg(tmp_path):
+    # With one leg, relative fusion keeps the leg's own order — also below the normalisation window,
+    # where every candidate scores 0 and RRF breaks the tie.
+    files = {f"n{i:03}.md": f"# Note {i}\n\nNote {i} is about sqlite search" + " and more" * (i % 7) + ".\n" for i in range(150)}
+    with _engine(write_kb(tmp_path / "kb", files), tmp_path) as eng:
+        for legs in ("fts", "vector"):
+            params = SearchParams(limit=120, legs=legs, min_quality=0)
+            rel = eng.search("sqlite search", params)
+            rrf = eng.search("sqlite search", replace(params, fusion="rrf"))
+            assert len(rel.results) == 120
+            assert [h.chunk_id for h in rel.results] == [h.chunk_id for h in rrf.results]
