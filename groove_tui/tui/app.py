@@ -36,7 +36,7 @@ from groove_tui.engine.types import SearchParams, SearchResponse
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
                                      SearchFinished)
-from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig
+from groove_tui.tui.runconfig import FUSION_LABELS, PRESETS, SIDES, RunConfig
 from groove_tui.tui.widgets.results import Row
 
 _START = time.perf_counter()
@@ -54,6 +54,8 @@ class GrooveApp(App):
         Binding("f3", "toggle('parent')", "Parent", id="search.toggle_parent"),
         Binding("f4", "toggle('reranker')", "Rerank", id="search.toggle_reranker"),
         Binding("f5", "compare", "Compare", id="view.compare"),
+        # F6-F10 belong to the screens (explain, compare presets); F11 is often the terminal's full screen
+        Binding("f12", "toggle('fusion')", "Fusion", id="search.toggle_fusion"),
         Binding("ctrl+s", "export", "Export", id="export.json"),
         Binding("ctrl+g", "save_judgments", "Save judgments", id="eval.save"),
         Binding("ctrl+o", "open_editor", "Editor", show=False, id="hit.editor"),
@@ -93,7 +95,8 @@ class GrooveApp(App):
 
         self.query_text = ""
         self.base_params = SearchParams()
-        rc = RunConfig.from_params(self.base_params)
+        self.default_fusion = self.config.search.fusion.method  # what SearchParams.fusion=None means
+        rc = RunConfig.from_params(self.base_params, self.default_fusion)
         self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
         self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
@@ -181,7 +184,11 @@ class GrooveApp(App):
             self.base_params = SearchParams()
         if self.base_params.reranker is not None and not self.reranker_model:
             self.base_params = replace(self.base_params, reranker=None)
-        rc = RunConfig.from_params(self.base_params)
+        # the engine resolves fusion=None from its own config, so that is the method the sides start with
+        engine_config = getattr(engine, "config", None)
+        if engine_config is not None:
+            self.default_fusion = engine_config.search.fusion.method
+        rc = RunConfig.from_params(self.base_params, self.default_fusion)
         if not any(self.responses.values()):
             self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self._engine_ready.set()
@@ -733,12 +740,16 @@ class GrooveApp(App):
             self.notify("No reranker configured: set [reranker] model in groove.toml", severity="warning",
                         markup=False)
             return
-        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
-        new = replace(rc, **{field: not getattr(rc, field)})
+        if what == "fusion":  # two methods, so the toggle flips between them
+            new = replace(rc, fusion="relative" if rc.fusion == "rrf" else "rrf")
+            message = f"Fusion: {FUSION_LABELS[new.fusion]}"
+        else:
+            field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
+            new = replace(rc, **{field: not getattr(rc, field)})
+            label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
+            message = f"{label} {'on' if getattr(new, field) else 'off'}"
         self.set_run_config(side, new)
-        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
-        self.notify(f"{label} {'on' if getattr(new, field) else 'off'}" + (f" ({side})" if self.compare_active else ""),
-                    markup=False, timeout=1.5)
+        self.notify(message + (f" ({side})" if self.compare_active else ""), markup=False, timeout=1.5)
 
     def action_set_lambda(self, value: float, side: str = "left") -> None:
         self.set_run_config(side, replace(self.run_configs[side], lam=float(value)))

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from groove_tui.engine.types import SearchParams
 
 SIDES = ("left", "right")
+FUSION_LABELS = {"relative": "relative", "rrf": "RRF"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,12 +21,14 @@ class RunConfig:
     reranker: bool = False
     path_globs: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    fusion: str = "relative"  # "relative" or "rrf": how the retrieval legs combine (SearchParams.fusion)
 
     @classmethod
-    def from_params(cls, p: SearchParams) -> RunConfig:
+    def from_params(cls, p: SearchParams, fusion: str = "relative") -> RunConfig:
+        """`fusion` is the method `p.fusion=None` stands for: the engine config's `[search.fusion] method`."""
         return cls(limit=p.limit, mmr=p.mmr, lam=p.mmr_lambda, same_doc_penalty=p.mmr_same_doc_penalty,
                    parent=p.parent_retriever, reranker=p.reranker is not None, path_globs=tuple(p.path_globs),
-                   tags=tuple(p.tags_any))
+                   tags=tuple(p.tags_any), fusion=p.fusion or fusion)
 
     def to_params(self, base: SearchParams, reranker_model: str | None, *, explain: bool = True) -> SearchParams:
         return replace(
@@ -38,6 +41,7 @@ class RunConfig:
             reranker=reranker_model if (self.reranker and reranker_model) else None,
             path_globs=self.path_globs,
             tags_any=self.tags,
+            fusion=self.fusion,  # always explicit, so exports and eval params say which method ran
             explain=explain,
         )
 
@@ -47,8 +51,12 @@ class RunConfig:
         d["tags"] = list(self.tags)
         return d
 
-    def describe(self) -> str:
+    def describe(self, *, fusion: bool = False) -> str:
+        """One line for compare mode. `fusion` adds the method (the caller knows when it matters); it
+        comes early because a label too wide for its column is cut at the end."""
         parts = [f"limit {self.limit}"]
+        if fusion:
+            parts.append(f"fusion {FUSION_LABELS[self.fusion]}")
         parts.append(f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
                      if self.mmr else "MMR off")
         parts.append("parent on" if self.parent else "parent off")
@@ -70,6 +78,8 @@ Preset = Callable[[RunConfig], tuple[RunConfig, RunConfig]]
 PRESETS: dict[str, tuple[str, Preset]] = {
     "reranker": ("reranker off / on", lambda rc: (replace(rc, reranker=False), replace(rc, reranker=True))),
     "mmr": ("MMR off / on", lambda rc: (replace(rc, mmr=False), replace(rc, mmr=True))),
+    "fusion": ("fusion relative / RRF",
+               lambda rc: (replace(rc, fusion="relative"), replace(rc, fusion="rrf"))),
     "lambda": ("MMR λ low 0.3 / high 0.9",
                lambda rc: (replace(rc, mmr=True, lam=0.3), replace(rc, mmr=True, lam=0.9))),
 }

@@ -143,6 +143,9 @@ class FakeEngine:
             if count:
                 scored.append((count, doc_id, doc))
         scored.sort(key=lambda x: (-x[0], x[1]))
+        method = params.fusion or self.config.search.fusion.method
+        if method == "rrf":  # "ranks only": the fake's vector leg (document order) decides
+            scored.sort(key=lambda x: x[1])
         if params.mmr:  # deterministic "diversification": λ decides how far the tail is pulled forward
             lam = params.mmr_lambda
             scored.sort(key=lambda x: -(lam * x[0] + (1 - lam) * (len(DOCS) - x[1]) / 2))
@@ -162,11 +165,15 @@ class FakeEngine:
                 for m in re.finditer(re.escape(t), content, re.IGNORECASE):
                     spans.append(Span(m.start(), m.end()))
             spans.sort(key=lambda s: (s.start, s.end))
-            score = round(1 / (60 + rank) + count / 1000, 6)
+            if method == "rrf":
+                score = round(1 / (61 + doc_id) + 1 / (61 + rank), 6)  # the trace's two leg terms
+            else:
+                score = round(1 / (60 + rank) + count / 1000, 6)
             trace = None
             if params.explain:
                 trace = HitTrace(vector_rank=doc_id, vector_distance=0.1 * doc_id, fts_rank=rank, fts_bm25=-float(count),
                                  rrf_vector=1 / (61 + doc_id), rrf_fts=1 / (61 + rank), rrf_score=score, rrf_rank=rank,
+                                 fusion=method,
                                  mmr=MMRTrace(pick=rank, relevance=1.0 / rank, max_similarity=0.25, penalty=0.0,
                                               value=0.5) if params.mmr else None,
                                  parent="merged chunks 0–2" if expanded else None)

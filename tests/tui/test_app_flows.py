@@ -265,7 +265,7 @@ async def test_explain_panel(tmp_path):
         panel = app.screen.query_one("#explain", ExplainPanel)
         assert panel.display is True
         text = panel._body.content.plain
-        for needle in ("Query", "exclude", "python", "Vector leg", "Full-text leg", "Fusion: RRF", "MMR",
+        for needle in ("Query", "exclude", "python", "Vector leg", "Full-text leg", "Fusion: relative scores", "MMR",
                        "Parent retriever", "Timings"):
             assert needle in text
         assert app.run_configs["left"].to_params(app.base_params, None).explain
@@ -283,16 +283,16 @@ async def test_help_screen_lists_bindings(tmp_path):
 
 
 async def test_keymap_remap(tmp_path):
-    cfg = replace(Config(), tui=TuiConfig(keymap=(("search.toggle_mmr", "f12"),)))
+    cfg = replace(Config(), tui=TuiConfig(keymap=(("search.toggle_mmr", "f11"),)))
     app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f12")
+        await pilot.press("f11")
         await settle(app, pilot)
         assert app.run_configs["left"].mmr
         from groove_tui.tui.screens.help import binding_rows
 
         rows = dict(binding_rows(app))["Global"]
-        assert ("f12", "MMR", "search.toggle_mmr") in rows
+        assert ("f11", "MMR", "search.toggle_mmr") in rows
 
 
 async def test_reranker_switch_disabled_without_model(tmp_path):

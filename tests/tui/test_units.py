@@ -98,6 +98,13 @@ def test_runconfig_params_roundtrip():
     left, right = PRESETS["lambda"][1](rc)
     assert (left.lam, right.lam) == (0.3, 0.9) and left.mmr and right.mmr
     assert "MMR λ0.40" in rc.describe()
+    assert rc.fusion == "relative" and rc.to_params(base, None).fusion == "relative"
+    rrf = RunConfig.from_params(base, "rrf")  # fusion=None in the params: the configured method
+    assert rrf.fusion == "rrf" and rrf.to_params(base, None).fusion == "rrf"
+    assert RunConfig.from_params(replace(base, fusion="relative"), "rrf").fusion == "relative"
+    assert "fusion" not in rrf.describe() and "limit 7 · fusion RRF · MMR" in rrf.describe(fusion=True)
+    left, right = PRESETS["fusion"][1](rrf)
+    assert (left.fusion, right.fusion) == ("relative", "rrf")
 
 
 def test_slider_clamps_and_snaps():

@@ -57,9 +57,13 @@ class CompareScreen(SearchScreenMixin, Screen):
         self.refresh_comparison()
 
     def _labels(self) -> None:
+        rcs = self.app.run_configs
+        # the fusion method is named when the sides differ in it or when it is not the configured one
+        methods = {rcs["left"].fusion, rcs["right"].fusion}
+        fusion = methods != {self.app.default_fusion}
         for side in ("left", "right"):
             self.query_one(f"#label-{side}", Static).update(
-                Text(f"{side.upper()}: {self.app.run_configs[side].describe()}", style="bold"))
+                Text(f"{side.upper()}: {rcs[side].describe(fusion=fusion)}", style="bold"))
 
     def _on_results(self, side: str) -> None:
         self.refresh_comparison()

@@ -8,13 +8,21 @@ from dataclasses import replace
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Switch
 
-from groove_tui.tui.runconfig import RunConfig, split_list
+from groove_tui.tui.runconfig import FUSION_LABELS, RunConfig, split_list
 from groove_tui.tui.widgets.slider import Slider
 
 NO_RERANKER_TIP = (
     "No reranker configured. Set one in groove.toml:\n[reranker]\nmodel = \"<fastembed cross-encoder name "
     "or local ONNX dir>\""
 )
+FUSION_TIP = (
+    "How the vector and full-text legs combine. On: RRF (groove's reciprocal rank fusion: ranks only). "
+    "Off: relative scores (each leg's scores normalised over its top 50, then summed)."
+)
+
+
+def fusion_label(method: str) -> str:
+    return f"Fusion: {FUSION_LABELS[method]}"
 
 
 class ConfigPane(VerticalScroll):
@@ -53,6 +61,10 @@ class ConfigPane(VerticalScroll):
             yield Label("Rerank")
             yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
                          tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
+        with Horizontal(classes="row"):
+            # a switch for a choice of two: the label names the method in use
+            yield Label(fusion_label(rc.fusion), id=f"{s}-fusion-label")
+            yield Switch(rc.fusion == "rrf", id=f"{s}-fusion", tooltip=FUSION_TIP)
         yield Label("limit", classes="field-label")
         yield Input(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
@@ -77,6 +89,8 @@ class ConfigPane(VerticalScroll):
             self.query_one(f"#{s}-parent", Switch).value = rc.parent
             rr = self.query_one(f"#{s}-reranker", Switch)
             rr.value = rc.reranker and not rr.disabled
+            self.query_one(f"#{s}-fusion", Switch).value = rc.fusion == "rrf"
+            self.query_one(f"#{s}-fusion-label", Label).update(fusion_label(rc.fusion))
             self.query_one(f"#{s}-lambda", Slider).value = rc.lam
             self.query_one(f"#{s}-penalty", Slider).value = rc.same_doc_penalty
             limit = self.query_one(f"#{s}-limit", Input)
@@ -96,7 +110,11 @@ class ConfigPane(VerticalScroll):
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
-        key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[event.switch.id.split("-", 1)[1]]
+        what = event.switch.id.split("-", 1)[1]
+        if what == "fusion":
+            self._set(fusion="rrf" if event.value else "relative")
+            return
+        key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
 
     def on_slider_changed(self, event: Slider.Changed) -> None:
