@@ -373,7 +373,13 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         p.get("max_expanded_tokens", 2000),
     )
     return SearchConfig(
-        min_confidence_ratio=float(ratio), cjk_bigram=cjk, merge_parts=merge_parts, fusion=fusion, mmr=mmr, parent_retriever=parent)
+        min_confidence_ratio=float(ratio),
+        cjk_bigram=cjk,
+        merge_parts=merge_parts,
+        fusion=fusion,
+        mmr=mmr,
+        parent_retriever=parent,
+    )
 
 
 def validate_parent(enabled: bool, threshold: Any, max_tokens: Any) -> ParentConfig:

@@ -4,7 +4,7 @@ Greedy selection of `min(limit, n)` candidates. At each step every remaining can
 
     value_i = λ·rel_i − (1 − λ)·max_sim_i − (same_doc_penalty if its document was already picked else 0)
 
-and the largest value wins, ties going to the lowest index (the better RRF / rerank position).
+and the largest value wins, ties going to the lowest index (the better fused / rerank position).
 
 * `rel` is the score min–max normalised over the pool; when `max − min` is not above f32::EPSILON every
   `rel` is 0.0 (so the first pick is index 0).

@@ -1,4 +1,4 @@
-"""The search pipeline: parse → (vector leg ∥ FTS leg) → filters → RRF → reranker → MMR → parent → spans.
+"""The search pipeline: parse → (vector leg ∥ FTS leg) → filters → fusion → reranker → MMR → parent → spans.
 
 Follows groove (reference §C–§H); deviations are listed in DESIGN.md. Each optional stage is skipped
 entirely when off, so the output is identical to the pipeline without it. Retrieval results are cached per
@@ -43,7 +43,7 @@ OVERFETCH_CAP = 10_000
 RELATIVE_DEPTH = 50
 F32 = np.float32
 # How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
-# "third" RRF leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
+# "third" fused leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
 BIGRAM_MODE = "replace"
 
 

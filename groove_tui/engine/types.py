@@ -258,7 +258,7 @@ class Hit:
     date: str | None
     tags: tuple[str, ...]
     content: str  # the chunk text, or the parent retriever's expansion
-    score: float  # RRF sum, or the raw reranker score when a reranker ran
+    score: float  # fused score (relative or RRF), or the raw reranker score when a reranker ran
     line: int = 1  # 1-based line of the chunk in its file (for opening an editor)
     match_spans: tuple[Span, ...] | None = None  # characters into `content`; None = not computed
     expanded_from: ExpandedFrom | None = None
