@@ -166,3 +166,28 @@ def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
 def test_scale_must_be_positive(scale_env, capsys):
     assert cli.main(["bench", str(scale_env), "--scale", "0"]) == 1
     assert "--scale" in capsys.readouterr().err
+
+
+def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
+    # A query embedding that takes 40 ms: the cold total pays it, "everything but the embedding" does not.
+    import time
+
+    from groove_tui.engine import Engine
+
+    from helpers import hashing_config
+
+    engine = Engine.open(write_kb(tmp_path / "kb", SAMPLE_KB), config=hashing_config(), index_dir=tmp_path / "idx")
+    engine.index()
+    embedder = engine.embedder()
+    real = embedder.embed_query
+
+    def slow(text):
+        time.sleep(0.04)
+        return real(text)
+
+    embedder.embed_query = slow
+    params = engine.default_params(reranker=None, mmr=False, parent_retriever=False)
+    stages, minus_embed = bench.cold_searches(engine, ["tokio runtime", "sqlite vector"], 1, params, lambda *_: None)
+    engine.close()
+    assert min(stages["embed"]) >= 40 and min(stages["total"]) >= 40
+    assert len(minus_embed) == 2 and max(minus_embed) < 40
