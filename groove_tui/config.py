@@ -339,7 +339,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
     fusion = FusionConfig(
-        method=check_fusion_method("search.fusion.method", f.get("method", "relative")),
+        method=check_fusion_method("search.fusion.method", f.get("method", FusionConfig().method)),
         rrf_k=float(check_range("search.fusion.rrf_k", f.get("rrf_k", 60.0), 1.0, 1e6)),
         **{
             name: float(check_range(f"search.fusion.{name}", f.get(name, default), 0.0, 1e6))

@@ -425,7 +425,7 @@ class Searcher:
         scores: dict[Hashable, np.float32] = {}
         traces: dict[Hashable, dict] = {}
         part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
-        ties: dict[Hashable, float] = {}
+        ties: dict[Hashable, np.float32] = {}
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
@@ -433,11 +433,13 @@ class Searcher:
                 for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k)):
                     part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
                 leg = _best_part_per_section(leg, rows)
+            # Relative scores tie at 0 below every leg's window: the RRF terms then decide the order.
+            rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
             for rank, ((cid, raw), term) in enumerate(zip(leg, _terms(method, leg, weight, f.rrf_k))):
                 key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
-                if method != "rrf":  # candidates below every window tie at 0: their RRF order decides
-                    ties[key] = ties.get(key, 0.0) + float(weight) / (f.rrf_k + rank + 1)
+                if rrf_terms is not None:
+                    ties[key] = ties.get(key, F32(0.0)) + rrf_terms[rank]
                 if explain:
                     tr = traces.setdefault(key, {})
                     tr[f"{name}_rank"] = rank + 1
@@ -450,7 +452,7 @@ class Searcher:
             face = {key: min(cids, key=lambda c: (-part_scores[c], c)) for key, cids in parts.items()}
         else:
             face = {cid: cid for cid in scores}
-        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, 0.0), face[key]))
+        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), face[key]))
         if size is not None:
             order = order[:size]
         out = []
