@@ -1,7 +1,7 @@
 """Command line: `groove-tui <kb>` opens the explorer; `index`, `search`, `eval`, `bench`, `status` are headless.
 
-Only argparse is imported at module level so `groove-tui --help` stays fast; each command imports what
-it needs. Data goes to stdout, errors and progress to stderr.
+Only argparse and the config module (stdlib only) are imported at module level so `groove-tui --help`
+stays fast; each command imports what it needs. Data goes to stdout, errors and progress to stderr.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import math
 import os
 import sys
 from pathlib import Path
+
+from groove_tui.config import FUSION_METHODS
 
 COMMANDS = ("index", "search", "eval", "bench", "status")
 
@@ -48,8 +50,9 @@ def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of 
     p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
     p.add_argument("--reranker", default=None, help="cross-encoder: fastembed name or local ONNX dir ('none' = off)")
     p.add_argument(
-        "--fusion", choices=("relative", "rrf"), default=None,
-        help="how the legs combine: relative scores (default) or groove's reciprocal rank fusion",
+        "--fusion", choices=FUSION_METHODS, default=None,
+        help="how the legs combine: scores normalised by their spread (dbsf, default) or range (relative), "
+        "or groove's reciprocal rank fusion (rrf)",
     )
 
 

@@ -56,7 +56,7 @@ def check_range(key: str, value: Any, lo: float, hi: float, *, integer: bool = F
     return value
 
 
-FUSION_METHODS = ("relative", "rrf")
+FUSION_METHODS = ("dbsf", "relative", "rrf")
 
 
 def check_fusion_method(key: str, value: Any) -> str:
@@ -85,9 +85,10 @@ def _str_list(key: str, value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
-    method: str = "relative"
-    """How the legs combine: "relative" (ours: each leg's scores min-max normalised over its top 50,
-    weighted and summed) or "rrf" (groove: reciprocal rank fusion)."""
+    method: str = "dbsf"
+    """How the legs combine. Ours: "dbsf" (each leg's scores normalised by the mean and standard
+    deviation of its top 50, weighted and summed) or "relative" (the same, min-max normalised).
+    groove's: "rrf" (reciprocal rank fusion)."""
     rrf_k: float = 60.0
     """RRF constant k: a rank-r hit contributes 1/(k + r + 1). Finite, in [1, 1e6]."""
     bm25_heading_weight: float = 2.0

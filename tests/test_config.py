@@ -87,9 +87,9 @@ def test_defaults():
     cfg = parse_config({})
     assert cfg == Config()
     assert cfg.quality_filter.effective == 0.3 and cfg.reranker.model is None
-    assert cfg.search.fusion.method == "relative" and not cfg.search.fusion.is_groove()
+    assert cfg.search.fusion.method == "dbsf" and not cfg.search.fusion.is_groove()
     assert parse_config({"search": {"fusion": {"method": "rrf"}}}).search.fusion.is_groove()
-    with pytest.raises(ConfigError, match=r"search\.fusion\.method = 'borda' is invalid: expected one of relative, rrf"):
+    with pytest.raises(ConfigError, match=r"search\.fusion\.method = 'borda' is invalid: expected one of dbsf, relative, rrf"):
         parse_config({"search": {"fusion": {"method": "borda"}}})
 
 

@@ -186,15 +186,15 @@ def test_legs_are_part_of_the_fingerprint(setup, data_dir, capsys):
 def test_fusion_method_is_part_of_the_fingerprint(setup, data_dir, capsys):
     kb, golden = setup
     methods = []
-    for flag in ([], ["--fusion", "rrf"], ["--fusion", "relative"]):
+    for flag in ([], ["--fusion", "rrf"], ["--fusion", "relative"], ["--fusion", "dbsf"]):
         rc, out, _ = run(capsys, str(kb), "--golden", str(golden), *flag, "--format", "json")
         assert rc == 0
         data = json.loads(out)
         methods.append((data["fingerprint"].get("fusion") or {}).get("method", "rrf"))
-    assert methods == ["relative", "rrf", "relative"]
-    # the explicit relative run is the default configuration: it compares with the first run, not the RRF one
+    assert methods == ["dbsf", "rrf", "relative", "dbsf"]
+    # the explicit dbsf run is the default configuration: it compares with the first run, not the others
     assert data["comparison"] is not None
-    assert data["comparison"]["previous_timestamp"] == json.loads(history_files(data_dir)[0].read_text())["runs"][2]["timestamp"]
+    assert data["comparison"]["previous_timestamp"] == json.loads(history_files(data_dir)[0].read_text())["runs"][3]["timestamp"]
 
 
 def test_fts_leg_alone_scores(setup, capsys):

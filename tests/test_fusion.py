@@ -1,4 +1,4 @@
-"""Fusion methods: groove's RRF and our relative-score fusion, on hand-computed cases and a real index."""
+"""Fusion methods: groove's RRF and our score fusions (dbsf, relative), on hand-computed cases and a real index."""
 
 from __future__ import annotations
 
@@ -46,6 +46,39 @@ def test_relative_terms_of_a_flat_or_single_leg_are_full_weight():
     assert _terms("relative", [], F32(1.0), 60.0) == []
 
 
+def test_dbsf_terms_map_the_window_mean_to_half_and_three_deviations_to_the_ends():
+    # bm25 (lower is better): scores 9, 6, 3 have mean 6 and standard deviation sqrt(6).
+    bm25 = [(1, -9.0), (2, -6.0), (3, -3.0)]
+    step = 3.0 / (6.0 * np.sqrt(6.0))
+    assert _terms("dbsf", bm25, F32(1.0), 60.0) == pytest.approx([0.5 + step, 0.5, 0.5 - step], rel=1e-6)
+    assert _terms("dbsf", bm25, F32(2.0), 60.0) == pytest.approx([1.0 + 2 * step, 1.0, 1.0 - 2 * step], rel=1e-6)
+
+
+def test_dbsf_reads_vector_distances_as_cosine_similarity():
+    # Unit vectors at L2 distance 0, 1 and sqrt(2) have cosine 1, 0.5 and 0: evenly spaced, unlike the
+    # distances themselves.
+    leg = [(1, 0.0), (2, 1.0), (3, float(np.sqrt(2.0)))]
+    step = 0.5 / (6.0 * np.sqrt(1.0 / 6.0))
+    assert _terms("dbsf", leg, F32(1.0), 60.0, vector=True) == pytest.approx([0.5 + step, 0.5, 0.5 - step], rel=1e-6)
+    as_text = _terms("dbsf", leg, F32(1.0), 60.0)
+    assert as_text[1] != pytest.approx(0.5, abs=1e-3), "without the cosine the middle hit is not at the mean"
+
+
+def test_dbsf_window_is_fixed_clamps_at_zero_and_keeps_an_outliers_lead():
+    leg = [(0, -100.0)] + [(i, -50.0 + i) for i in range(1, RELATIVE_DEPTH + 200)]
+    terms = _terms("dbsf", leg, F32(1.0), 60.0)
+    assert terms[0] > 1.0, "a first hit far above its window is not clipped to the others' scale"
+    assert terms == sorted(terms, reverse=True) and min(terms) == 0.0
+    assert all(t >= 0.0 for t in terms)
+    assert terms[:RELATIVE_DEPTH] == _terms("dbsf", leg[:RELATIVE_DEPTH], F32(1.0), 60.0)
+
+
+def test_dbsf_terms_of_a_flat_or_single_leg_are_full_weight():
+    assert _terms("dbsf", [(1, 0.3)], F32(1.0), 60.0, vector=True) == [1.0]
+    assert _terms("dbsf", [(1, -2.0), (2, -2.0)], F32(0.5), 60.0) == [0.5, 0.5]
+    assert _terms("dbsf", [], F32(1.0), 60.0) == []
+
+
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     return write_kb(tmp_path_factory.mktemp("fusion") / "kb", SAMPLE_KB)
@@ -58,8 +91,21 @@ def _engine(kb, tmp_path, **fusion) -> Engine:
     return eng
 
 
-def test_relative_fusion_sums_normalised_leg_scores(kb, tmp_path):
+def test_dbsf_is_the_default_and_sums_the_leg_terms(kb, tmp_path):
     with _engine(kb, tmp_path) as eng:
+        resp = eng.search("tokio runtime", SearchParams(limit=10, explain=True))
+        traces = [h.trace for h in resp.results]
+        assert all(t.fusion == "dbsf" for t in traces)
+        for hit, t in zip(resp.results, traces):
+            terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0)
+            assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
+            assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0
+        assert [h.score for h in resp.results] == sorted((h.score for h in resp.results), reverse=True)
+        assert resp.to_dict()["explain"]["hits"][0]["fusion"]["method"] == "dbsf"
+
+
+def test_relative_fusion_sums_min_max_normalised_leg_scores(kb, tmp_path):
+    with _engine(kb, tmp_path, method="relative") as eng:
         resp = eng.search("tokio runtime", SearchParams(limit=10, explain=True))
         traces = [h.trace for h in resp.results]
         assert all(t.fusion == "relative" for t in traces)
@@ -96,13 +142,14 @@ def test_fusion_method_is_validated_with_its_name(kb, tmp_path):
         eng.search("tokio", SearchParams(fusion="rank"))
 
 
-def test_single_leg_runs_rank_like_the_leg(tmp_path):
-    # With one leg, relative fusion keeps the leg's own order — also below the normalisation window,
-    # where every candidate scores 0 and RRF breaks the tie.
+@pytest.mark.parametrize("method", ["dbsf", "relative"])
+def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
+    # With one leg, a score fusion keeps the leg's own order — also below the normalisation window,
+    # where candidates may all score 0 and RRF breaks the tie.
     files = {f"n{i:03}.md": f"# Note {i}\n\nNote {i} is about sqlite search" + " and more" * (i % 7) + ".\n" for i in range(150)}
     with _engine(write_kb(tmp_path / "kb", files), tmp_path) as eng:
         for legs in ("fts", "vector"):
-            params = SearchParams(limit=120, legs=legs, min_quality=0)
+            params = SearchParams(limit=120, legs=legs, min_quality=0, fusion=method)
             rel = eng.search("sqlite search", params)
             rrf = eng.search("sqlite search", replace(params, fusion="rrf"))
             assert len(rel.results) == 120

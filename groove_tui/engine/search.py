@@ -38,7 +38,7 @@ log = logging.getLogger("groove_tui.search")
 LIMIT_MAX = 1000
 KNN_MAX = 4096
 OVERFETCH_CAP = 10_000
-# Relative-score fusion normalises each leg over its first 50 candidates (groove's pool for limit 10), a
+# The score-based fusions normalise each leg over its first 50 candidates (groove's pool for limit 10), a
 # fixed window so that a hit's score does not depend on the page size.
 RELATIVE_DEPTH = 50
 F32 = np.float32
@@ -412,9 +412,11 @@ class Searcher:
     ) -> list[_Candidate]:
         """Combine the legs into one ranking (ties by chunk id; the vector term is added first).
 
-        "rrf" is groove's reciprocal rank fusion in f32 (§D.6). "relative" (ours) sums each leg's scores
-        min-max normalised over its top RELATIVE_DEPTH candidates (clamped at 0 below them), so a leg that
-        is far more sure of its first hit than of its second says so, where RRF only sees ranks. The bigram
+        "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
+        far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
+        legs' scores normalised over their top RELATIVE_DEPTH candidates (clamped at 0 below). "dbsf"
+        (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
+        the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
         leg is a full-text leg: it carries the full-text weight and its term comes last.
         With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
         candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
@@ -430,12 +432,13 @@ class Searcher:
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
-                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k)):
+                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
                     part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
                 leg = _best_part_per_section(leg, rows)
             # Relative scores tie at 0 below every leg's window: the RRF terms then decide the order.
             rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
-            for rank, ((cid, raw), term) in enumerate(zip(leg, _terms(method, leg, weight, f.rrf_k))):
+            terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
+            for rank, ((cid, raw), term) in enumerate(zip(leg, terms)):
                 key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
                 if rrf_terms is not None:
@@ -580,19 +583,32 @@ def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, Can
     return out
 
 
-def _terms(method: str, leg: Sequence[tuple[int, float]], weight: np.float32, rrf_k: float) -> list[np.float32]:
+def _terms(
+    method: str, leg: Sequence[tuple[int, float]], weight: np.float32, rrf_k: float, vector: bool = False
+) -> list[np.float32]:
     """Each candidate's fusion term, in leg order (best first; raw scores are lower-is-better)."""
     if method == "rrf":
         k = F32(rrf_k)
         return [weight * (F32(1.0) / (k + F32(rank) + F32(1.0))) for rank in range(len(leg))]
     if not leg:
         return []
-    best = F32(leg[0][1])
-    floor = F32(leg[min(RELATIVE_DEPTH, len(leg)) - 1][1])
-    span = floor - best
-    if not span > 0:  # one candidate, or all equal: each is the leg's best
+    if method == "relative":
+        best = F32(leg[0][1])
+        floor = F32(leg[min(RELATIVE_DEPTH, len(leg)) - 1][1])
+        span = floor - best
+        if not span > 0:  # one candidate, or all equal: each is the leg's best
+            return [weight] * len(leg)
+        return [weight * max(F32(0.0), F32(1.0) - (F32(raw) - best) / span) for _, raw in leg]
+    # dbsf: higher is better here. A vector's L2 distance becomes its cosine similarity (the vectors are
+    # unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be read on.
+    good = np.array([raw for _, raw in leg], dtype=np.float64)
+    good = 1.0 - good * good / 2.0 if vector else -good
+    window = good[:RELATIVE_DEPTH]
+    lo, span = window.mean() - 3.0 * window.std(), 6.0 * window.std()
+    if not span > 0:
         return [weight] * len(leg)
-    return [weight * max(F32(0.0), F32(1.0) - (F32(raw) - best) / span) for _, raw in leg]
+    # Not clipped at 1: a first hit far above the rest of its window keeps that lead.
+    return [weight * F32(max(0.0, (g - lo) / span)) for g in good]
 
 
 def first_page(per_leg: int, cap: int) -> int:

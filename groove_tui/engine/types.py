@@ -145,7 +145,7 @@ class SearchParams:
     min_confidence_ratio: float | None = None  # None = [search] min_confidence_ratio
     explain: bool = False
     legs: Literal["hybrid", "vector", "fts"] = "hybrid"  # evaluation: one retrieval leg alone
-    fusion: Literal["relative", "rrf"] | None = None  # None = [search.fusion] method
+    fusion: Literal["dbsf", "relative", "rrf"] | None = None  # None = [search.fusion] method
 
 
 @dataclass(frozen=True, slots=True)
