@@ -9,7 +9,7 @@ import pytest
 
 from groove_tui.config import ConfigError, FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.search import RELATIVE_DEPTH, _terms
+from groove_tui.engine.search import SCORE_WINDOW, _terms
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -32,12 +32,12 @@ def test_relative_terms_are_min_max_over_the_window():
 
 
 def test_relative_terms_below_the_window_are_zero_not_negative():
-    leg = [(i, float(i)) for i in range(RELATIVE_DEPTH + 20)]
+    leg = [(i, float(i)) for i in range(SCORE_WINDOW + 20)]
     terms = _terms("relative", leg, F32(1.0), 60.0)
-    assert terms[0] == 1.0 and terms[RELATIVE_DEPTH - 1] == 0.0
-    assert all(t == 0.0 for t in terms[RELATIVE_DEPTH:])
+    assert terms[0] == 1.0 and terms[SCORE_WINDOW - 1] == 0.0
+    assert all(t == 0.0 for t in terms[SCORE_WINDOW:])
     # The window is fixed: a longer leg (a bigger page) does not move the scores inside it.
-    assert terms[:RELATIVE_DEPTH] == _terms("relative", leg[:RELATIVE_DEPTH], F32(1.0), 60.0)
+    assert terms[:SCORE_WINDOW] == _terms("relative", leg[:SCORE_WINDOW], F32(1.0), 60.0)
 
 
 def test_relative_terms_of_a_flat_or_single_leg_are_full_weight():
@@ -65,12 +65,12 @@ def test_dbsf_reads_vector_distances_as_cosine_similarity():
 
 
 def test_dbsf_window_is_fixed_clamps_at_zero_and_keeps_an_outliers_lead():
-    leg = [(0, -100.0)] + [(i, -50.0 + i) for i in range(1, RELATIVE_DEPTH + 200)]
+    leg = [(0, -100.0)] + [(i, -50.0 + i) for i in range(1, SCORE_WINDOW + 200)]
     terms = _terms("dbsf", leg, F32(1.0), 60.0)
     assert terms[0] > 1.0, "a first hit far above its window is not clipped to the others' scale"
     assert terms == sorted(terms, reverse=True) and min(terms) == 0.0
     assert all(t >= 0.0 for t in terms)
-    assert terms[:RELATIVE_DEPTH] == _terms("dbsf", leg[:RELATIVE_DEPTH], F32(1.0), 60.0)
+    assert terms[:SCORE_WINDOW] == _terms("dbsf", leg[:SCORE_WINDOW], F32(1.0), 60.0)
 
 
 def test_dbsf_terms_of_a_flat_or_single_leg_are_full_weight():

@@ -40,7 +40,7 @@ KNN_MAX = 4096
 OVERFETCH_CAP = 10_000
 # The score-based fusions normalise each leg over its first 50 candidates (groove's pool for limit 10), a
 # fixed window so that a hit's score does not depend on the page size.
-RELATIVE_DEPTH = 50
+SCORE_WINDOW = 50
 F32 = np.float32
 # How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
 # "third" fused leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
@@ -414,7 +414,7 @@ class Searcher:
 
         "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
         far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
-        legs' scores normalised over their top RELATIVE_DEPTH candidates (clamped at 0 below). "dbsf"
+        legs' scores normalised over their top SCORE_WINDOW candidates (clamped at 0 below). "dbsf"
         (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
         the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
         leg is a full-text leg: it carries the full-text weight and its term comes last.
@@ -594,7 +594,7 @@ def _terms(
         return []
     if method == "relative":
         best = F32(leg[0][1])
-        floor = F32(leg[min(RELATIVE_DEPTH, len(leg)) - 1][1])
+        floor = F32(leg[min(SCORE_WINDOW, len(leg)) - 1][1])
         span = floor - best
         if not span > 0:  # one candidate, or all equal: each is the leg's best
             return [weight] * len(leg)
@@ -603,7 +603,7 @@ def _terms(
     # unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be read on.
     good = np.array([raw for _, raw in leg], dtype=np.float64)
     good = 1.0 - good * good / 2.0 if vector else -good
-    window = good[:RELATIVE_DEPTH]
+    window = good[:SCORE_WINDOW]
     lo, span = window.mean() - 3.0 * window.std(), 6.0 * window.std()
     if not span > 0:
         return [weight] * len(leg)
