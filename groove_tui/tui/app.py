@@ -36,7 +36,7 @@ from groove_tui.engine.types import SearchParams, SearchResponse
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
                                      SearchFinished)
-from groove_tui.tui.runconfig import FUSION_LABELS, PRESETS, SIDES, RunConfig
+from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
 from groove_tui.tui.widgets.results import Row
 
 _START = time.perf_counter()
@@ -740,14 +740,20 @@ class GrooveApp(App):
             self.notify("No reranker configured: set [reranker] model in groove.toml", severity="warning",
                         markup=False)
             return
-        if what == "fusion":  # two methods, so the toggle flips between them
-            new = replace(rc, fusion="relative" if rc.fusion == "rrf" else "rrf")
-            message = f"Fusion: {FUSION_LABELS[new.fusion]}"
-        else:
-            field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
-            new = replace(rc, **{field: not getattr(rc, field)})
-            label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
-            message = f"{label} {'on' if getattr(new, field) else 'off'}"
+        if what == "fusion":  # more than two methods: the toggle cycles through them
+            self.action_set_fusion(next_fusion(rc.fusion))
+            return
+        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
+        new = replace(rc, **{field: not getattr(rc, field)})
+        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
+        self._apply_toggle(side, new, f"{label} {'on' if getattr(new, field) else 'off'}")
+
+    def action_set_fusion(self, method: str) -> None:
+        """Fusion `method` on the current side (F12's next method, or the palette's choice)."""
+        side = self.active_side if self.compare_active else "left"
+        self._apply_toggle(side, replace(self.run_configs[side], fusion=method), f"Fusion: {fusion_label(method)}")
+
+    def _apply_toggle(self, side: str, new: RunConfig, message: str) -> None:
         self.set_run_config(side, new)
         self.notify(message + (f" ({side})" if self.compare_active else ""), markup=False, timeout=1.5)
 

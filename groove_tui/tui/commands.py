@@ -8,7 +8,8 @@ from functools import partial
 from textual.app import SystemCommand
 from textual.screen import Screen
 
-from groove_tui.tui.runconfig import FUSION_LABELS, PRESETS
+from groove_tui.config import FUSION_METHODS
+from groove_tui.tui.runconfig import PRESETS, fusion_label
 
 
 def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
@@ -30,10 +31,12 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
     if app.reranker_model:
         yield SystemCommand(f"search: turn reranker {onoff(rc.reranker)}{where}",
                             f"Cross-encoder {app.reranker_model} (F4)", partial(app.action_toggle, "reranker"))
-    other = "relative" if rc.fusion == "rrf" else "rrf"
-    yield SystemCommand(f"search: switch fusion to {FUSION_LABELS[other]}{where}",
-                        "How the vector and full-text legs combine: relative scores or RRF (F12)",
-                        partial(app.action_toggle, "fusion"))
+    methods = " / ".join(fusion_label(m) for m in FUSION_METHODS)
+    for method in FUSION_METHODS:
+        if method != rc.fusion:
+            yield SystemCommand(f"search: switch fusion to {fusion_label(method)}{where}",
+                                f"How the vector and full-text legs combine: {methods} (F12 cycles)",
+                                partial(app.action_set_fusion, method))
     for value in (0.3, 0.5, 0.7, 0.9):
         yield SystemCommand(f"search: set MMR λ to {value}{where}", "Relevance weight of MMR",
                             partial(app.set_run_config, side, _with(rc, mmr=True, lam=value)))

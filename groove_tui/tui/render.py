@@ -19,6 +19,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
+from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"
 REPLACEMENT = "\ufffd"
@@ -409,7 +410,7 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             if tr.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
                 row("bigram rank", _rank(tr.bigram_rank))
                 row("bigram bm25", _num(tr.bigram_bm25))
-            head("3 · Fusion: " + ("RRF" if tr.fusion == "rrf" else "relative scores"))
+            head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))
             row("vector term", _num(tr.rrf_vector, 6))
             row("fts term", _num(tr.rrf_fts, 6))
             if tr.bigram_leg:

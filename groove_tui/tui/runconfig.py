@@ -5,10 +5,28 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
+from groove_tui.config import FUSION_METHODS, FusionConfig
 from groove_tui.engine.types import SearchParams
 
 SIDES = ("left", "right")
-FUSION_LABELS = {"relative": "relative", "rrf": "RRF"}
+DEFAULT_FUSION = FusionConfig().method  # ours: what [search.fusion] method is when groove.toml says nothing
+FUSION_LABELS = {"dbsf": "DBSF", "relative": "relative", "rrf": "RRF"}  # one per config.FUSION_METHODS
+FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the method reads
+    "dbsf": "DBSF (scores by spread)",
+    "relative": "relative scores (min-max)",
+    "rrf": "RRF",
+}
+
+
+def fusion_label(method: str) -> str:
+    """"DBSF", "relative", "RRF"; a method the explorer has no label for shows as its config name."""
+    return FUSION_LABELS.get(method, method)
+
+
+def next_fusion(method: str) -> str:
+    """The method after `method` in config.FUSION_METHODS, wrapping round (F12 cycles through them)."""
+    i = FUSION_METHODS.index(method) if method in FUSION_METHODS else -1
+    return FUSION_METHODS[(i + 1) % len(FUSION_METHODS)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +39,10 @@ class RunConfig:
     reranker: bool = False
     path_globs: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    fusion: str = "relative"  # "relative" or "rrf": how the retrieval legs combine (SearchParams.fusion)
+    fusion: str = DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
 
     @classmethod
-    def from_params(cls, p: SearchParams, fusion: str = "relative") -> RunConfig:
+    def from_params(cls, p: SearchParams, fusion: str = DEFAULT_FUSION) -> RunConfig:
         """`fusion` is the method `p.fusion=None` stands for: the engine config's `[search.fusion] method`."""
         return cls(limit=p.limit, mmr=p.mmr, lam=p.mmr_lambda, same_doc_penalty=p.mmr_same_doc_penalty,
                    parent=p.parent_retriever, reranker=p.reranker is not None, path_globs=tuple(p.path_globs),
@@ -56,7 +74,7 @@ class RunConfig:
         comes early because a label too wide for its column is cut at the end."""
         parts = [f"limit {self.limit}"]
         if fusion:
-            parts.append(f"fusion {FUSION_LABELS[self.fusion]}")
+            parts.append(f"fusion {fusion_label(self.fusion)}")
         parts.append(f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
                      if self.mmr else "MMR off")
         parts.append("parent on" if self.parent else "parent off")
@@ -75,11 +93,18 @@ def split_list(text: str) -> tuple[str, ...]:
 
 Preset = Callable[[RunConfig], tuple[RunConfig, RunConfig]]
 
+
+def _fusion_preset(method: str) -> tuple[str, Preset]:
+    """Our default method on the left against `method` on the right."""
+    return (f"fusion {fusion_label(DEFAULT_FUSION)} / {fusion_label(method)}",
+            lambda rc: (replace(rc, fusion=DEFAULT_FUSION), replace(rc, fusion=method)))
+
+
 PRESETS: dict[str, tuple[str, Preset]] = {
     "reranker": ("reranker off / on", lambda rc: (replace(rc, reranker=False), replace(rc, reranker=True))),
     "mmr": ("MMR off / on", lambda rc: (replace(rc, mmr=False), replace(rc, mmr=True))),
-    "fusion": ("fusion relative / RRF",
-               lambda rc: (replace(rc, fusion="relative"), replace(rc, fusion="rrf"))),
+    # "fusion-rrf": DBSF / RRF (ours against groove's), "fusion-relative": DBSF / relative
+    **{f"fusion-{m}": _fusion_preset(m) for m in FUSION_METHODS if m != DEFAULT_FUSION},
     "lambda": ("MMR λ low 0.3 / high 0.9",
                lambda rc: (replace(rc, mmr=True, lam=0.3), replace(rc, mmr=True, lam=0.9))),
 }

@@ -237,3 +237,14 @@ def test_explain_text_every_stage():
                    "tokio spawn", "async", '"rust" NOT "async"', "Timings"):
         assert needle in t, needle
     assert "no trace" in render.explain_text(mkhit("c"), None).plain
+
+
+def test_explain_fusion_heading_names_each_method():
+    headings = {"dbsf": "3 · Fusion: DBSF (scores by spread)", "relative": "3 · Fusion: relative scores (min-max)",
+                "rrf": "3 · Fusion: RRF\n"}
+    for method, heading in headings.items():
+        tr = HitTrace(vector_rank=1, vector_distance=0.2, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
+                      rrf_score=1.3, rrf_rank=1, fusion=method)
+        t = render.explain_text(mkhit("c", trace=tr), None).plain
+        assert heading in t, method
+        assert sum(h in t for h in headings.values()) == 1  # one heading, this method's

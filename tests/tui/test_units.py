@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, TuiConfig
+from groove_tui.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui import themes
 from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.runconfig import PRESETS, RunConfig, split_list
+from groove_tui.tui.runconfig import (FUSION_HEADINGS, FUSION_LABELS, PRESETS, RunConfig, fusion_label,
+                                      next_fusion, split_list)
 from groove_tui.tui.widgets.slider import Slider
 
 from .fakes import FakeEngine
@@ -98,13 +99,28 @@ def test_runconfig_params_roundtrip():
     left, right = PRESETS["lambda"][1](rc)
     assert (left.lam, right.lam) == (0.3, 0.9) and left.mmr and right.mmr
     assert "MMR λ0.40" in rc.describe()
-    assert rc.fusion == "relative" and rc.to_params(base, None).fusion == "relative"
+    assert rc.fusion == "dbsf" and rc.to_params(base, None).fusion == "dbsf"  # the config's default
     rrf = RunConfig.from_params(base, "rrf")  # fusion=None in the params: the configured method
     assert rrf.fusion == "rrf" and rrf.to_params(base, None).fusion == "rrf"
     assert RunConfig.from_params(replace(base, fusion="relative"), "rrf").fusion == "relative"
     assert "fusion" not in rrf.describe() and "limit 7 · fusion RRF · MMR" in rrf.describe(fusion=True)
-    left, right = PRESETS["fusion"][1](rrf)
-    assert (left.fusion, right.fusion) == ("relative", "rrf")
+    assert "limit 7 · fusion DBSF · MMR" in rc.describe(fusion=True)
+    # compare presets: our default against each other method, named after both
+    assert PRESETS["fusion-rrf"][0] == "fusion DBSF / RRF"
+    assert PRESETS["fusion-relative"][0] == "fusion DBSF / relative"
+    assert not any(key.startswith("fusion") and key not in ("fusion-rrf", "fusion-relative") for key in PRESETS)
+    for key, right_method in (("fusion-rrf", "rrf"), ("fusion-relative", "relative")):
+        left, right = PRESETS[key][1](rrf)
+        assert (left.fusion, right.fusion) == ("dbsf", right_method)
+        assert (left.limit, right.limit, left.mmr, right.mmr) == (7, 7, True, True)  # the rest is kept
+
+
+def test_fusion_methods_have_labels_and_cycle():
+    assert FUSION_METHODS == ("dbsf", "relative", "rrf")
+    assert [fusion_label(m) for m in FUSION_METHODS] == ["DBSF", "relative", "RRF"]
+    assert set(FUSION_LABELS) == set(FUSION_HEADINGS) == set(FUSION_METHODS)
+    assert [next_fusion(m) for m in FUSION_METHODS] == ["relative", "rrf", "dbsf"]
+    assert fusion_label("future") == "future" and next_fusion("future") == "dbsf"  # unknown: no KeyError
 
 
 def test_slider_clamps_and_snaps():
