@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Input, Label, Switch
+from textual.widgets import Input, Label, Select, Switch
 
-from groove_tui.tui.runconfig import FUSION_LABELS, RunConfig, split_list
+from groove_tui.config import FUSION_METHODS
+from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.slider import Slider
 
 NO_RERANKER_TIP = (
@@ -16,13 +17,10 @@ NO_RERANKER_TIP = (
     "or local ONNX dir>\""
 )
 FUSION_TIP = (
-    "How the vector and full-text legs combine. On: RRF (groove's reciprocal rank fusion: ranks only). "
-    "Off: relative scores (each leg's scores normalised over its top 50, then summed)."
+    "How the vector and full-text legs combine (F12 cycles). DBSF and relative (ours) sum each leg's scores "
+    "normalised over its top 50, by mean ± 3 sd or by min–max; RRF (groove's reciprocal rank fusion) uses "
+    "ranks only."
 )
-
-
-def fusion_label(method: str) -> str:
-    return f"Fusion: {FUSION_LABELS[method]}"
 
 
 class ConfigPane(VerticalScroll):
@@ -32,6 +30,8 @@ class ConfigPane(VerticalScroll):
     ConfigPane .row Label { width: 1fr; }
     ConfigPane Switch { width: auto; height: 1; border: none; padding: 0; }
     ConfigPane Switch:focus { border: none; background-tint: $foreground 10%; }
+    ConfigPane .row Select { width: 12; }
+    ConfigPane .row Select:focus > SelectCurrent { background-tint: $foreground 10%; }
     ConfigPane Slider { margin: 1 0 0 0; }
     ConfigPane .field-label { color: $foreground-muted; margin: 1 0 0 0; }
     ConfigPane Input { width: 1fr; }
@@ -62,9 +62,10 @@ class ConfigPane(VerticalScroll):
             yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
                          tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
         with Horizontal(classes="row"):
-            # a switch for a choice of two: the label names the method in use
-            yield Label(fusion_label(rc.fusion), id=f"{s}-fusion-label")
-            yield Switch(rc.fusion == "rrf", id=f"{s}-fusion", tooltip=FUSION_TIP)
+            yield Label("Fusion", id=f"{s}-fusion-label")
+            # one line, like the switches; its list opens over the pane
+            yield Select([(fusion_label(m), m) for m in FUSION_METHODS], value=rc.fusion, allow_blank=False,
+                         compact=True, id=f"{s}-fusion", tooltip=FUSION_TIP)
         yield Label("limit", classes="field-label")
         yield Input(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
@@ -84,13 +85,12 @@ class ConfigPane(VerticalScroll):
     def sync(self, rc: RunConfig) -> None:
         """Show `rc` without re-posting change messages."""
         s = self.side
-        with self.prevent(Switch.Changed, Slider.Changed, Input.Changed):
+        with self.prevent(Switch.Changed, Select.Changed, Slider.Changed, Input.Changed):
             self.query_one(f"#{s}-mmr", Switch).value = rc.mmr
             self.query_one(f"#{s}-parent", Switch).value = rc.parent
             rr = self.query_one(f"#{s}-reranker", Switch)
             rr.value = rc.reranker and not rr.disabled
-            self.query_one(f"#{s}-fusion", Switch).value = rc.fusion == "rrf"
-            self.query_one(f"#{s}-fusion-label", Label).update(fusion_label(rc.fusion))
+            self.query_one(f"#{s}-fusion", Select).value = rc.fusion
             self.query_one(f"#{s}-lambda", Slider).value = rc.lam
             self.query_one(f"#{s}-penalty", Slider).value = rc.same_doc_penalty
             limit = self.query_one(f"#{s}-limit", Input)
@@ -111,11 +111,13 @@ class ConfigPane(VerticalScroll):
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
         what = event.switch.id.split("-", 1)[1]
-        if what == "fusion":
-            self._set(fusion="rrf" if event.value else "relative")
-            return
         key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.value in FUSION_METHODS:  # allow_blank=False: always a method
+            self._set(fusion=event.value)
 
     def on_slider_changed(self, event: Slider.Changed) -> None:
         event.stop()
