@@ -143,8 +143,13 @@ class FakeEngine:
             if count:
                 scored.append((count, doc_id, doc))
         scored.sort(key=lambda x: (-x[0], x[1]))
+        # Each fusion method orders the hits its own way, so a re-run under another method is visible:
+        # "dbsf" by count (ties in document order), "relative" by count (ties last document first), "rrf"
+        # ("ranks only") by the fake's vector leg, document order.
         method = params.fusion or self.config.search.fusion.method
-        if method == "rrf":  # "ranks only": the fake's vector leg (document order) decides
+        if method == "relative":
+            scored.sort(key=lambda x: (-x[0], -x[1]))
+        elif method == "rrf":
             scored.sort(key=lambda x: x[1])
         if params.mmr:  # deterministic "diversification": λ decides how far the tail is pulled forward
             lam = params.mmr_lambda
@@ -168,7 +173,7 @@ class FakeEngine:
             if method == "rrf":
                 score = round(1 / (61 + doc_id) + 1 / (61 + rank), 6)  # the trace's two leg terms
             else:
-                score = round(1 / (60 + rank) + count / 1000, 6)
+                score = round(1 / (60 + rank) + count / (1000 if method == "dbsf" else 2000), 6)
             trace = None
             if params.explain:
                 trace = HitTrace(vector_rank=doc_id, vector_distance=0.1 * doc_id, fts_rank=rank, fts_bm25=-float(count),

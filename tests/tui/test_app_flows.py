@@ -265,8 +265,8 @@ async def test_explain_panel(tmp_path):
         panel = app.screen.query_one("#explain", ExplainPanel)
         assert panel.display is True
         text = panel._body.content.plain
-        for needle in ("Query", "exclude", "python", "Vector leg", "Full-text leg", "Fusion: relative scores", "MMR",
-                       "Parent retriever", "Timings"):
+        for needle in ("Query", "exclude", "python", "Vector leg", "Full-text leg", "Fusion: DBSF (scores by spread)",
+                       "MMR", "Parent retriever", "Timings"):
             assert needle in text
         assert app.run_configs["left"].to_params(app.base_params, None).explain
 
