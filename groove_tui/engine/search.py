@@ -589,26 +589,28 @@ def _terms(
     """Each candidate's fusion term, in leg order (best first; raw scores are lower-is-better)."""
     if method == "rrf":
         k = F32(rrf_k)
-        return [weight * (F32(1.0) / (k + F32(rank) + F32(1.0))) for rank in range(len(leg))]
+        return list(weight * (F32(1.0) / (k + np.arange(len(leg), dtype=F32) + F32(1.0))))
     if not leg:
         return []
     if method == "relative":
-        best = F32(leg[0][1])
-        floor = F32(leg[min(SCORE_WINDOW, len(leg)) - 1][1])
+        raw = np.array([r for _, r in leg], dtype=F32)
+        best, floor = raw[0], raw[min(SCORE_WINDOW, len(raw)) - 1]
         span = floor - best
         if not span > 0:  # one candidate, or all equal: each is the leg's best
             return [weight] * len(leg)
-        return [weight * max(F32(0.0), F32(1.0) - (F32(raw) - best) / span) for _, raw in leg]
+        return list(weight * np.maximum(F32(0.0), F32(1.0) - (raw - best) / span))
     # dbsf: higher is better here. A vector's L2 distance becomes its cosine similarity (the vectors are
     # unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be read on.
-    good = np.array([raw for _, raw in leg], dtype=np.float64)
+    good = np.array([r for _, r in leg], dtype=np.float64)
     good = 1.0 - good * good / 2.0 if vector else -good
     window = good[:SCORE_WINDOW]
-    lo, span = window.mean() - 3.0 * window.std(), 6.0 * window.std()
+    mean = window.sum() / len(window)
+    sd = math.sqrt(np.dot(window - mean, window - mean) / len(window))
+    lo, span = mean - 3.0 * sd, 6.0 * sd
     if not span > 0:
         return [weight] * len(leg)
     # Not clipped at 1: a first hit far above the rest of its window keeps that lead.
-    return [weight * F32(max(0.0, (g - lo) / span)) for g in good]
+    return list(weight * np.maximum(0.0, (good - lo) / span).astype(F32))
 
 
 def first_page(per_leg: int, cap: int) -> int:
