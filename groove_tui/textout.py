@@ -68,6 +68,10 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
         if q.exclude:
             lines.append(f"excluded: {', '.join(q.exclude)}")
         lines.append("timings:  " + "  ".join(f"{k} {v:.1f}ms" for k, v in resp.timings_ms.items()))
+        trace = resp.results[0].trace if resp.results else None
+        if trace is not None:
+            legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
+            lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
     if not resp.results:
         lines.append("no results")
     blocks = ["\n".join(lines)] if lines else []
@@ -95,6 +99,12 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
             head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
         blocks.append("\n".join(head) + "\n\n" + body)
     return "\n---\n".join(blocks) + "\n"
+
+
+def scale_text(reads: str, scale: tuple[float, float]) -> str:
+    """A score fusion's scale for one leg: the scores it maps to term 0 and to term 1."""
+    digits = 3 if reads == "bm25" else 4
+    return f"{reads} {scale[0]:.{digits}f} → 0, {scale[1]:.{digits}f} → 1"
 
 
 def _trace_line(hit: Hit) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -64,6 +65,15 @@ def test_search_text_is_plain_when_piped_and_sanitised(cli, kb):
     assert code == 0
     assert "\x1b" not in out and "\x07" not in out and "\ufffd[31mred" in out
     assert "compiled:" in out and "rank: 1" in out
+
+
+def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--min-quality", "0")
+    line = next(l for l in out.splitlines() if l.startswith("fusion:"))
+    assert re.fullmatch(r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1", line), line
+    _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
+    assert "fusion:   rrf\n" in out and "scale" not in out
 
 
 def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from groove_tui.config import ConfigError, FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.search import SCORE_WINDOW, _terms
+from groove_tui.engine.search import SCORE_WINDOW, _scale, _terms
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -79,6 +79,17 @@ def test_dbsf_terms_of_a_flat_or_single_leg_are_full_weight():
     assert _terms("dbsf", [], F32(1.0), 60.0) == []
 
 
+def test_scales_name_the_scores_that_map_to_zero_and_one():
+    root6 = np.sqrt(6.0)
+    assert _scale("dbsf", [(1, -9.0), (2, -6.0), (3, -3.0)], False) == pytest.approx((-(6 - 3 * root6), -(6 + 3 * root6)))
+    cos_sd = np.sqrt(1.0 / 6.0)
+    vec = [(1, 0.0), (2, 1.0), (3, float(np.sqrt(2.0)))]
+    assert _scale("dbsf", vec, True) == pytest.approx((0.5 - 3 * cos_sd, 0.5 + 3 * cos_sd))
+    assert _scale("relative", [(1, 0.2), (2, 0.4), (3, 0.6)], True) == (0.6, 0.2)  # raw distances
+    assert _scale("rrf", vec, True) is None
+    assert _scale("dbsf", [], True) is None and _scale("relative", [(1, 0.3)], False) is None
+
+
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     return write_kb(tmp_path_factory.mktemp("fusion") / "kb", SAMPLE_KB)
@@ -102,7 +113,18 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
         assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
         assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0
     assert [h.score for h in resp.results] == sorted((h.score for h in resp.results), reverse=True)
-    assert resp.to_dict()["explain"]["hits"][0]["fusion"]["method"] == method
+    top = resp.to_dict()["explain"]["hits"][0]["fusion"]
+    assert top["method"] == method and set(top["scales"]) == {"vector", "fts"}
+    # Each hit's term is its leg score placed on the leg's scale (every hit carries both legs' scales).
+    for t in traces:
+        assert t.vector_scale is not None and t.fts_scale is not None
+        if t.vector_rank is not None:
+            reading = 1 - t.vector_distance**2 / 2 if method == "dbsf" else t.vector_distance
+            zero, one = t.vector_scale
+            assert t.rrf_vector == pytest.approx(max(0.0, (reading - zero) / (one - zero)), rel=1e-5, abs=1e-6)
+        if t.fts_rank is not None:
+            zero, one = t.fts_scale
+            assert t.rrf_fts == pytest.approx(max(0.0, (t.fts_bm25 - zero) / (one - zero)), rel=1e-5, abs=1e-6)
     return traces
 
 
@@ -134,7 +156,8 @@ def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, m
             (h.path, h.chunk_index, h.score) for h in configured.results
         ]
         top = per_call.results[0].trace
-        assert top.fusion == "rrf"
+        assert top.fusion == "rrf" and top.vector_scale is None and top.fts_scale is None
+        assert "scales" not in per_call.to_dict()["explain"]["hits"][0]["fusion"], "RRF reads ranks, not scores"
         expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank) if r)
         assert top.rrf_score == pytest.approx(float(expected), rel=1e-6)
 

@@ -428,6 +428,7 @@ class Searcher:
         traces: dict[Hashable, dict] = {}
         part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
         ties: dict[Hashable, np.float32] = {}
+        scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
@@ -435,9 +436,11 @@ class Searcher:
                 for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
                     part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
                 leg = _best_part_per_section(leg, rows)
-            # Relative scores tie at 0 below every leg's window: the RRF terms then decide the order.
+            # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
             rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
             terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
+            if explain:
+                scales[f"{name}_scale"] = _scale(method, leg, name == "vector")
             for rank, ((cid, raw), term) in enumerate(zip(leg, terms)):
                 key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
@@ -462,6 +465,7 @@ class Searcher:
         for rank, key in enumerate(order):
             trace = traces.get(key, {})
             if explain:
+                trace.update(scales)  # the legs' scales, also for a hit a leg did not find
                 trace["fusion"] = method
                 trace["rrf_score"] = float(scores[key])
                 trace["rrf_rank"] = rank + 1
@@ -599,18 +603,45 @@ def _terms(
         if not span > 0:  # one candidate, or all equal: each is the leg's best
             return [weight] * len(leg)
         return list(weight * np.maximum(F32(0.0), F32(1.0) - (raw - best) / span))
-    # dbsf: higher is better here. A vector's L2 distance becomes its cosine similarity (the vectors are
-    # unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be read on.
-    good = np.array([r for _, r in leg], dtype=np.float64)
-    good = 1.0 - good * good / 2.0 if vector else -good
-    window = good[:SCORE_WINDOW]
-    mean = window.sum() / len(window)
-    sd = math.sqrt(np.dot(window - mean, window - mean) / len(window))
-    lo, span = mean - 3.0 * sd, 6.0 * sd
+    good = _dbsf_readings(leg, vector)
+    lo, span = _dbsf_bounds(good)
     if not span > 0:
         return [weight] * len(leg)
     # Not clipped at 1: a first hit far above the rest of its window keeps that lead.
     return list(weight * np.maximum(0.0, (good - lo) / span).astype(F32))
+
+
+def _dbsf_readings(leg: Sequence[tuple[int, float]], vector: bool) -> np.ndarray:
+    """dbsf reads scores higher-is-better. A vector's L2 distance becomes its cosine similarity (the
+    vectors are unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be
+    read on. bm25 is negated."""
+    raw = np.array([r for _, r in leg], dtype=np.float64)
+    return 1.0 - raw * raw / 2.0 if vector else -raw
+
+
+def _dbsf_bounds(good: np.ndarray) -> tuple[float, float]:
+    """The reading that maps to 0 (the window's mean - 3 sd) and the span up to the one that maps to 1."""
+    window = good[:SCORE_WINDOW]
+    mean = window.sum() / len(window)
+    sd = math.sqrt(np.dot(window - mean, window - mean) / len(window))
+    return mean - 3.0 * sd, 6.0 * sd
+
+
+def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple[float, float] | None:
+    """For explain: the leg's score that a score fusion maps to term 0 and the one it maps to 1 (before
+    the weight), in the units the trace shows: cosine similarity for dbsf's vector leg, else the raw score
+    (L2 distance, bm25). None for RRF, an empty leg, or a flat one (every candidate earns the weight)."""
+    if method == "rrf" or not leg:
+        return None
+    if method == "relative":
+        best, floor = leg[0][1], leg[min(SCORE_WINDOW, len(leg)) - 1][1]
+        return (float(floor), float(best)) if floor > best else None
+    lo, span = _dbsf_bounds(_dbsf_readings(leg, vector))
+    if not span > 0:
+        return None
+    if vector:
+        return float(lo), float(lo + span)
+    return float(-lo), float(-(lo + span))
 
 
 def first_page(per_leg: int, cap: int) -> int:

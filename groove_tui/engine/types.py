@@ -206,6 +206,20 @@ class HitTrace:
     rrf_bigram: float | None = None
     # Parts (0 = the section's first) of a split section that retrieval found and fused as this one hit.
     merged_parts: tuple[int, ...] | None = None
+    # Score fusions (dbsf, relative): per leg, the score its window maps to term 0 and the one it maps to
+    # 1, before the weight. Cosine similarity for dbsf's vector leg, else the raw distance or bm25; None
+    # under RRF or for a flat leg.
+    vector_scale: tuple[float, float] | None = None
+    fts_scale: tuple[float, float] | None = None
+    bigram_scale: tuple[float, float] | None = None
+
+    def scales(self) -> tuple[tuple[str, str, tuple[float, float] | None], ...]:
+        """(leg, what its scale reads, the scale) for each leg the query ran."""
+        vector_reads = "cosine" if self.fusion == "dbsf" else "distance"
+        legs = [("vector", vector_reads, self.vector_scale), ("fts", "bm25", self.fts_scale)]
+        if self.bigram_leg:
+            legs.append(("bigram", "bm25", self.bigram_scale))
+        return tuple(legs)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -228,6 +242,10 @@ class HitTrace:
             out["fusion"]["bigram_term"] = _num(self.rrf_bigram)
         if self.merged_parts is not None:
             out["fusion"]["merged_parts"] = list(self.merged_parts)
+        scales = {leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
+                  for leg, reads, scale in self.scales() if scale is not None}
+        if scales:
+            out["fusion"]["scales"] = scales
         if self.rerank_score is not None:
             out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
         if self.mmr is not None:

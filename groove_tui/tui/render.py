@@ -19,6 +19,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
+from groove_tui.textout import scale_text
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"
@@ -404,6 +405,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             head("1 · Vector leg")
             row("rank", _rank(tr.vector_rank))
             row("distance", _num(tr.vector_distance))
+            if tr.fusion == "dbsf" and tr.vector_distance is not None:  # what dbsf reads: 1 - d²/2
+                row("cosine", _num(1.0 - tr.vector_distance ** 2 / 2.0))
             head("2 · Full-text leg")
             row("rank", _rank(tr.fts_rank))
             row("bm25", _num(tr.fts_bm25))
@@ -417,6 +420,9 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
                 row("bigram term", _num(tr.rrf_bigram, 6))
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
+            for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie
+                if scale is not None:
+                    row(f"{leg} scale", scale_text(reads, scale))
             if tr.merged_parts:  # parts of a split section fused as this one hit ([search] merge_parts)
                 row("merged parts", ", ".join(str(p) for p in tr.merged_parts))
             head("4 · Reranker")

@@ -179,6 +179,9 @@ class FakeEngine:
                 trace = HitTrace(vector_rank=doc_id, vector_distance=0.1 * doc_id, fts_rank=rank, fts_bm25=-float(count),
                                  rrf_vector=1 / (61 + doc_id), rrf_fts=1 / (61 + rank), rrf_score=score, rrf_rank=rank,
                                  fusion=method,
+                                 # a score fusion's scale per leg (cosine for dbsf's vector leg), as the engine sets
+                                 vector_scale=None if method == "rrf" else (0.62, 0.995) if method == "dbsf" else (0.9, 0.1),
+                                 fts_scale=None if method == "rrf" else (0.5, -4.0),
                                  mmr=MMRTrace(pick=rank, relevance=1.0 / rank, max_similarity=0.25, penalty=0.0,
                                               value=0.5) if params.mmr else None,
                                  parent="merged chunks 0–2" if expanded else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import replace
 
 from hypothesis import given, strategies as st
 from rich.cells import cell_len
@@ -248,3 +249,14 @@ def test_explain_fusion_heading_names_each_method():
         t = render.explain_text(mkhit("c", trace=tr), None).plain
         assert heading in t, method
         assert sum(h in t for h in headings.values()) == 1  # one heading, this method's
+
+
+def test_explain_shows_each_legs_scale_under_a_score_fusion():
+    tr = HitTrace(vector_rank=1, vector_distance=0.6, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
+                  rrf_score=1.3, rrf_rank=1, fusion="dbsf", vector_scale=(0.71, 0.93), fts_scale=(1.5, -12.25))
+    t = render.explain_text(mkhit("c", trace=tr), None).plain
+    assert "cosine" in t and "0.8200" in t  # 1 - 0.6²/2: the reading dbsf places on the vector scale
+    assert "vector scale    cosine 0.7100 → 0, 0.9300 → 1" in t
+    assert "fts scale       bm25 1.500 → 0, -12.250 → 1" in t
+    rrf = render.explain_text(mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None).plain
+    assert "scale" not in rrf and "cosine" not in rrf
