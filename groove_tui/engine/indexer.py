@@ -33,6 +33,10 @@ ALWAYS_EXCLUDED = (".git", ".svn", "node_modules")
 ProgressFn = Callable[[IndexProgress], None]
 
 
+# index_meta: documents added, updated or deleted since the full-text segments were last merged.
+UNMERGED_KEY = "fulltext_unmerged_changes"
+
+
 class IndexCancelled(EngineError):
     """The cancel event was set; everything committed so far stays valid."""
 
@@ -204,6 +208,7 @@ class Indexer:
             self._migrate_bigram(notify, cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual)
+        self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
@@ -274,7 +279,25 @@ class Indexer:
             notify(IndexProgress("fulltext", done, total))
         with self.store.transaction() as wconn:
             self.store.set_meta("bigram_version", SEGMENTATION_VERSION, wconn)
+            self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # a whole new table: merge it next
             self.store.bump_generation(wconn)
+
+    def _compact_fulltext(self, changed: int, cancel: threading.Event | None) -> None:
+        """Merge the full-text segments once a tenth of the documents changed since the last merge.
+
+        FTS5's automerge bounds the segments small edits leave, so re-merging the whole index after each
+        of them would cost more than it saves; a bulk index, a forced rebuild or a bigram migration
+        crosses the threshold. An index that has never been merged counts as entirely changed."""
+        docs = self.store.counts()[0]
+        recorded = self.store.get_meta(UNMERGED_KEY)
+        pending = (docs if recorded is None else int(recorded)) + changed
+        if docs and pending * 10 >= docs:
+            if cancel is not None and cancel.is_set():  # the merge itself cannot be interrupted
+                raise IndexCancelled("indexing cancelled before merging the full-text index")
+            self.store.optimize_fulltext()
+            pending = 0
+        with self.store.transaction() as conn:
+            self.store.set_meta(UNMERGED_KEY, str(pending), conn)
 
     def _resolve_context_mode(self, force: bool) -> bool:
         """groove §B.4: the recorded mode wins unless the index is empty or rebuilt."""

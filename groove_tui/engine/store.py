@@ -277,6 +277,16 @@ class Store:
             (document_id,),
         ).fetchall()
 
+    def optimize_fulltext(self) -> None:
+        """Merge each full-text table's segments into one b-tree (FTS5 'optimize'); results do not change.
+
+        Every per-document commit leaves a small segment, and a query reads each one: after a bulk
+        index this takes about a quarter off the full-text statement (docs/performance.md). One
+        transaction, not interruptible: 0.4 s for scifact's 7.6k chunks, 5 s at 100k."""
+        with self.transaction() as conn:
+            for table in ("fts_chunks", "fts_bigram"):
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
     def counts(self) -> tuple[int, int, int]:
         """(documents, chunks, chunks still lacking a vector)."""
         conn = self.conn()
