@@ -88,6 +88,10 @@ def test_an_index_never_merged_is_merged_on_its_next_run(tmp_path, monkeypatch):
         calls = _spy(monkeypatch)
         report = eng.index()
         assert report.unchanged == 20 and calls == [True]
+        with eng.store.transaction() as conn:  # an unreadable count is treated as unknown, not an error
+            eng.store.set_meta(UNMERGED_KEY, "garbage", conn)
+        eng.index()
+        assert calls == [True, True] and eng.store.get_meta(UNMERGED_KEY) == "0"
 
 
 def test_cancelling_before_the_merge_keeps_the_index_and_the_next_run_merges(tmp_path, monkeypatch):

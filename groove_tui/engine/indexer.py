@@ -290,14 +290,15 @@ class Indexer:
         crosses the threshold. An index that has never been merged counts as entirely changed."""
         docs = self.store.counts()[0]
         recorded = self.store.get_meta(UNMERGED_KEY)
-        pending = (docs if recorded is None else int(recorded)) + changed
+        pending = (int(recorded) if recorded and recorded.isdigit() else docs) + changed
         if docs and pending * 10 >= docs:
             if cancel is not None and cancel.is_set():  # the merge itself cannot be interrupted
                 raise IndexCancelled("indexing cancelled before merging the full-text index")
             self.store.optimize_fulltext()
             pending = 0
-        with self.store.transaction() as conn:
-            self.store.set_meta(UNMERGED_KEY, str(pending), conn)
+        if str(pending) != recorded:  # a run that changed nothing writes nothing
+            with self.store.transaction() as conn:
+                self.store.set_meta(UNMERGED_KEY, str(pending), conn)
 
     def _resolve_context_mode(self, force: bool) -> bool:
         """groove §B.4: the recorded mode wins unless the index is empty or rebuilt."""
