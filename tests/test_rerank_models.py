@@ -81,7 +81,7 @@ def test_uncached_catalog_reranker_fails_fast(name: str, tmp_path: Path, monkeyp
 
 
 def test_unknown_reranker_says_how_to_find_names() -> None:
-    with pytest.raises(ModelUnavailable, match="list_supported_models"):
+    with pytest.raises(ModelUnavailable, match="groove-tui models list"):
         load_reranker("no-such/reranker")
 
 

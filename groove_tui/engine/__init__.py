@@ -120,9 +120,11 @@ class Engine:
             return self._embedder
 
     def _reranker(self, name: str):
-        from groove_tui.engine.rerank import get_reranker
+        from groove_tui.engine.rerank import RerankerSettings, get_reranker
 
-        return get_reranker(name)
+        rr = self.config.reranker
+        return get_reranker(name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None,
+                                                   batch_size=rr.batch_size))
 
     def _contextual(self) -> bool:
         return self.store.get_meta("context_mode") == "static"
@@ -176,8 +178,10 @@ class Engine:
         )
         return replace(params, **overrides)
 
-    def search(self, query: str, params: SearchParams | None = None, cancel: threading.Event | None = None) -> SearchResponse:
-        return self._searcher.search(query, params or self.default_params(), cancel)
+    def search(self, query: str, params: SearchParams | None = None, cancel: threading.Event | None = None,
+               progress=None) -> SearchResponse:
+        """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
+        return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
     # ------------------------------------------------------------ status
 

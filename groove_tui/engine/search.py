@@ -47,6 +47,14 @@ F32 = np.float32
 BIGRAM_MODE = "replace"
 
 
+RerankProgress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
 def pool(x: int) -> int:
     """groove's candidate pool: max(5·x, 50)."""
     return max(5 * x, 50)
@@ -125,7 +133,8 @@ class Searcher:
 
     # ------------------------------------------------------------ entry
 
-    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None) -> SearchResponse:
+    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None,
+               progress: RerankProgress | None = None) -> SearchResponse:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         if not isinstance(query, str):
@@ -166,11 +175,15 @@ class Searcher:
                 pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
             )
 
-        rerank = params.reranker is not None
-        if params.mmr:
+        reranker, rerank_skipped = self._reranker_for(params.reranker, pq.positive_text)
+        if rerank_skipped is not None and not rerank_skipped.startswith("the query uses"):
+            warnings += (rerank_skipped,)
+        if reranker is not None:
+            # One pool with and without MMR (ours; groove reranks MMR's whole union): toggling MMR, λ or
+            # the parent retriever then re-ranks from the score cache with no new model calls.
+            per_leg, fused_size = pool(pool(limit)), max(self.config.reranker.pool, limit)
+        elif params.mmr:
             per_leg, fused_size = pool(limit), None
-        elif rerank:
-            per_leg, fused_size = pool(pool(limit)), pool(limit)
         else:
             per_leg, fused_size = pool(limit), limit
 
@@ -198,10 +211,18 @@ class Searcher:
             _check(cancel)
 
             reranked = False
-            if rerank and fused:
+            if reranker is not None and fused:
                 t = time.perf_counter()
-                fused = self._rerank(params.reranker, pq.positive_text, fused, limit, keep_all=params.mmr)
-                reranked = True
+                try:
+                    fused = self._rerank(reranker, pq.positive_text, fused, limit, params.mmr, cancel, progress)
+                    reranked = True
+                except SearchCancelled:
+                    raise
+                except Exception as exc:  # a reranker never breaks a search: the fused order stands
+                    log.warning("reranker %s failed: %s", reranker.model_id, exc)
+                    rerank_skipped = f"reranker {reranker.model_id} failed: {_one_line(exc)}"
+                    warnings += (rerank_skipped + "; showing the fused order",)
+                    fused = fused if params.mmr else fused[:limit]
                 timings["rerank"] = _ms(t)
                 _check(cancel)
 
@@ -242,11 +263,33 @@ class Searcher:
             query=info,
             pending_embeddings=self.store.pending_count(),
             reranked=reranked,
+            rerank_skipped=rerank_skipped,
             warnings=warnings,
             explain=params.explain,
         )
 
     # ------------------------------------------------------------ settings
+
+    def _reranker_for(self, name: str | None, text: str) -> tuple[object | None, str | None]:
+        """The reranker to run for this query, or None with the reason it does not run (not loadable,
+        or the query's script outside its languages). Decided before retrieval, so a skipped rerank
+        gives exactly the results of no reranker."""
+        if name is None:
+            return None, None
+        from groove_tui.engine.scripts import uncovered_reason
+
+        try:
+            reranker = self._get_reranker(name)
+        except Exception as exc:  # ModelUnavailable above all; never a failed search
+            return None, f"reranker {name} unavailable: {_one_line(exc)}"
+        languages = self.config.reranker.languages
+        if languages is None:
+            languages = getattr(reranker, "languages", ())
+        if languages != ("any",):
+            reason = uncovered_reason(text, tuple(languages), reranker.model_id)
+            if reason is not None:
+                return None, f"not reranked: {reason}"
+        return reranker, None
 
     def _min_quality(self, value: float | None) -> float:
         if value is None or not math.isfinite(value):
@@ -475,24 +518,28 @@ class Searcher:
             out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
         return out
 
-    def _rerank(self, model: str, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool) -> list[_Candidate]:
-        reranker = self._get_reranker(model)
+    def _rerank(self, reranker, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool,
+                cancel: threading.Event | None, progress: RerankProgress | None) -> list[_Candidate]:
         contextual = self._contextual()
         gen = self.store.generation()
+        settings = self.config.reranker.max_tokens  # truncation changes the scores: part of the key
         scores: list[float | None] = []
         missing: list[int] = []
         for i, c in enumerate(pool_items):
-            cached = self.rerank_scores.get((reranker.model_id, query, c.row.chunk_id, gen))
+            cached = self.rerank_scores.get((reranker.model_id, settings, query, c.row.chunk_id, gen))
             scores.append(cached)
             if cached is None:
                 missing.append(i)
+        if progress is not None:
+            progress("rerank", 0, len(missing))
         if missing:
             docs = [embedding_input(pool_items[i].row.content, pool_items[i].row.context, contextual) for i in missing]
-            fresh = reranker.score(query, docs)
+            report = None if progress is None else (lambda done, total: progress("rerank", done, total))
+            fresh = reranker.score(query, docs, progress=report, cancel=cancel)
             for i, s in zip(missing, fresh):
                 scores[i] = float(s)
-                self.rerank_scores.put((reranker.model_id, query, pool_items[i].row.chunk_id, gen), float(s))
-        order = sorted(range(len(pool_items)), key=lambda i: -scores[i])  # stable: ties keep RRF order
+                self.rerank_scores.put((reranker.model_id, settings, query, pool_items[i].row.chunk_id, gen), float(s))
+        order = sorted(range(len(pool_items)), key=lambda i: -scores[i])  # stable: ties keep the fused order
         out = []
         for rank, i in enumerate(order):
             c = pool_items[i]

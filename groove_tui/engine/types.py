@@ -321,6 +321,7 @@ class SearchResponse:
     query: QueryInfo
     pending_embeddings: int = 0  # chunks that had no vector yet (phase two of indexing still running)
     reranked: bool = False
+    rerank_skipped: str | None = None  # why a requested reranker did not run (unavailable, language, failure)
     warnings: tuple[str, ...] = ()
     explain: bool = False
 
@@ -330,6 +331,8 @@ class SearchResponse:
             "low_confidence": self.low_confidence,
             "filter_applied": dict(self.filter_applied),
         }
+        if self.rerank_skipped is not None:
+            out["rerank_skipped"] = self.rerank_skipped
         if self.explain:
             out["explain"] = {
                 "query": {
@@ -341,6 +344,7 @@ class SearchResponse:
                 },
                 "pending_embeddings": self.pending_embeddings,
                 "reranked": self.reranked,
+                "rerank_skipped": self.rerank_skipped,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "hits": [
                     {"path": h.path, "heading": h.heading, "chunk_index": h.chunk_index,
