@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Models pulled on this machine (groove-tui models pull) must not change what a test sees: each test
+# gets an empty model directory unless it makes one.
+
+
+@pytest.fixture(autouse=True)
+def _empty_model_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path_factory.getbasetemp() / "no-models"))
 
 from helpers import SAMPLE_KB, hashing_config, write_kb  # noqa: E402
 

@@ -310,6 +310,14 @@ def installed_dir(name: str, root: Path | None = None) -> Path | None:
     return folder if (folder / MANIFEST).is_file() else None
 
 
+def pulled_reranker(root: Path | None = None) -> str | None:
+    """The first known reranker that is pulled here (ms-marco-l12 before the hub ones), or None."""
+    for spec in KNOWN_MODELS:
+        if spec.kind == "reranker" and installed_dir(spec.name, root) is not None:
+            return spec.name
+    return None
+
+
 def pull_command(name: str) -> str:
     return f"groove-tui models pull {name}"
 

@@ -29,17 +29,21 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
+from rich.text import Text
 
 from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
-                                     SearchFinished)
+                                     RerankProgressed, SearchFinished)
 from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
+from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.widgets.results import Row
 
 _START = time.perf_counter()
+NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
+               "[reranker] model in groove.toml")
 
 EngineFactory = Callable[[], Any]
 
@@ -99,6 +103,10 @@ class GrooveApp(App):
         rc = RunConfig.from_params(self.base_params, self.default_fusion)
         self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
+        # while a reranker runs: the fused response shown meanwhile, and how far the reranker is
+        self.fused_responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
+        self.rerank_progress: dict[str, tuple[int, int] | None] = {s: None for s in SIDES}
+        self.shown_final: dict[str, bool] = {s: True for s in SIDES}
         self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
         self.focused_rows: dict[str, Row | None] = {s: None for s in SIDES}
@@ -120,6 +128,7 @@ class GrooveApp(App):
         self.indexing = False
         self.ready_seconds: float | None = None
         self.last_export: Path | None = None
+        self._pulled_reranker: str | None | bool = False  # False: not looked up yet
         self.theme_errors: tuple[str, ...] = ()
         self.run_editor: Callable[[list[str]], int] = subprocess.call
 
@@ -199,7 +208,15 @@ class GrooveApp(App):
 
     @property
     def reranker_model(self) -> str | None:
-        return self.config.reranker.model
+        """The configured reranker, else a pulled one (so F4 and the compare preset work without a
+        config edit once `groove-tui models pull ms-marco-l12` has run)."""
+        if self.config.reranker.model:
+            return self.config.reranker.model
+        if self._pulled_reranker is False:
+            from groove_tui.engine.catalog import pulled_reranker
+
+            self._pulled_reranker = pulled_reranker()
+        return self._pulled_reranker
 
     def _open_and_index(self) -> None:
         """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
@@ -375,20 +392,38 @@ class GrooveApp(App):
         with self._interactive_lock:
             self._interactive += 1
         try:
-            resp = self._engine.search(query, params, cancel=worker.cancelled_event)
+            fused = None
+            if params.reranker is not None:
+                # The fused order paints at once; the cross-encoder (seconds on 2 cores) replaces it.
+                fused = self._engine.search(query, replace(params, reranker=None), cancel=worker.cancelled_event)
+                if worker.is_cancelled:
+                    return
+                self.post_message(SearchFinished(side, serial, query, rc, fused,
+                                                 (time.perf_counter() - t0) * 1000, final=False))
+
+                def progress(_stage: str, done: int, total: int) -> None:
+                    self.post_message(RerankProgressed(side, serial, done, total))
+
+                resp = self._engine.search(query, params, cancel=worker.cancelled_event, progress=progress)
+            else:
+                resp = self._engine.search(query, params, cancel=worker.cancelled_event)
         finally:
             with self._interactive_lock:
                 self._interactive -= 1
         elapsed = (time.perf_counter() - t0) * 1000
         if not worker.is_cancelled:
-            self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed))
+            self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed, fused=fused))
 
     def on_search_finished(self, msg: SearchFinished) -> None:
         side = msg.side
-        if msg.serial <= self.applied[side]:
+        if msg.serial < self.applied[side] or (msg.serial == self.applied[side] and self.shown_final[side]):
             return  # an older search finished after a newer one was shown
         self.applied[side] = msg.serial
-        self.search_count += 1
+        self.shown_final[side] = msg.final
+        self.fused_responses[side] = msg.fused if msg.final else msg.response
+        self.rerank_progress[side] = None if msg.final else (0, 0)
+        if msg.final:
+            self.search_count += 1
         had = self._bindings_state()
         self.responses[side] = msg.response
         self.response_queries[side] = msg.query
@@ -396,6 +431,30 @@ class GrooveApp(App):
         self.results_signal.publish(side)
         if self._bindings_state() != had:
             self.refresh_bindings()
+
+    def on_rerank_progressed(self, msg: RerankProgressed) -> None:
+        side = msg.side
+        if msg.serial != self.applied[side] or self.shown_final[side]:
+            return
+        self.rerank_progress[side] = (msg.done, msg.total)
+        from groove_tui.tui.widgets.results import ResultsPane
+
+        for pane in self.screen.query(ResultsPane):
+            if pane.side == side:
+                pane.set_note(self.rerank_note(side))
+
+    def rerank_note(self, side: str) -> Text | None:
+        """What the reranker is doing for a side's shown results: running (with progress), or the reason
+        it did not run; None when nothing needs saying."""
+        progress = self.rerank_progress[side]
+        if progress is not None:
+            done, total = progress
+            counted = f" {done}/{total} pairs" if total else ""
+            return Text(f"fused order · reranking{counted}…", style="italic")
+        resp = self.responses[side]
+        if resp is not None and resp.rerank_skipped and resp.rerank_skipped.startswith("not reranked"):
+            return Text(render_one_line(resp.rerank_skipped), style="dim")
+        return None
 
     def same_query_shown(self) -> bool:
         """Both sides show a response to the current query text (compare mode may mark them)."""
@@ -418,6 +477,8 @@ class GrooveApp(App):
             if isinstance(err, SearchCancelled) or serial <= self.applied[side] or serial != self.requested[side]:
                 return
             self.applied[side] = serial
+            self.shown_final[side] = True
+            self.rerank_progress[side] = None
             self.responses[side] = None
             self.response_queries[side] = None
             if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
@@ -682,7 +743,16 @@ class GrooveApp(App):
                 pane.show(None)
                 pane.set_message(self.errors[side], error=True)
             else:
-                pane.show(self.responses[side])
+                pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
+
+    def rerank_markers(self, side: str):
+        """Rank changes of a reranked response against the fused order it replaced (None otherwise)."""
+        resp, fused = self.responses[side], self.fused_responses[side]
+        if resp is None or fused is None or resp is fused or not resp.reranked:
+            return None
+        from groove_tui.tui.compare import markers
+
+        return markers([h.chunk_id for h in resp.results], [h.chunk_id for h in fused.results])
 
     def focus_row(self, side: str, row: Row | None, *, activate: bool = True) -> None:
         had = self._bindings_state()
@@ -710,8 +780,6 @@ class GrooveApp(App):
         if action in ("open_editor", "copy_path", "copy_content", "detail"):
             row = self.focused_row
             return row is not None and not row.gone
-        if action == "toggle" and parameters and parameters[0] == "reranker" and not self.reranker_model:
-            return None
         if action == "export":
             return any(self.responses[s] is not None for s in self.active_sides)
         if action == "save_judgments":
@@ -737,8 +805,7 @@ class GrooveApp(App):
         side = self.active_side if self.compare_active else "left"
         rc = self.run_configs[side]
         if what == "reranker" and not self.reranker_model:
-            self.notify("No reranker configured: set [reranker] model in groove.toml", severity="warning",
-                        markup=False)
+            self.notify(NO_RERANKER, severity="warning", markup=False)
             return
         if what == "fusion":  # more than two methods: the toggle cycles through them
             self.action_set_fusion(next_fusion(rc.fusion))
@@ -789,8 +856,7 @@ class GrooveApp(App):
         _label, make = PRESETS[name]
         left, right = make(self.run_configs["left"])
         if name == "reranker" and not self.reranker_model:
-            self.notify("No reranker configured: both sides run without one ([reranker] model in groove.toml)",
-                        severity="warning", markup=False)
+            self.notify(NO_RERANKER, severity="warning", markup=False)
         self.set_run_config("left", left)
         self.set_run_config("right", right)
 

@@ -9,8 +9,11 @@ from groove_tui.tui.runconfig import RunConfig
 
 
 class SearchFinished(Message):
+    """`final` is False for the fused results painted while the reranker still runs; the final message
+    of the same serial replaces them and carries those fused results as `fused` (for rank markers)."""
+
     def __init__(self, side: str, serial: int, query: str, run_config: RunConfig, response: SearchResponse,
-                 elapsed_ms: float) -> None:
+                 elapsed_ms: float, *, final: bool = True, fused: SearchResponse | None = None) -> None:
         super().__init__()
         self.side = side
         self.serial = serial
@@ -18,6 +21,22 @@ class SearchFinished(Message):
         self.run_config = run_config
         self.response = response
         self.elapsed_ms = elapsed_ms
+        self.final = final
+        self.fused = fused
+
+
+class RerankProgressed(Message):
+    """The reranker of one side's search has scored `done` of `total` pairs."""
+
+    def __init__(self, side: str, serial: int, done: int, total: int) -> None:
+        super().__init__()
+        self.side = side
+        self.serial = serial
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RerankProgressed) and message.side == self.side
 
 
 class EngineReady(Message):

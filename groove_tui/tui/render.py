@@ -334,6 +334,8 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         t.append(f" · {total:.0f} ms", style="dim")
     if resp.reranked:
         t.append(" · reranked", style="dim")
+    elif resp.rerank_skipped:
+        t.append(" · not reranked", style="dim")
     if resp.low_confidence:
         t.append("  ⚠ low confidence", style=warn_style)
     f = filters_text(resp.filter_applied)

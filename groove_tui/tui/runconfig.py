@@ -69,16 +69,20 @@ class RunConfig:
         d["tags"] = list(self.tags)
         return d
 
-    def describe(self, *, fusion: bool = False) -> str:
+    def describe(self, *, fusion: bool = False, reranker_available: bool = True) -> str:
         """One line for compare mode. `fusion` adds the method (the caller knows when it matters); it
-        comes early because a label too wide for its column is cut at the end."""
+        comes early because a label too wide for its column is cut at the end. A side that asks for a
+        reranker when none is installed says so instead of claiming "rerank on"."""
         parts = [f"limit {self.limit}"]
         if fusion:
             parts.append(f"fusion {fusion_label(self.fusion)}")
         parts.append(f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
                      if self.mmr else "MMR off")
         parts.append("parent on" if self.parent else "parent off")
-        parts.append("rerank on" if self.reranker else "rerank off")
+        if self.reranker:
+            parts.append("rerank on" if reranker_available else "rerank: none installed")
+        else:
+            parts.append("rerank off")
         if self.path_globs:
             parts.append("paths " + ",".join(self.path_globs))
         if self.tags:

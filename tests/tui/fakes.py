@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from pathlib import Path
 
 from groove_tui.config import Config
@@ -108,13 +108,21 @@ class FakeEngine:
     def close(self) -> None:
         self.closed = True
 
-    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None) -> SearchResponse:
+    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None,
+               progress=None) -> SearchResponse:
         self.calls.append((query, params))
         event = self.gate(query, params) if callable(self.gate) else None
         if event is not None:
             event.wait(60)
         try:
-            return self._search(query, params, cancel)
+            resp = self._search(query, params, cancel)
+            if params.reranker is not None:  # a visible "rerank": the fused order reversed
+                n = len(resp.results)
+                if progress is not None:
+                    progress("rerank", 0, n)
+                    progress("rerank", n, n)
+                resp = replace(resp, results=tuple(reversed(resp.results)), reranked=True)
+            return resp
         finally:
             self.finished.append(query)
 

@@ -61,9 +61,11 @@ class CompareScreen(SearchScreenMixin, Screen):
         # the fusion method is named when the sides differ in it or when it is not the configured one
         methods = {rcs["left"].fusion, rcs["right"].fusion}
         fusion = methods != {self.app.default_fusion}
+        available = self.app.reranker_model is not None
         for side in ("left", "right"):
             self.query_one(f"#label-{side}", Static).update(
-                Text(f"{side.upper()}: {rcs[side].describe(fusion=fusion)}", style="bold"))
+                Text(f"{side.upper()}: {rcs[side].describe(fusion=fusion, reranker_available=available)}",
+                     style="bold"))
 
     def _on_results(self, side: str) -> None:
         self.refresh_comparison()
@@ -83,16 +85,17 @@ class CompareScreen(SearchScreenMixin, Screen):
             if err:
                 pane.show(None)
                 pane.set_message(err, error=True)
+        notes = {side: app.rerank_note(side) for side in ("left", "right")}
         if app.errors.get("left") or app.errors.get("right"):
             for side, pane, resp in (("left", lp, left), ("right", rp, right)):
                 if not app.errors.get(side):
-                    pane.show(resp)
+                    pane.show(resp, note=notes[side])
             summary.update(Text(""))
             self.comparison = None
             return
         if left is None or right is None or not app.same_query_shown():
-            lp.show(left)
-            rp.show(right)
+            lp.show(left, note=notes["left"])
+            rp.show(right, note=notes["right"])
             self.comparison = None
             waiting = left is not None or right is not None
             summary.update(Text("comparing…" if waiting and app.query_text.strip() else "", style="italic"))
@@ -103,10 +106,15 @@ class CompareScreen(SearchScreenMixin, Screen):
         cmp = compare(lk, rk, k=k)
         lpos = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
         rpos = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
-        lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone])
-        rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone])
+        lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone], note=notes["left"])
+        rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone],
+                note=notes["right"])
         self.comparison = cmp
-        summary.update(Text(cmp.summary.as_text(), style="bold"))
+        text = Text(cmp.summary.as_text(), style="bold")
+        for side, resp in (("left", left), ("right", right)):
+            if resp.rerank_skipped:  # "reranker off / on" that shows no difference must say why
+                text.append(f" · {side}: not reranked", style="italic")
+        summary.update(text)
         self._link_cursors(app.active_side)
 
     def _link_cursors(self, leader: str) -> None:

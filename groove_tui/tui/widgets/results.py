@@ -95,6 +95,8 @@ class ResultsPane(Vertical):
         self.side = side
         self.rows: list[Row] = []
         self.response: SearchResponse | None = None
+        self._extra: Text | None = None
+        self._note: Text | None = None
         self._last_width = 0
         self.summary = Static(Text("Type a query to search.", style="dim"), id="summary", markup=False)
         self.list = ResultsList(id=f"results-{side}")
@@ -119,8 +121,10 @@ class ResultsPane(Vertical):
             self.summary.update(Text("searching…", style="italic"))
 
     def show(self, response: SearchResponse | None, *, markers: Sequence[Marker] | None = None,
-             gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None) -> None:
-        """Show a response (None clears). `gone` lists (hit, rank on the other side)."""
+             gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None, note: Text | None = None) -> None:
+        """Show a response (None clears). `gone` lists (hit, rank on the other side); `note` is a line
+        under the summary that can change on its own (the reranker's progress)."""
+        self._note = note
         same_query = (response is not None and self.response is not None
                       and response.query == self.response.query)
         keep = self.highlighted_row.hit.chunk_id if (self.highlighted_row and same_query) else None
@@ -133,20 +137,29 @@ class ResultsPane(Vertical):
         for hit, other_rank in gone:
             rows.append(Row(hit, other_rank, Marker("gone", other_rank), gone=True))
         self.rows = rows
-        self.summary.set_class(False, "-error")
-        if response is None:
-            self.summary.update(Text("Type a query to search.", style="dim"))
-        else:
-            s = render.response_summary(response, warn_style=self.app.current_theme.warning or "yellow")
-            if extra is not None:
-                s.append("\n")
-                s.append_text(extra)
-            self.summary.update(s)
+        self._extra = extra
+        self._update_summary()
         self._render_rows()
         if rows:
             idx = next((i for i, r in enumerate(rows) if keep is not None and r.hit.chunk_id == keep), 0)
             self._set_cursor(idx)
         self.post_message(self.HitHighlighted(self, self.highlighted_row, user=False))
+
+    def set_note(self, note: Text | None) -> None:
+        self._note = note
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        self.summary.set_class(False, "-error")
+        if self.response is None:
+            self.summary.update(Text("Type a query to search.", style="dim"))
+            return
+        s = render.response_summary(self.response, warn_style=self.app.current_theme.warning or "yellow")
+        for line in (self._extra, self._note):
+            if line is not None:
+                s.append("\n")
+                s.append_text(line)
+        self.summary.update(s)
 
     def _set_cursor(self, index: int | None) -> None:
         """Move the cursor without the OptionList announcing it as a user move."""
