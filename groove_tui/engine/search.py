@@ -175,8 +175,8 @@ class Searcher:
                 pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
             )
 
-        reranker, rerank_skipped = self._reranker_for(params.reranker, pq.positive_text)
-        if rerank_skipped is not None and not rerank_skipped.startswith("the query uses"):
+        reranker, rerank_skipped, failed = self._reranker_for(params.reranker, pq.positive_text)
+        if failed:
             warnings += (rerank_skipped,)
         if reranker is not None:
             # One pool with and without MMR (ours; groove reranks MMR's whole union): toggling MMR, λ or
@@ -270,26 +270,26 @@ class Searcher:
 
     # ------------------------------------------------------------ settings
 
-    def _reranker_for(self, name: str | None, text: str) -> tuple[object | None, str | None]:
-        """The reranker to run for this query, or None with the reason it does not run (not loadable,
-        or the query's script outside its languages). Decided before retrieval, so a skipped rerank
-        gives exactly the results of no reranker."""
+    def _reranker_for(self, name: str | None, text: str) -> tuple[object | None, str | None, bool]:
+        """The reranker to run for this query, or None with the reason it does not run and whether that
+        is a failure (not loadable) rather than the guard (the query's script outside its languages).
+        Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
         if name is None:
-            return None, None
+            return None, None, False
         from groove_tui.engine.scripts import uncovered_reason
 
         try:
             reranker = self._get_reranker(name)
         except Exception as exc:  # ModelUnavailable above all; never a failed search
-            return None, f"reranker {name} unavailable: {_one_line(exc)}"
+            return None, f"reranker unavailable: {_one_line(exc)}", True
         languages = self.config.reranker.languages
         if languages is None:
             languages = getattr(reranker, "languages", ())
         if languages != ("any",):
             reason = uncovered_reason(text, tuple(languages), reranker.model_id)
             if reason is not None:
-                return None, f"not reranked: {reason}"
-        return reranker, None
+                return None, f"not reranked: {reason}", False
+        return reranker, None, False
 
     def _min_quality(self, value: float | None) -> float:
         if value is None or not math.isfinite(value):
