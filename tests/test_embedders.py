@@ -283,3 +283,61 @@ def test_model_cache_loads_once_under_concurrency() -> None:
     for t in threads:
         t.join()
     assert len(calls) == 1 and len({id(r) for r in results}) == 1
+
+
+# ------------------------------------------------------------------ a local directory declares how it runs
+
+
+def _with_manifest(src: Path, dest: Path, **manifest) -> Path:
+    shutil.copytree(src, dest)
+    (dest / "groove-model.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def test_manifest_declares_cls_pooling(tiny_dir: Path, tiny: Embedder, tmp_path: Path) -> None:
+    cls = load_embedder(str(_with_manifest(tiny_dir, tmp_path / "cls", pooling="cls")))
+    m = cls.embed_passages(TEXTS)
+    _assert_unit_rows(m)
+    # the tiny model's first position is [CLS] for every text: CLS pooling makes every row that vector
+    np.testing.assert_allclose(m, np.tile(m[0], (len(TEXTS), 1)), atol=1e-6)
+    assert not np.allclose(tiny.embed_passages(TEXTS), m, atol=1e-3)  # the default (mean) does not
+    # a sentence-transformers folder says the same through 1_Pooling/config.json
+    st = tmp_path / "st"
+    shutil.copytree(tiny_dir, st)
+    (st / "1_Pooling").mkdir()
+    (st / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    np.testing.assert_allclose(load_embedder(str(st)).embed_passages(TEXTS), m, atol=1e-6)
+
+
+def test_manifest_declares_prefixes(tiny_dir: Path, tiny: Embedder, tmp_path: Path) -> None:
+    pre = load_embedder(str(_with_manifest(tiny_dir, tmp_path / "pre", query_prefix="query: ",
+                                           passage_prefix="passage: ")))
+    np.testing.assert_allclose(pre.embed_query("the cat"), tiny.embed_passages(["query: the cat"])[0], atol=1e-6)
+    np.testing.assert_allclose(pre.embed_passages(["the cat"])[0], tiny.embed_passages(["passage: the cat"])[0],
+                               atol=1e-6)
+
+
+def test_a_bad_manifest_names_the_file_and_key(tiny_dir: Path, tmp_path: Path) -> None:
+    d = _with_manifest(tiny_dir, tmp_path / "bad", pooling="max")
+    with pytest.raises(ModelUnavailable, match=r"groove-model.json: pooling = 'max' is invalid"):
+        load_embedder(str(d))
+
+
+def test_known_short_name_not_pulled_says_the_pull_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path))
+    assert describe_model("bge-small-en") == "bge-small-en"  # recorded in an index by its short name
+    with pytest.raises(ModelUnavailable) as info:
+        load_embedder("bge-small-en")
+    msg = str(info.value)
+    assert "`groove-tui models pull bge-small-en`" in msg and "\n" not in msg
+
+
+def test_pulled_short_name_loads_its_folder_with_the_declared_pooling(tiny_dir: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder laid out as `models pull bge-small-en` leaves it (the tiny model stands in for the real one)
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    _with_manifest(tiny_dir, tmp_path / "models" / "bge-small-en", name="bge-small-en", pooling="cls")
+    emb = load_embedder("bge-small-en")
+    assert emb.model_id == "bge-small-en" and emb.dim == 32
+    m = emb.embed_passages(TEXTS)
+    np.testing.assert_allclose(m, np.tile(m[0], (len(TEXTS), 1)), atol=1e-6)
