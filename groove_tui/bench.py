@@ -78,6 +78,8 @@ TARGETS = {
     "no_change_reindex_s": 3.0,
     "cli_help_s": 0.3,
     "scale_total_minus_embed_p50_ms": 150.0,
+    "rerank_p50_ms": 1500.0,
+    "rerank_cached_p50_ms": 5.0,
 }
 
 # Scale mode's default embedder: feature hashing (fast to index) at multilingual-e5-small's dimension,
@@ -228,6 +230,58 @@ def cold_searches(
                 legs_cache.clear()
             minus_embed.append(engine.search(q, params).timings_ms["total"])
     return stages, minus_embed
+
+
+def bench_rerank(engine: Engine, queries: Sequence[str], repeat: int, reranker: str, *,
+                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """The reranker at the configured pool: each query cold (its pair scores not cached) `repeat` times,
+    then re-run warm after a settings change (MMR on, λ 0.5: the explorer's slider with a reranker)."""
+    notify = progress or (lambda _label, _done, _total: None)
+    base = engine.default_params(reranker=reranker, mmr=False, parent_retriever=False, explain=False)
+    searcher = getattr(engine, "_searcher", None)
+    first = engine.search(queries[0], base)  # warm-up: loads the model (not measured)
+    if not first.reranked:
+        raise ValueError(f"the reranker did not run: {first.rerank_skipped or 'no candidates'}")
+    per_query: list[float] = []
+    per_pair: list[float] = []
+    cached: list[float] = []
+    cached_total: list[float] = []
+    pairs: list[int] = []
+    skipped = 0
+    total = repeat * len(queries)
+    for r in range(repeat):
+        for i, q in enumerate(queries):
+            notify("rerank", r * len(queries) + i, total)
+            if searcher is not None:
+                searcher.rerank_scores.clear()
+            counted: list[int] = []
+            resp = engine.search(q, base, progress=lambda _s, done, n: counted.append(n) if done == 0 else None)
+            if not resp.reranked:
+                skipped += 1
+                continue
+            ms = resp.timings_ms["rerank"]
+            per_query.append(ms)
+            n = counted[0] if counted else 0
+            pairs.append(n)
+            if n:
+                per_pair.append(ms / n)
+            warm = engine.search(q, replace(base, mmr=True, mmr_lambda=0.5))
+            cached.append(warm.timings_ms.get("rerank", 0.0))
+            cached_total.append(warm.timings_ms["total"])
+    notify("rerank", total, total)
+    return {
+        "model": reranker,
+        "pool": engine.config.reranker.pool,
+        "max_tokens": engine.config.reranker.max_tokens,
+        "queries": len(queries),
+        "repeat": repeat,
+        "skipped": skipped,
+        "pairs": percentiles([float(p) for p in pairs]),
+        "per_query_ms": percentiles(per_query),
+        "per_pair_ms": percentiles(per_pair),
+        "cached_rerank_ms": percentiles(cached),
+        "cached_total_ms": percentiles(cached_total),
+    }
 
 
 def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: int = 250, limit: int = 10) -> dict:
@@ -594,6 +648,10 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     sc = result.get("scale")
     if sc:
         put("scale_total_minus_embed_p50_ms", sc["search"]["total_minus_embed_ms"]["p50"])
+    rr = result.get("rerank")
+    if rr and rr["per_query_ms"]["n"]:
+        put("rerank_p50_ms", rr["per_query_ms"]["p50"])
+        put("rerank_cached_p50_ms", rr["cached_rerank_ms"]["p50"])
     return out
 
 
@@ -668,6 +726,19 @@ def format_text(result: dict[str, Any]) -> str:
             f"  {'cancellation':<18} {_fmt(c['p50']):>9} {_fmt(c['max']):>9} {c['n']:>6}   p50 / max after "
             f"cancel at {c['cancel_after_ms']:g} ms ({c['finished_before_cancel']} finished first)"
         )
+    rr = result.get("rerank")
+    if rr:
+        lines += [
+            "",
+            f"rerank: {rr['model']}, pool {rr['pool']}, max_tokens {rr['max_tokens']}, {rr['queries']} queries × "
+            f"{rr['repeat']}, pair scores not cached ({rr['skipped']} skipped by the language guard)",
+            f"  {'measure':<18} {'p50':>9} {'p95':>9} {'n':>6}",
+        ]
+        for label, key, unit in (("pairs scored", "pairs", ""), ("per query", "per_query_ms", "ms"),
+                                 ("per pair", "per_pair_ms", "ms"), ("cached re-rank", "cached_rerank_ms", "ms"),
+                                 ("cached total", "cached_total_ms", "ms")):
+            st = rr[key]
+            lines.append(f"  {label:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}   {unit}")
     i = result.get("index")
     if i:
         p1, p2, nc = i["phase_one"], i["phase_two"], i.get("no_change_reindex")
@@ -718,6 +789,10 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
             )
         result["corpus"] = {"documents": docs, "chunks": chunks, "pending_embeddings": pending}
         result["search"] = bench_search(engine, load_queries(getattr(args, "queries", None)), repeat, progress=progress)
+    if mode == "rerank":
+        name = getattr(args, "reranker", None) or engine.config.reranker.model or "ms-marco-l12"
+        queries = load_queries(getattr(args, "queries", None))[: max(1, getattr(args, "rerank_queries", 30) or 30)]
+        result["rerank"] = bench_rerank(engine, queries, repeat, name, progress=progress)
     if mode in ("index", "all"):
         docs_arg = getattr(args, "docs", None)
         result["index"] = bench_index(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat, progress=progress)

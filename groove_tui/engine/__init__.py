@@ -50,20 +50,21 @@ class Engine:
     """Facade over the store, the indexer and the search pipeline. Thread-safe."""
 
     def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False) -> None:
-        from groove_tui.config import EmbeddingConfig
         from groove_tui.engine.embedders import default_model_name, describe_model
         from groove_tui.engine.search import Searcher
         from groove_tui.engine.store import Store
 
-        if config.embedding.model == EmbeddingConfig.model:
-            # The default model's wheel is missing on some platforms (Windows): fall back to USE.
-            config = replace(config, embedding=replace(config.embedding, model=default_model_name()))
         self.kb_path = kb_path
-        self.config = config
         self.index_dir = index_dir
-        self.model_id = describe_model(config.embedding.model)
         self.store = Store(index_dir / DB_NAME)
         recorded = self.store.get_meta("embedding_model")
+        if config.embedding.is_default:
+            # No model named: the index decides (it was built with one), else the default, whose wheel
+            # is missing on some platforms (Windows): there USE.
+            chosen = recorded if recorded is not None else default_model_name()
+            config = replace(config, embedding=replace(config.embedding, model=chosen))
+        self.config = config
+        self.model_id = describe_model(config.embedding.model)
         if recorded is not None and recorded != self.model_id and not allow_model_change:
             self.store.close()
             raise ModelMismatch(
