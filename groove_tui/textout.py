@@ -144,4 +144,5 @@ def format_index_report(r: IndexReport) -> str:
         lines.append(f"skipped  {sanitize(issue.path)}: {sanitize(issue.reason)}")
     for issue in r.degraded:
         lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+    lines += [sanitize(note) for note in r.notes]
     return "\n".join(lines)

@@ -58,9 +58,11 @@ class Engine:
         self.index_dir = index_dir
         self.store = Store(index_dir / DB_NAME)
         recorded = self.store.get_meta("embedding_model")
-        if config.embedding.is_default:
-            # No model named: the index decides (it was built with one), else the default, whose wheel
-            # is missing on some platforms (Windows): there USE.
+        # No model named: the index decides (it was built with one), else the default, whose wheel is
+        # missing on some platforms (Windows): there USE. A fresh index may still pick the English
+        # model at its first indexing (modelchoice.py).
+        self._model_unnamed = config.embedding.is_default
+        if self._model_unnamed:
             chosen = recorded if recorded is not None else default_model_name()
             config = replace(config, embedding=replace(config.embedding, model=chosen))
         self.config = config
@@ -133,16 +135,52 @@ class Engine:
     # ------------------------------------------------------------ indexing
 
     def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
-        from groove_tui.engine.indexer import Indexer, writer_lock
+        from groove_tui.engine import modelchoice
+        from groove_tui.engine.indexer import _now, writer_lock
 
         with writer_lock(self.index_dir):
+            started = _now()
+            notes: list[str] = []
+            fresh = force or self.store.vec_dim() is None  # no vector written yet: the model is still open
+            first = None
+            if fresh and embed and self._model_unnamed and self.model_id == describe_default():
+                # Phase one first, then decide with the KB's text at hand.
+                first = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=False)
+                force = False
+                if modelchoice.cjk_documents(self.store)[0] == 0:
+                    if modelchoice.english_model_pulled():
+                        self._use_model(modelchoice.ENGLISH_MODEL)
+                        notes.append(modelchoice.chosen_note())
+                    else:
+                        notes.append(modelchoice.hint_note())
             if force:
                 self.store.set_meta("embedding_model", self.model_id)
-            report = Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder).run(
-                progress=progress, force=force, cancel=cancel, embed=embed
-            )
+            report = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=embed)
+        if not modelchoice.reads_cjk(self.model_id) and (report.added or report.updated):
+            count, examples = modelchoice.cjk_documents(self.store, since=started)
+            if count:
+                notes.append(modelchoice.unread_script_note(self.model_id, count, examples))
         self._searcher.legs_cache.clear()
-        return report
+        if first is not None:
+            report = _merged(first, report)
+        return replace(report, notes=tuple(notes)) if notes else report
+
+    def _indexer(self):
+        from groove_tui.engine.indexer import Indexer
+
+        return Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder)
+
+    def _use_model(self, name: str) -> None:
+        """Switch an index that holds no vectors yet to another embedding model (recorded at once)."""
+        from groove_tui.engine.embedders import describe_model
+
+        self.config = replace(self.config, embedding=replace(self.config.embedding, model=name))
+        self.model_id = describe_model(name)
+        with self._embedder_lock:
+            self._embedder = None
+        self.store.set_meta("embedding_model", self.model_id)
+        for cache in (self._searcher.legs_cache, self._searcher.query_vectors, self._searcher.embeddings):
+            cache.clear()
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
@@ -200,6 +238,22 @@ class Engine:
             pending_embeddings=pending,
             context_mode=self.store.get_meta("context_mode") or ("static" if self.config.contextual else "off"),
         )
+
+
+def describe_default() -> str:
+    from groove_tui.engine.embedders import default_model_name, describe_model
+
+    return describe_model(default_model_name())
+
+
+def _merged(first: IndexReport, second: IndexReport) -> IndexReport:
+    """One report for a run made of phase one alone, then the rest (when the model was chosen between)."""
+    return replace(
+        second,
+        added=first.added, updated=first.updated, unchanged=first.unchanged, renamed=first.renamed,
+        deleted=first.deleted, skipped=first.skipped, degraded=first.degraded, metadata_only=first.metadata_only,
+        seconds=first.seconds + second.seconds, fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
+    )
 
 
 def _is_within(path: Path, parent: Path) -> bool:

@@ -75,6 +75,7 @@ class IndexReport:
     seconds: float = 0.0
     fulltext_seconds: float = 0.0
     embed_seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # one line each: the model chosen for the KB, a hint, a language warning
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class IndexReport:
             "seconds": round(self.seconds, 3),
             "fulltext_seconds": round(self.fulltext_seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
+            "notes": list(self.notes),
         }
 
 
