@@ -300,7 +300,7 @@ async def test_reranker_switch_disabled_without_model(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         sw = app.screen.query_one("#left-reranker")
         assert sw.disabled
-        assert "[reranker]" in str(sw.tooltip)
+        assert "[reranker] model" in str(sw.tooltip)
         await pilot.press("f4")
         await pilot.pause()
         assert not app.run_configs["left"].reranker

@@ -13,8 +13,8 @@ from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.slider import Slider
 
 NO_RERANKER_TIP = (
-    "No reranker configured. Set one in groove.toml:\n[reranker]\nmodel = \"<fastembed cross-encoder name "
-    "or local ONNX dir>\""
+    "No reranker installed. Get the English one with:\n  groove-tui models pull ms-marco-l12\nor set "
+    "[reranker] model in groove.toml (a fastembed cross-encoder name or a local ONNX directory)"
 )
 FUSION_TIP = (
     "How the vector and full-text legs combine (F12 cycles). DBSF and relative (ours) sum each leg's scores "
@@ -56,7 +56,7 @@ class ConfigPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield Label("Parent")
             yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
-        model = self.app.config.reranker.model
+        model = self.app.reranker_model  # configured, or pulled
         with Horizontal(classes="row"):
             yield Label("Rerank")
             yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
