@@ -50,7 +50,15 @@ def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of 
     p.add_argument("--lambda", dest="mmr_lambda", type=float, default=None, help="MMR relevance weight in [0, 1]")
     p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
     p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
-    p.add_argument("--reranker", default=None, help="cross-encoder: fastembed name or local ONNX dir ('none' = off)")
+    p.add_argument("--reranker", default=None,
+                   help="cross-encoder: a pulled model (ms-marco-l12), groove's name, a fastembed name or a local "
+                   "ONNX dir ('none' = off)")
+    p.add_argument("--rerank-pool", type=int, default=None, metavar="N",
+                   help="fused candidates the reranker scores (default [reranker] pool, 20)")
+    p.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N",
+                   help="query + passage tokens per reranker pair (default [reranker] max_tokens, 256)")
+    p.add_argument("--rerank-threads", type=int, default=None, metavar="N",
+                   help="ONNX threads for the reranker (default [reranker] threads; 0 = all cores)")
     p.add_argument(
         "--fusion", choices=FUSION_METHODS, default=None,
         help="how the legs combine: scores normalised by their spread (dbsf, default) or range (relative), "
@@ -118,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries)")
     be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
     be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
+    be.add_argument("--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)")
+    be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
+    be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
     be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
     be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
                     "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
@@ -147,10 +158,19 @@ def _config(args: argparse.Namespace):
 
     from groove_tui.config import load_config
 
+    from groove_tui.config import check_range
+
     config = load_config(args.config)
     if getattr(args, "model", None):
         config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
-    return config
+    rr = config.reranker
+    for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
+                              ("rerank_threads", "threads", 0, 256)):
+        value = getattr(args, flag, None)
+        if value is not None:
+            check_range("--" + flag.replace("_", "-"), value, lo, hi, integer=True)
+            rr = replace(rr, **{key: value})
+    return replace(config, reranker=rr)
 
 
 def _load(args: argparse.Namespace, *, allow_model_change: bool = False):

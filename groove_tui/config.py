@@ -173,9 +173,10 @@ class RerankerConfig:
     """A pulled model (`ms-marco-l12`), one of groove's names, a fastembed catalog name or a local ONNX
     directory; None = no reranker."""
     rerank_by_default: bool = True
-    pool: int = 30
-    """How many fused candidates the cross-encoder scores (ours; groove scores max(5 x limit, 50)). The
-    same pool with and without MMR, so toggling MMR re-ranks from cache."""
+    pool: int = 20
+    """How many fused candidates the cross-encoder scores (ours; groove scores max(5 x limit, 50)): 20
+    keeps a query near 1.5 s on 2 cores (docs/performance.md). The same pool with and without MMR, so
+    toggling MMR re-ranks from cache."""
     max_tokens: int = 256
     """Query + passage tokens per pair; longer passages are cut (the cost grows with it)."""
     threads: int = 0

@@ -112,3 +112,31 @@ def test_help_is_fast_and_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_reranker_flags_names_and_language_guard(cli, kb, tmp_path):
+    from tinymodels import build_tiny_cross_encoder
+
+    ce = build_tiny_cross_encoder(tmp_path / "ce")
+    (ce / "groove-model.json").write_text(json.dumps({"languages": ["en"]}))
+    assert cli("index", str(kb), "--model", "hashing")[0] == 0
+    code, out, err = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--reranker", str(ce),
+                         "--rerank-pool", "5", "--format", "json", "--explain")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["explain"]["reranked"] and "rerank_skipped" not in data
+    assert [h["rerank"]["rank"] for h in data["explain"]["hits"]] == list(range(1, len(data["results"]) + 1))
+    # a Japanese query is not reranked by an English-only model, and says why
+    code, out, err = cli("search", str(kb), "東京の設定", "--model", "hashing", "--reranker", str(ce), "--format", "json")
+    assert code == 0 and json.loads(out)["rerank_skipped"].startswith("not reranked: the query uses")
+    # a known reranker that is not pulled: the fused results, and the pull command
+    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--reranker", "ms-marco-l12", "--format", "json")
+    assert code == 0 and json.loads(out)["results"]
+    assert "groove-tui models pull ms-marco-l12" in json.loads(out)["rerank_skipped"]
+    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--reranker", "ms-marco-l12")
+    assert code == 0 and "groove-tui models pull ms-marco-l12" in out
+    # the knobs are validated like config values
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--rerank-pool", "0")
+    assert code == 1 and "--rerank-pool = 0 is invalid: expected an integer in [1, 1000]" in err
+    code, _, err = cli("eval", str(kb), "--model", "hashing", "--rerank-max-tokens", "9999", "--golden", "x.yml")
+    assert code == 1 and "--rerank-max-tokens" in err
