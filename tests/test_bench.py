@@ -191,3 +191,25 @@ def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
     engine.close()
     assert min(stages["embed"]) >= 40 and min(stages["total"]) >= 40
     assert len(minus_embed) == 2 and max(minus_embed) < 40
+
+
+def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
+    from tinymodels import build_tiny_cross_encoder
+
+    ce = build_tiny_cross_encoder(tmp_path / "ce")
+    g = tmp_path / "g.yml"
+    g.write_text('queries:\n  - query: "tokio runtime"\n    expected: []\n  - query: "sqlite search"\n    expected: []\n'
+                 '  - query: "東京の設定"\n    expected: []\n', encoding="utf-8")
+    data = bench_json(capsys, str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g),
+                      "--repeat", "2", "--rerank-pool", "12")
+    rr = data["rerank"]
+    assert rr["pool"] == 12 and rr["max_tokens"] == 256 and rr["queries"] == 3
+    assert rr["skipped"] == 0  # a local directory declares no languages: every query is reranked
+    assert rr["per_query_ms"]["n"] == 6 and rr["per_pair_ms"]["n"] == 6 and rr["cached_rerank_ms"]["n"] == 6
+    assert 1 <= rr["pairs"]["p50"] <= 12  # the pool, or fewer when fewer candidates matched
+    assert {"rerank_p50_ms", "rerank_cached_p50_ms"} <= set(data["targets"])
+    capsys.readouterr()
+    assert cli.main(["bench", str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g), "--repeat", "1",
+                     "--model", "hashing-64"]) == 0
+    out = capsys.readouterr().out
+    assert "rerank: " in out and "cached re-rank" in out and "per pair" in out

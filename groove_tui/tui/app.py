@@ -290,6 +290,9 @@ class GrooveApp(App):
             if r.skipped:
                 text += f"; {len(r.skipped)} files skipped"
             self.notify(text, markup=False)
+            for note in r.notes:  # the model chosen for the KB, a hint, a language warning
+                self.notify(note, markup=False, timeout=10,
+                            severity="warning" if note.startswith("warning") else "information")
         if self.query_text.strip():
             self.search_now()  # now with vectors for every chunk
 
