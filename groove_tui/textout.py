@@ -58,7 +58,9 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
     if resp.pending_embeddings:
         lines.append(f"[{resp.pending_embeddings} chunks not embedded yet: vector results are partial]")
     for w in resp.warnings:
-        lines.append(f"[warning: {w}]")
+        lines.append(f"[warning: {sanitize(w)}]")
+    if resp.rerank_skipped and resp.rerank_skipped not in " ".join(resp.warnings):
+        lines.append(f"[{sanitize(resp.rerank_skipped)}]")  # the language guard: not a failure
     if explain:
         q = resp.query
         none = "(no trigram expression)" if q.bigram_expr else "(no full-text expression: vector only)"

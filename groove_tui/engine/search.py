@@ -522,11 +522,11 @@ class Searcher:
                 cancel: threading.Event | None, progress: RerankProgress | None) -> list[_Candidate]:
         contextual = self._contextual()
         gen = self.store.generation()
-        settings = self.config.reranker.max_tokens  # truncation changes the scores: part of the key
+        max_tokens = self.config.reranker.max_tokens  # truncation changes the scores: part of the key
         scores: list[float | None] = []
         missing: list[int] = []
         for i, c in enumerate(pool_items):
-            cached = self.rerank_scores.get((reranker.model_id, settings, query, c.row.chunk_id, gen))
+            cached = self.rerank_scores.get((reranker.model_id, max_tokens, query, c.row.chunk_id, gen))
             scores.append(cached)
             if cached is None:
                 missing.append(i)
@@ -538,7 +538,7 @@ class Searcher:
             fresh = reranker.score(query, docs, progress=report, cancel=cancel)
             for i, s in zip(missing, fresh):
                 scores[i] = float(s)
-                self.rerank_scores.put((reranker.model_id, settings, query, pool_items[i].row.chunk_id, gen), float(s))
+                self.rerank_scores.put((reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s))
         order = sorted(range(len(pool_items)), key=lambda i: -scores[i])  # stable: ties keep the fused order
         out = []
         for rank, i in enumerate(order):
