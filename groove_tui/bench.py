@@ -119,7 +119,7 @@ def load_queries(path: str | None) -> list[str]:
     if not path:
         return list(BUILTIN_QUERIES)
     from groove_tui.engine.eval import load_golden
-    from groove_tui.evalrun import validate_query
+    from groove_tui.engine.eval import validate_query
 
     golden = load_golden(path, validate_query=validate_query)
     if not golden.queries:

@@ -226,10 +226,6 @@ def _require_index(engine) -> None:
         )
 
 
-def use_color(stream) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -275,6 +271,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(resp.to_json())
     else:
         from groove_tui.textout import format_response
+
+        from groove_tui.textout import use_color
 
         sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain))
     return 0

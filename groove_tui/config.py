@@ -363,7 +363,7 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
 
 def check_languages(key: str, value: Any) -> tuple[str, ...]:
     """[reranker] languages: a list of language codes, or "any"."""
-    from groove_tui.engine.catalog import LANGUAGE_SCRIPTS, MULTILINGUAL
+    from groove_tui.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
 
     allowed = sorted(LANGUAGE_SCRIPTS) + [MULTILINGUAL]
     if value == RERANK_LANGUAGES_ANY:

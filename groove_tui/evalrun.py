@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from groove_tui.config import FusionConfig
 from groove_tui.engine.eval import (
+    eval_params,
+    validate_query,
     K_MAX,
     Aggregate,
     Comparison,
@@ -79,13 +81,6 @@ class EvalFingerprint(ConfigFingerprint):
 # ================================================================ settings
 
 
-def validate_query(text: str) -> None:
-    """Refuse what search would refuse (exclusion-only queries, over-long queries): a load error."""
-    from groove_tui.engine.query import parse_query
-
-    parse_query(text)
-
-
 def parse_k_values(raw: str | None, default: Sequence[int]) -> tuple[int, ...]:
     if raw is None or not raw.strip():
         ks = list(default)
@@ -122,25 +117,6 @@ def resolve_golden(engine: Engine, explicit: str | None) -> Path:
     raise EvalError(
         "no golden file: pass --golden FILE, or set [eval] golden = \"FILE\" in groove.toml "
         f"(groove's default {fallback} does not exist)"
-    )
-
-
-def eval_params(params: SearchParams, *, limit: int, legs: str, reranker_given: bool) -> SearchParams:
-    """§I.3: no filters (min_quality 0), the reranker only if asked for on the command line."""
-    return replace(
-        params,
-        limit=limit,
-        path_globs=(),
-        tags_any=(),
-        tags_all=(),
-        date_from=None,
-        date_to=None,
-        category=None,
-        topic=None,
-        min_quality=0.0,
-        explain=False,
-        legs=legs,  # type: ignore[arg-type]
-        reranker=params.reranker if reranker_given else None,
     )
 
 
@@ -444,7 +420,7 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
 
 
 def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.cli import use_color
+    from groove_tui.textout import use_color
     from groove_tui.progress import ProgressLine
 
     bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())

@@ -16,6 +16,13 @@ DIM = "\x1b[2m"
 RESET = "\x1b[0m"
 
 
+def use_color(stream) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR or TERM=dumb."""
+    import os
+
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
 def sanitize(text: str) -> str:
     """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
     return _CONTROL.sub("\ufffd", text)

@@ -14,26 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from groove_tui.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa: F401 - re-exported
 from groove_tui.paths import model_root
 
 MANIFEST = "groove-model.json"
 Kind = Literal["embedder", "reranker"]
 Pooling = Literal["cls", "mean"]
-
-# Language codes a model declares, and the scripts a query may use for each. "multilingual" covers all.
-MULTILINGUAL = "multilingual"
-_LATIN_LANGUAGES = {"en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "no", "fi", "pl", "cs", "tr", "id", "vi"}
-LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
-    **{code: frozenset({"latin"}) for code in _LATIN_LANGUAGES},
-    "ja": frozenset({"cjk", "kana", "latin"}),
-    "zh": frozenset({"cjk", "latin"}),
-    "ko": frozenset({"hangul", "cjk", "latin"}),
-    "ru": frozenset({"cyrillic", "latin"}),
-    "uk": frozenset({"cyrillic", "latin"}),
-    "el": frozenset({"greek", "latin"}),
-    "ar": frozenset({"arabic", "latin"}),
-}
-
 
 @dataclass(frozen=True, slots=True)
 class ModelFile:

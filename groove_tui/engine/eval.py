@@ -1052,3 +1052,32 @@ def _k_map(obj: Any) -> dict[int, float]:
     if not isinstance(obj, Mapping):
         raise TypeError("not a mapping")
     return {int(k): _num(v) for k, v in obj.items()}
+
+
+# ---------------------------------------------------------------- eval semantics shared by the CLI and the explorer
+
+
+def validate_query(text: str) -> None:
+    """Refuse what search would refuse (exclusion-only queries, over-long queries): a load error."""
+    from groove_tui.engine.query import parse_query
+
+    parse_query(text)
+
+
+def eval_params(params: SearchParams, *, limit: int, legs: str, reranker_given: bool) -> SearchParams:
+    """§I.3: no filters (min_quality 0), the reranker only if asked for on the command line."""
+    return replace(
+        params,
+        limit=limit,
+        path_globs=(),
+        tags_any=(),
+        tags_all=(),
+        date_from=None,
+        date_to=None,
+        category=None,
+        topic=None,
+        min_quality=0.0,
+        explain=False,
+        legs=legs,  # type: ignore[arg-type]
+        reranker=params.reranker if reranker_given else None,
+    )

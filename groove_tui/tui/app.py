@@ -1003,7 +1003,7 @@ def _params_dict(p: SearchParams) -> dict[str, Any]:
 
 def _query_validator():
     """groove refuses exclusion-only golden queries; so does the loader (as `groove-tui eval` does)."""
-    from groove_tui.evalrun import validate_query
+    from groove_tui.engine.eval import validate_query
 
     return validate_query
 

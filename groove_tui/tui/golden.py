@@ -1,6 +1,6 @@
 """Golden files in the explorer: the judgment session and the evaluation loop (no Textual here).
 
-The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.evalrun.eval_params`): no
+The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.eval.eval_params`): no
 filters (`min_quality = 0`, no path/tag/date filters), `limit = max(k)`, MMR / parent retriever / reranker
 as the side's live settings. Metrics are `groove_tui.engine.eval`'s. Judgments go through
 `GoldenSet.with_judgment` and are written by `save_golden`, so the file stays groove-compatible (grades
@@ -29,7 +29,7 @@ GRADES = (0, 1, 2, 3)
 
 def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams:
     """The side's live params under eval semantics (the reranker stays as the side has it)."""
-    from groove_tui.evalrun import eval_params as cli_eval_params
+    from groove_tui.engine.eval import eval_params as cli_eval_params
     from groove_tui.engine.eval import eval_limit
 
     return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
