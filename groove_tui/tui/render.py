@@ -211,11 +211,13 @@ def _back_cells(text: str, end: int, cells: int) -> int:
 def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse",
                  expanded_style: Style | str | None = None) -> Text:
     """One flattened, sanitised snippet of `hit.content` around its best-matching part, spans highlighted."""
-    content = hit.content
+    # The window is measured on the text as it is shown: a newline or a control character takes no cell
+    # in the raw text but one once flattened, and would push the row onto a stray third line.
+    content = one_line(hit.content)  # length-preserving: spans stay valid
     spans = merge_spans(hit.match_spans, len(content))
     hs, _he = hit_range(hit)
     ws, we = snippet_window(content, spans, width, default_start=hs)
-    body = one_line(content[ws:we])
+    body = content[ws:we]
     prefix = ELLIPSIS if ws > 0 else ""
     suffix = ELLIPSIS if we < len(content) else ""
     text = Text(prefix + body + suffix)

@@ -207,6 +207,39 @@ def test_hit_row_has_rank_score_path_heading_snippet():
     assert "alpha beta gamma" in second
 
 
+# Text that has broken row heights before: newlines and other controls (0 cells raw, 1 shown), wide CJK,
+# emoji with ZWJ and skin tones, combining marks, tabs, bidi controls.
+ROW_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("\n\r\t\x00\x1b\x7f\x85\u200d\u202e\u0301\u3000 ab-")),
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x4FFF),  # CJK, 2 cells
+        st.sampled_from(["👨", "👩", "👧", "🎉", "\U0001F3FD", "\uFE0F", "ｶ", "Ａ"]),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=300,
+)
+
+
+@given(ROW_TEXT, ROW_TEXT, st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=5),
+       st.integers(20, 160))
+def test_every_row_is_two_lines_that_fit_their_width(content, heading, spans, width):
+    """One result, one row height: each of the two lines fits the width exactly as the terminal counts
+    cells, so no row wraps onto a stray third line (and compare sides stay level)."""
+    hit = mkhit(content, spans=spans, heading=heading or None, path="p/" + heading[:20])
+    row = render.hit_row(7, hit, width, marker=Text("↑12"), badge=Text("✓2"))
+    lines = row.plain.split("\n")
+    assert len(lines) == 2
+    for line in lines:
+        assert cell_len(line) <= width, (line, cell_len(line), width)
+
+
+def test_a_newline_in_the_snippet_takes_its_cell():
+    # the case seen on tldr pages: 40 one-cell lines of text, each ending in a newline
+    content = "\n".join("x" * 9 for _ in range(40))
+    row = render.hit_row(1, mkhit(content), 60)
+    assert cell_len(row.plain.split("\n")[1]) <= 60
+
+
 def _resp(**kw) -> SearchResponse:
     base = dict(results=(), low_confidence=False, filter_applied={}, timings_ms={"total": 12.0},
                 query=QueryInfo(include=("a",), exclude=(), match_expr='"a"', positive_text="a"))
