@@ -129,6 +129,7 @@ class GrooveApp(App):
         self.ready_seconds: float | None = None
         self.last_export: Path | None = None
         self._pulled_reranker: str | None | bool = False  # False: not looked up yet
+        self.own_themes: tuple[str, ...] = ("groove",)
         self.theme_errors: tuple[str, ...] = ()
         self.run_editor: Callable[[list[str]], int] = subprocess.call
 
@@ -175,6 +176,10 @@ class GrooveApp(App):
             self.register_theme(FALLBACK_THEME)
         for t in loaded.themes:
             self.register_theme(t)
+        # ctrl+t and the palette offer these: the shipped themes and the user's files, not Textual's own
+        names = [t.name for t in loaded.themes]
+        self.own_themes = tuple(dict.fromkeys(["groove", *sorted(n for n in names if n.startswith("groove")),
+                                               *sorted(n for n in names if not n.startswith("groove"))]))
         self.theme_errors = loaded.errors
         for err in loaded.errors:
             self.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)
@@ -916,12 +921,23 @@ class GrooveApp(App):
         self.notify(f"Copied {len(row.hit.content)} characters of {row.hit.path}", markup=False, timeout=2)
 
     def action_cycle_theme(self) -> None:
-        names = sorted(self.available_themes)
-        groove = [n for n in names if n.startswith("groove")]
-        order = groove + [n for n in names if n not in groove]
+        order = list(self.own_themes)
         i = order.index(self.theme) if self.theme in order else -1
         self.theme = order[(i + 1) % len(order)]
         self.notify(f"Theme: {self.theme}", markup=False, timeout=1.5)
+
+    def action_save_screenshot(self) -> None:
+        """An SVG of the screen into the user data directory (created if missing), and where it went."""
+        from groove_tui.paths import user_data_dir
+
+        folder = user_data_dir() / "screenshots"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(f"Screenshot not saved: {exc}", severity="error", markup=False)
+            return
+        self.notify(f"Screenshot saved: {path}", markup=False, timeout=8)
 
     # ------------------------------------------------------------ export
 
@@ -990,7 +1006,10 @@ class GrooveApp(App):
 
         yield from groove_commands(self, screen)
         for cmd in super().get_system_commands(screen):
-            if cmd.title not in ("Theme",):
+            if cmd.title == "Screenshot":  # Textual's saves to a Downloads folder that may not exist
+                yield SystemCommand("Screenshot", "Save an SVG of the screen in the groove-tui data directory",
+                                    lambda: self.set_timer(0.1, self.action_save_screenshot))
+            elif cmd.title not in ("Theme",):
                 yield cmd
 
 

@@ -79,7 +79,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
                                 f"{row.hit.path} for this query (key {grade} in the result list)",
                                 partial(app.action_judge, grade))
     yield SystemCommand("view: help", "All key bindings (F1)", app.action_help)
-    for name in sorted(app.available_themes):
+    for name in app.own_themes:
         if name != app.theme:
             yield SystemCommand(f"theme: {name}", "Switch the colour theme (ctrl+t cycles)",
                                 partial(setattr, app, "theme", name))

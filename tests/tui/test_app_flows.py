@@ -407,3 +407,26 @@ async def test_command_palette_opens(tmp_path):
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.run_configs["left"].mmr
+
+
+async def test_themes_cycle_through_shipped_and_user_files_and_screenshots_say_where(tmp_path, monkeypatch):
+    user = tmp_path / "user-themes"
+    user.mkdir()
+    (user / "mine.toml").write_text('name = "mine"\ndark = true\nprimary = "#88aaff"\n', encoding="utf-8")
+    app = make_app(tmp_path, user_theme_dir=user)
+    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: tmp_path / "data")
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.own_themes == ("groove", "groove-light", "mine")
+        seen = []
+        for _ in range(4):
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            seen.append(app.theme)
+        assert seen == ["groove-light", "mine", "groove", "groove-light"]  # none of Textual's built-ins
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        themes_offered = {t.removeprefix("theme: ") for t in titles if t.startswith("theme: ")}
+        assert themes_offered == {"groove", "mine"}  # every own theme but the current one
+        app.action_save_screenshot()
+        await pilot.pause()
+        shots = list((tmp_path / "data" / "screenshots").glob("*.svg"))
+        assert len(shots) == 1 and f"Screenshot saved: {shots[0]}" == notifications(app)[-1]
