@@ -174,9 +174,28 @@ def _config(args: argparse.Namespace):
 
 
 def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
-    from groove_tui.engine import Engine
+    from groove_tui.engine import Engine, ModelMismatch
 
-    return Engine.open(args.kb, config=_config(args), index_dir=args.index_dir, allow_model_change=allow_model_change)
+    config = _config(args)
+    try:
+        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change)
+    except ModelMismatch as exc:
+        raise CLIError(mismatch_advice(args, config, exc)) from None
+
+
+def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
+    """Both ways out of a model mismatch, as commands with the user's own flags."""
+    import shlex
+
+    flags = [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+             for name in ("config", "index_dir", "model_dir") if getattr(args, name, None)]
+    common = " ".join([shlex.quote(str(args.kb)), *flags])
+    named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
+    keep = ("drop " + named if named else
+            f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
+    rebuild = f"groove-tui index {common} --force --model {shlex.quote(getattr(args, 'model', None) or exc.configured)}"
+    return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
+            f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
 
 
 def _params(engine, args: argparse.Namespace):
@@ -319,7 +338,8 @@ def cmd_open(args: argparse.Namespace) -> int:
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
         raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden)
+    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden,
+               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -140,3 +140,15 @@ def test_reranker_flags_names_and_language_guard(cli, kb, tmp_path):
     assert code == 1 and "--rerank-pool = 0 is invalid: expected an integer in [1, 1000]" in err
     code, _, err = cli("eval", str(kb), "--model", "hashing", "--rerank-max-tokens", "9999", "--golden", "x.yml")
     assert code == 1 and "--rerank-max-tokens" in err
+
+
+def test_a_model_mismatch_offers_both_ways_with_the_users_own_flags(cli, kb, tmp_path):
+    idx = tmp_path / "my index"
+    assert cli("index", str(kb), "--model", "hashing-64", "--index-dir", str(idx))[0] == 0
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing-32", "--index-dir", str(idx))
+    assert code == 1 and err.count("\n") == 1
+    assert "built with the embedding model 'hashing-64', not 'hashing-32'" in err
+    assert "Keep the index's model: drop --model hashing-32" in err
+    assert f"groove-tui index {kb} --index-dir '{idx}' --force --model hashing-32" in err
+    # without --model the index decides: no mismatch at all
+    assert cli("search", str(kb), "tokio", "--index-dir", str(idx))[0] == 0

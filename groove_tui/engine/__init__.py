@@ -71,8 +71,10 @@ class Engine:
             self.store.close()
             raise ModelMismatch(
                 f"the index of {kb_path} was built with the embedding model {recorded!r}, but the configured "
-                f"model is {self.model_id!r}. Re-index with: groove-tui index {_shell_quote(kb_path)} --force "
-                f"(or set [embedding] model = {recorded!r})"
+                f"model is {self.model_id!r}. Either keep the index's model (set [embedding] model = "
+                f"{recorded!r}, or name none), or rebuild it for the new one: groove-tui index "
+                f"{_shell_quote(kb_path)} --force --model {_shell_quote(self.model_id)}",
+                recorded=recorded, configured=self.model_id,
             )
         self._embedder = None
         self._embedder_lock = threading.Lock()

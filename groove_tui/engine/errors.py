@@ -12,7 +12,12 @@ class IndexError_(EngineError):
 
 
 class ModelMismatch(IndexError_):
-    """The index was built with another embedding model."""
+    """The index was built with another embedding model (`recorded`) than the one named (`configured`)."""
+
+    def __init__(self, message: str, *, recorded: str = "", configured: str = "") -> None:
+        super().__init__(message)
+        self.recorded = recorded
+        self.configured = configured
 
 
 class SearchCancelled(EngineError):

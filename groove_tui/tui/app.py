@@ -1037,13 +1037,20 @@ def editor_command(kb: Path, rel_path: str, line: int, editor: str | None = None
     return [*(argv or ["vi"]), f"+{max(1, int(line))}", str(Path(kb) / rel_path)]
 
 
-def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None) -> int:
-    """Open the explorer on `kb` (the CLI's default command). Returns the exit code."""
+def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None,
+        explain_mismatch: Callable[[Exception], str] | None = None) -> int:
+    """Open the explorer on `kb` (the CLI's default command). Returns the exit code. `explain_mismatch`
+    words a model mismatch with the user's own command-line flags."""
 
     def factory():
-        from groove_tui.engine import Engine
+        from groove_tui.engine import Engine, ModelMismatch
 
-        return Engine.open(kb, config=config, index_dir=index_dir)
+        try:
+            return Engine.open(kb, config=config, index_dir=index_dir)
+        except ModelMismatch as exc:
+            if explain_mismatch is None:
+                raise
+            raise ModelMismatch(explain_mismatch(exc), recorded=exc.recorded, configured=exc.configured) from None
 
     app = GrooveApp(engine_factory=factory, config=config, kb_path=Path(kb), golden=golden)
     app.run()
