@@ -1060,10 +1060,32 @@ def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None =
             print(f"groove-tui: judgments saved to {session.save()}", file=sys.stderr)
         except Exception as exc:  # noqa: BLE001
             print(f"groove-tui: judgments NOT saved: {exc}", file=sys.stderr)
+    code = app.return_code or 0
+    if _still_busy(app, QUIT_GRACE_S):
+        # A model call (an embedding batch, a rerank batch) cannot be interrupted and Python would wait for
+        # it at exit, leaving a blank terminal for seconds. Every batch commits alone and SQLite's journal
+        # makes a cut one vanish, so the next run resumes where this one stopped.
+        print("groove-tui: stopping… (the indexing resumes next time)", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     eng = app.engine
     if eng is not None:
         try:
             eng.close()
         except Exception:  # noqa: BLE001
             pass
-    return app.return_code or 0
+    return code
+
+
+QUIT_GRACE_S = 0.5  # how long quitting waits for cancelled workers to finish their batch
+
+
+def _still_busy(app: GrooveApp, seconds: float) -> bool:
+    """Wait up to `seconds` for the cancelled indexing and searches to stop; True if one still runs."""
+    end = time.monotonic() + seconds
+    while app.indexing or app._interactive > 0:
+        if time.monotonic() >= end:
+            return True
+        time.sleep(0.02)
+    return False

@@ -127,3 +127,27 @@ def test_slider_clamps_and_snaps():
     s = Slider(0.333, step=0.01)
     assert s.value == 0.33
     assert s._clamp(7) == 1.0 and s._clamp(-1) == 0.0
+
+
+def test_quitting_waits_only_briefly_for_a_running_batch():
+    """After the window closes, a cancelled indexing that is inside a model call is not waited for (the
+    process exits and the next run resumes); a finished one is."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from groove_tui.tui.app import _still_busy
+
+    idle = SimpleNamespace(indexing=False, _interactive=0)
+    assert _still_busy(idle, 5.0) is False  # returns at once
+    stuck = SimpleNamespace(indexing=True, _interactive=0)
+    assert _still_busy(stuck, 0.05) is True
+    finishing = SimpleNamespace(indexing=True, _interactive=1)
+
+    def finish():
+        time.sleep(0.05)
+        finishing.indexing = False
+        finishing._interactive = 0
+
+    threading.Thread(target=finish).start()
+    assert _still_busy(finishing, 30.0) is False
