@@ -21,7 +21,34 @@ VARIABLE_DEFAULTS = {
     "expanded-background": "#2B3A4A",
     "rank-up": "#6CC08B",
     "rank-down": "#E76F51",
+    "pane-border": "#7C8796",
+    "pane-border-focus": "#F2A65A",
 }
+BORDER_MIN_CONTRAST = 3.0  # WCAG's minimum for user-interface components
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    def luminance(c: str) -> float:
+        def channel(v: int) -> float:
+            x = v / 255
+            return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+        rgb = Color.parse(c).rgb
+        return 0.2126 * channel(rgb[0]) + 0.7152 * channel(rgb[1]) + 0.0722 * channel(rgb[2])
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def readable_border(foreground: str, background: str) -> str:
+    """The colour nearest the background, on the line to the foreground, that keeps 3:1 against it: a
+    user theme that names no pane-border still gets borders one can see."""
+    fg, bg = Color.parse(foreground), Color.parse(background)
+    for step in range(20, 101, 5):
+        c = bg.blend(fg, step / 100).hex
+        if contrast(c, background) >= BORDER_MIN_CONTRAST:
+            return c
+    return fg.hex
 
 _COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
                "surface", "panel", "boost")
@@ -93,7 +120,12 @@ def theme_from_dict(data: dict, where: str = "theme") -> Theme:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 raise ThemeFileError(f"{where}: {k} = {v!r} is invalid: expected a number in [0, 1]")
             extra[k] = float(v)
-    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **colors, **extra)
+    variables = dict(variables)
+    background = colors.get("background", "#000000" if dark else "#FFFFFF")
+    variables.setdefault("pane-border", readable_border(colors.get("foreground", "#E0E0E0" if dark else "#202020"),
+                                                        background))
+    variables.setdefault("pane-border-focus", colors.get("accent", colors["primary"]))
+    return Theme(name=name.strip(), dark=dark, variables=variables, **colors, **extra)
 
 
 def load_theme_file(path: Path) -> Theme:

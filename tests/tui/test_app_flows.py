@@ -430,3 +430,24 @@ async def test_themes_cycle_through_shipped_and_user_files_and_screenshots_say_w
         await pilot.pause()
         shots = list((tmp_path / "data" / "screenshots").glob("*.svg"))
         assert len(shots) == 1 and f"Screenshot saved: {shots[0]}" == notifications(app)[-1]
+
+
+async def test_the_focused_pane_changes_its_border_and_switches_say_their_state(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "rust")
+        results, settings = app.screen.query_one("#pane-left"), app.screen.query_one("#config-left")
+        app.screen.query_one("#results-left").focus()
+        await pilot.pause()
+        focused, blurred = results.styles.border_top, settings.styles.border_top
+        assert focused != blurred and focused[0] == "heavy" and blurred[0] == "round"
+        assert results.styles.border_title_color != settings.styles.border_title_color
+        app.screen.query_one("#left-mmr").focus()
+        await pilot.pause()
+        assert settings.styles.border_top[0] == "heavy" and results.styles.border_top[0] == "round"
+        label = app.screen.query_one("#left-mmr-label")
+        assert str(label.content) == "MMR  off"
+        await pilot.press("f2")
+        await settle(app, pilot)
+        assert str(label.content) == "MMR   on"
+        assert str(app.screen.query_one("#left-reranker-label").content) == "Rerank none"

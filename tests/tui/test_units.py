@@ -151,3 +151,20 @@ def test_quitting_waits_only_briefly_for_a_running_batch():
 
     threading.Thread(target=finish).start()
     assert _still_busy(finishing, 30.0) is False
+
+
+def test_pane_borders_and_titles_are_readable_in_every_shipped_theme():
+    loaded = themes.load_themes(themes.shipped_theme_dir())
+    assert {t.name for t in loaded.themes} >= {"groove", "groove-light"}
+    for t in loaded.themes:
+        for var in ("pane-border", "pane-border-focus"):
+            ratio = themes.contrast(t.variables[var], t.background)
+            assert ratio >= themes.BORDER_MIN_CONTRAST, (t.name, var, round(ratio, 2))
+        assert t.variables["pane-border"] != t.variables["pane-border-focus"]
+
+
+def test_a_user_theme_without_border_colours_gets_readable_ones():
+    for bg, fg in (("#000000", "#FFFFFF"), ("#FFFFFF", "#000000"), ("#202830", "#C0C8D0"), ("#F0E8D8", "#403020")):
+        t = themes.theme_from_dict({"name": "u", "primary": "#3366CC", "background": bg, "foreground": fg})
+        assert themes.contrast(t.variables["pane-border"], bg) >= themes.BORDER_MIN_CONTRAST
+        assert t.variables["pane-border-focus"] == "#3366CC"  # no accent: the primary colour

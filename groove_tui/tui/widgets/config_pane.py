@@ -23,6 +23,15 @@ FUSION_TIP = (
 )
 
 
+SWITCH_NAMES = {"mmr": "MMR", "parent": "Parent", "reranker": "Rerank"}
+
+
+def state_label(what: str, on: bool, *, available: bool = True) -> str:
+    """`MMR  on` / `MMR  off`; a reranker switch with no model says `none`."""
+    state = ("on" if on else "off") if available else "none"
+    return f"{SWITCH_NAMES[what]} {state:>4}"
+
+
 class ConfigPane(VerticalScroll):
     DEFAULT_CSS = """
     ConfigPane { padding: 0 1; }
@@ -49,16 +58,17 @@ class ConfigPane(VerticalScroll):
         rc = self.app.run_configs[self.side]
         s = self.side
         with Horizontal(classes="row"):
-            yield Label("MMR")
+            yield Label(state_label("mmr", rc.mmr), id=f"{s}-mmr-label")
             yield Switch(rc.mmr, id=f"{s}-mmr", tooltip="Maximal marginal relevance: diversify results")
         yield Slider(rc.lam, label="λ", label_width=4, id=f"{s}-lambda")
         yield Slider(rc.same_doc_penalty, label="pen", label_width=4, id=f"{s}-penalty")
         with Horizontal(classes="row"):
-            yield Label("Parent")
+            yield Label(state_label("parent", rc.parent), id=f"{s}-parent-label")
             yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
         model = self.app.reranker_model  # configured, or pulled
         with Horizontal(classes="row"):
-            yield Label("Rerank")
+            yield Label(state_label("reranker", rc.reranker and bool(model), available=bool(model)),
+                        id=f"{s}-reranker-label")
             yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
                          tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
         with Horizontal(classes="row"):
@@ -102,14 +112,23 @@ class ConfigPane(VerticalScroll):
             tags = self.query_one(f"#{s}-tags", Input)
             if split_list(tags.value) != rc.tags:
                 tags.value = ", ".join(rc.tags)
+        self._label_states()
 
     def _set(self, **changes) -> None:
         rc = replace(self.rc, **changes)
         if rc != self.rc:
             self.app.set_run_config(self.side, rc, sync=False)
 
+    def _label_states(self) -> None:
+        """Each switch's label says its state in words: the 4-cell block alone is hard to read."""
+        for what in ("mmr", "parent", "reranker"):
+            sw = self.query_one(f"#{self.side}-{what}", Switch)
+            self.query_one(f"#{self.side}-{what}-label", Label).update(
+                state_label(what, sw.value, available=not sw.disabled))
+
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
+        self._label_states()
         what = event.switch.id.split("-", 1)[1]
         key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
