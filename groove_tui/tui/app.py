@@ -136,6 +136,8 @@ class GrooveApp(App):
         self.run_config_signal: Signal[str] = Signal(self, "run-config")
         self.results_signal: Signal[str] = Signal(self, "results")
         self.eval_signal: Signal[str] = Signal(self, "eval")
+        self.header_signal: Signal[str] = Signal(self, "header")
+        self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
         if engine is not None:
             self._adopt_engine(engine)
 
@@ -155,6 +157,8 @@ class GrooveApp(App):
         self._register_themes()
         if self.config.tui.keymap:
             self.set_keymap(dict(self.config.tui.keymap))
+        if self._engine is not None:
+            self._read_index_counts()
         self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
                         exit_on_error=False)
         golden = self.golden_arg or self._configured_golden()
@@ -273,6 +277,7 @@ class GrooveApp(App):
                 pass
 
     def on_engine_ready(self, _msg: EngineReady) -> None:
+        self._read_index_counts()
         for side in SIDES:
             self.run_config_signal.publish(side)
         if self.query_text.strip():
@@ -281,11 +286,13 @@ class GrooveApp(App):
     def on_index_progressed(self, msg: IndexProgressed) -> None:
         self.index_progress = msg.progress
         self.show_index_state(None)
+        self.header_signal.publish("index")
 
     def on_index_finished(self, msg: IndexFinished) -> None:
         self.index_report = msg.report
         self.index_progress = None
         self.show_index_state(None)
+        self._read_index_counts()
         r = msg.report
         if r is not None:
             text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
@@ -300,6 +307,37 @@ class GrooveApp(App):
                             severity="warning" if note.startswith("warning") else "information")
         if self.query_text.strip():
             self.search_now()  # now with vectors for every chunk
+
+    def _read_index_counts(self) -> None:
+        try:
+            st = self._engine.status()
+            self.index_counts = (st.documents, st.chunks, st.pending_embeddings)
+        except Exception:  # noqa: BLE001 - the header then shows no counts; searches report real errors
+            self.index_counts = None
+        self.header_signal.publish("index")
+
+    def header_text(self) -> Text:
+        """KB · model · index state · reranker, for the header line."""
+        from groove_tui.tui.widgets.status import PHASES
+
+        t = Text()
+        t.append(render_one_line(self.kb_path.name or str(self.kb_path)), style="bold")
+        model = getattr(self._engine, "model_id", None) or self.config.embedding.model
+        t.append(f"  model {render_one_line(str(model))}", style="")
+        p = self.index_progress
+        if p is not None and p.phase != "done":
+            t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+        elif self.index_counts is not None:
+            docs, chunks, pending = self.index_counts
+            t.append(f"  · {docs:,} docs, {chunks:,} chunks")
+            if pending:
+                t.append(f", {pending:,} awaiting vectors", style="italic")
+        elif self._engine is None:
+            t.append("  · opening…", style="italic")
+        rr = self.reranker_model
+        t.append(f"  · rerank {render_one_line(rr) if rr else 'none (groove-tui models pull ms-marco-l12)'}",
+                 style="" if rr else "dim")
+        return t
 
     def show_index_state(self, screen: Screen | None) -> None:
         from groove_tui.tui.widgets.status import IndexStatusBar

@@ -451,3 +451,24 @@ async def test_the_focused_pane_changes_its_border_and_switches_say_their_state(
         await settle(app, pilot)
         assert str(label.content) == "MMR   on"
         assert str(app.screen.query_one("#left-reranker-label").content) == "Rerank none"
+
+
+async def test_the_header_says_kb_model_index_state_and_reranker(tmp_path):
+    import threading
+
+    gate = threading.Event()
+    eng = FakeEngine(stale=True, index_gate=gate)
+    eng.model_id = "hashing-64"
+    app = make_app(tmp_path, eng)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: "embedding" in str(app.screen.query_one("#header").content),
+                         what="the indexing state in the header")
+        assert str(app.screen.query_one("#header").content).startswith("kb  model hashing-64  · embedding 0/")
+        gate.set()
+        await settle(app, pilot)
+        text = str(app.screen.query_one("#header").content)
+        assert text == (f"kb  model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
+                        "  · rerank none (groove-tui models pull ms-marco-l12)")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        assert str(app.screen.query_one("#header").content) == text  # compare mode too

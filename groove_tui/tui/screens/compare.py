@@ -14,7 +14,7 @@ from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
-from groove_tui.tui.widgets.status import IndexStatusBar
+from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
 
 class CompareScreen(SearchScreenMixin, Screen):
@@ -31,6 +31,7 @@ class CompareScreen(SearchScreenMixin, Screen):
     comparison = None  # the Comparison shown, None while the sides are not comparable
 
     def compose(self):
+        yield OrientationHeader(id="header")
         yield QueryInput(history=self.app.history, id="query", value=self.app.query_text)
         yield Static("", id="compare-summary", markup=False)
         with Horizontal(id="compare-body"):
@@ -75,6 +76,8 @@ class CompareScreen(SearchScreenMixin, Screen):
         results for the same query text (a side whose search is still running keeps its older results
         unmarked until it arrives, then this runs again), and the cursors are linked afterwards from the
         active side, so the picture does not depend on which worker finished first."""
+        if not self.is_mounted:  # results that arrive while the screen is being pushed: on_mount shows them
+            return
         app = self.app
         left, right = app.responses.get("left"), app.responses.get("right")
         lp = self.query_one("#pane-left", ResultsPane)

@@ -13,7 +13,7 @@ from groove_tui.tui.widgets.explain import ExplainPanel
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
-from groove_tui.tui.widgets.status import IndexStatusBar
+from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
 
 class SearchScreenMixin:
@@ -60,6 +60,7 @@ class MainScreen(SearchScreenMixin, Screen):
     ]
 
     def compose(self):
+        yield OrientationHeader(id="header")
         yield QueryInput(history=self.app.history, id="query", value=self.app.query_text)
         with Horizontal(id="main-body"):
             cp = ConfigPane("left", id="config-left")

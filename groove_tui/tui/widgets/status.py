@@ -1,4 +1,5 @@
-"""Index status line: a progress bar for both indexing phases (full text, then embeddings)."""
+"""The explorer's orientation: a header line (KB, model, index state, reranker) and the index status line
+(a progress bar for both indexing phases: full text, then embeddings)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,19 @@ class IndexStatusBar(Horizontal):
 
     def finish(self) -> None:
         self.remove_class("-active")
+
+
+class OrientationHeader(Static):
+    """One line on top of each search screen: which KB, which model, what the index holds, which reranker."""
+
+    DEFAULT_CSS = """
+    OrientationHeader { height: 1; padding: 0 1; background: $panel; color: $foreground; text-wrap: nowrap;
+                        text-overflow: ellipsis; }
+    """
+
+    def on_mount(self) -> None:
+        self.app.header_signal.subscribe(self, lambda _=None: self.refresh_text())
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        self.update(self.app.header_text())
