@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -100,13 +101,38 @@ class DiskFile:
     raw: bytes | None  # kept only until the file is written
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"))
+
+
+def _is_regular(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode)
+
+
+def _not_regular(rel: str, st: os.stat_result) -> FileIssue:
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+    return FileIssue(rel, f"not a regular file ({kind})")
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO (swapped in after the type check) returns at once instead of waiting
+    # for a writer; it changes nothing for a regular file.
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+
+
 def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
+    """Bytes and hash of a KB file; only regular files are ever opened (a FIFO would block forever)."""
     full = kb / rel
     try:
-        st = full.stat()
+        st = os.lstat(full)
+        if not _is_regular(st):
+            return _not_regular(rel, st)
         if st.st_size > MAX_FILE_BYTES:
             return FileIssue(rel, f"larger than 50 MiB ({st.st_size:,} bytes)")
-        with open(full, "rb") as fh:
+        with open(full, "rb", opener=_open_nonblocking) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):  # swapped after the check: judge what was opened
+                return _not_regular(rel, st)
             raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return FileIssue(rel, f"unreadable: {exc.strerror or exc}")

@@ -1,0 +1,81 @@
+"""Hostile knowledge bases (issue 13): odd files never hang, abort or bloat an indexing run."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from groove_tui.engine import Engine
+
+from helpers import hashing_config, write_kb
+
+BODY = "## Fine\n\nThis file is perfectly fine and has enough text to be a chunk of its own.\n"
+
+
+def open_engine(kb: Path, tmp_path: Path, **kw) -> Engine:
+    return Engine.open(kb, config=hashing_config(**kw), index_dir=tmp_path / "idx")
+
+
+def _index_in_thread(eng: Engine):
+    """Run eng.index() on a daemon thread; a FIFO that blocks it is released by the caller."""
+    out: dict = {}
+
+    def work() -> None:
+        try:
+            out["report"] = eng.index()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out["error"] = exc
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    return t, out
+
+
+def _release(fifo: Path) -> None:
+    """Unblock a reader stuck in open() on the FIFO (a writer opens and closes it)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return  # no reader waiting
+    os.close(fd)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_named_md_is_skipped_not_opened(tmp_path):
+    kb = write_kb(tmp_path / "kb", {"good.md": BODY})
+    fifo = kb / "pipe.md"
+    os.mkfifo(fifo)
+    with open_engine(kb, tmp_path) as eng:
+        t, out = _index_in_thread(eng)
+        t.join(30)  # a hang guard, not a speed claim: a blocked open() never returns on its own
+        blocked = t.is_alive()
+        _release(fifo)
+        t.join(30)
+    assert not blocked, "index() blocked on a FIFO"
+    report = out["report"]
+    assert report.added == 1
+    assert [(s.path, s.reason) for s in report.skipped] == [("pipe.md", "not a regular file (a FIFO)")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_file_swapped_for_a_fifo_after_the_check_does_not_block(tmp_path, monkeypatch):
+    """The type check and the open are two steps: the open itself must not wait for a writer."""
+    from groove_tui.engine import indexer
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    fifo = kb / "pipe.md"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(indexer, "_is_regular", lambda st: True)  # the pre-check saw a regular file
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", indexer.read_file(kb, "pipe.md")), daemon=True)
+    t.start()
+    t.join(30)
+    blocked = t.is_alive()
+    _release(fifo)
+    t.join(30)
+    assert not blocked, "open() blocked on a FIFO"
+    assert out["r"].reason == "not a regular file (a FIFO)"
