@@ -79,3 +79,23 @@ def test_a_file_swapped_for_a_fifo_after_the_check_does_not_block(tmp_path, monk
     t.join(30)
     assert not blocked, "open() blocked on a FIFO"
     assert out["r"].reason == "not a regular file (a FIFO)"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX byte names")
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY, "z.md": BODY.replace("Fine", "Zed")})
+    try:
+        (kb / os.fsdecode(b"caf\xe9.md")).write_text(BODY)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses non-UTF-8 names")
+    with open_engine(kb, tmp_path) as eng:
+        report = eng.index()  # raised a codec error and stopped the run
+        assert report.added == 2 and report.pending_embeddings == 0  # every later file and phase two ran
+        assert [s.path for s in report.skipped] == ["caf\\xe9.md"]  # named, escaped visibly
+        assert "not valid UTF-8" in report.skipped[0].reason
+        assert not eng.needs_index()  # the skipped name does not make every open re-index
+        from groove_tui.textout import format_index_report
+
+        text = format_index_report(report)
+        text.encode("utf-8")  # printable: no lone surrogate reaches the terminal
+        assert "caf\\xe9.md" in text

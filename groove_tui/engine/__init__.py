@@ -143,7 +143,7 @@ class Engine:
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
-        from groove_tui.engine.indexer import walk_kb
+        from groove_tui.engine.indexer import name_is_utf8, walk_kb
 
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
@@ -152,6 +152,8 @@ class Engine:
             return True
         seen = 0
         for rel in walk_kb(self.kb_path, self.config.exclude_dirs):
+            if not name_is_utf8(rel):
+                continue  # always skipped by the indexer: not a change
             try:
                 st = (self.kb_path / rel).stat()
             except OSError:

@@ -141,6 +141,21 @@ def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
     return DiskFile(rel, hashlib.sha256(raw).hexdigest(), len(raw), st.st_mtime_ns, raw)
 
 
+def printable_name(rel: str) -> str:
+    """A path as text that can be printed and stored: undecodable bytes of the name become \\xNN."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def name_is_utf8(rel: str) -> bool:
+    """os.walk hands a name that is not valid UTF-8 over with lone surrogates (surrogateescape); SQLite
+    cannot store such a string, so the file is skipped rather than stopping the whole run."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def decode_markdown(raw: bytes) -> str:
     """Text of a Markdown file, or raise ValueError with a reason (binary, invalid UTF-8)."""
     if b"\x00" in raw[:8192]:
@@ -353,6 +368,10 @@ class Indexer:
         disk: dict[str, DiskFile] = {}
         skipped_paths: set[str] = set()
         for n, rel in enumerate(paths):
+            if not name_is_utf8(rel):
+                report.skipped.append(FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it"))
+                skipped_paths.add(rel)
+                continue
             result = read_file(self.kb, rel)
             if isinstance(result, FileIssue):
                 report.skipped.append(result)
@@ -362,7 +381,7 @@ class Indexer:
                     result.raw = None  # unchanged: no need to keep the bytes
                 disk[rel] = result
             if n % 200 == 0:
-                notify(IndexProgress("scan", n, len(paths), rel))
+                notify(IndexProgress("scan", n, len(paths), printable_name(rel)))
 
         renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
         reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
