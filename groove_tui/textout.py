@@ -21,6 +21,20 @@ def sanitize(text: str) -> str:
     return _CONTROL.sub("\ufffd", text)
 
 
+# A hit's text as printed: an expansion is at most 8192 tokens (~32 KB), so this only cuts a huge chunk
+# of an uncapped index; --format json still carries the whole text.
+BODY_MAX_CHARS = 32_768
+
+
+def bounded(text: str, spans):
+    """The text cut at BODY_MAX_CHARS (with a note saying how much was left out) and the spans inside it."""
+    if len(text) <= BODY_MAX_CHARS:
+        return text, spans
+    note = f"\n… [{len(text) - BODY_MAX_CHARS:,} more characters; --format json has the whole text]"
+    kept = tuple(s for s in spans or () if s.end <= BODY_MAX_CHARS)
+    return text[:BODY_MAX_CHARS] + note, kept
+
+
 def highlight(text: str, spans, color: bool) -> str:
     if not color or not spans:
         return sanitize(text)
@@ -94,7 +108,7 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
             head.append(f'  "{sanitize(snip)}"')
         if explain and hit.trace is not None:
             head.append(_trace_line(hit))
-        body = highlight(hit.content, hit.match_spans, color)
+        body = highlight(*bounded(hit.content, hit.match_spans), color)
         if color:
             head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
         blocks.append("\n".join(head) + "\n\n" + body)

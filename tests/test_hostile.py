@@ -99,3 +99,59 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
         text = format_index_report(report)
         text.encode("utf-8")  # printable: no lone surrogate reaches the terminal
         assert "caf\\xe9.md" in text
+
+
+def test_a_five_megabyte_line_is_indexed_in_bounded_chunks_and_printed_bounded(tmp_path):
+    from groove_tui.engine.embedders import HashingEmbedder
+    from groove_tui.textout import BODY_MAX_CHARS, format_response
+
+    kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 1_250_000 + "\n", "good.md": BODY})
+    with open_engine(kb, tmp_path) as eng:
+        seen: list[int] = []
+        embedder = HashingEmbedder(64)
+        real = embedder.embed_passages
+        embedder.embed_passages = lambda texts: seen.extend(map(len, texts)) or real(texts)
+        eng._embedder = embedder
+        report = eng.index()
+        longest = eng.store.conn().execute("SELECT max(length(CAST(content AS BLOB))) FROM chunks").fetchone()[0]
+        assert longest <= eng.config.chunking.max_chunk_bytes  # was one 5 MB chunk
+        assert report.pending_embeddings == 0 and max(seen) <= 1500
+        resp = eng.search("needle")
+        assert resp.results and len(format_response(resp, color=False)) < 10 * BODY_MAX_CHARS
+
+
+def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path):
+    """An uncapped index (max_chunk_bytes 0, groove's behaviour) still hands models bounded text."""
+    from dataclasses import replace
+
+    from groove_tui.config import ChunkingConfig
+    from groove_tui.engine.embedders import HashingEmbedder
+    from groove_tui.engine.indexer import MODEL_INPUT_MAX_CHARS
+    from groove_tui.textout import BODY_MAX_CHARS, format_response
+
+    kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 250_000 + "\n"})
+    config = replace(hashing_config(), chunking=ChunkingConfig(0))
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        seen: list[int] = []
+        embedder = HashingEmbedder(64)
+        real = embedder.embed_passages
+        embedder.embed_passages = lambda texts: seen.extend(map(len, texts)) or real(texts)
+        eng._embedder = embedder
+        eng.index()
+        assert seen == [MODEL_INPUT_MAX_CHARS]
+
+        scored: list[int] = []
+
+        class Reranker:
+            model_id = "fake"
+
+            def score(self, query, docs):
+                scored.extend(map(len, docs))
+                return [0.5] * len(docs)
+
+        eng._searcher._get_reranker = lambda name: Reranker()
+        resp = eng.search("needle", eng.default_params(reranker="fake"))
+        assert scored == [MODEL_INPUT_MAX_CHARS]
+        text = format_response(resp, color=False)
+        assert len(text) < BODY_MAX_CHARS + 1000 and "more characters; --format json has the whole text" in text
+        assert len(resp.results[0].content) > 1_000_000  # the API and JSON keep the whole text

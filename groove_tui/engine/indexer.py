@@ -166,11 +166,17 @@ def decode_markdown(raw: bytes) -> str:
         raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
 
 
+# Models read at most 512 tokens (a few thousand characters) and truncate the rest, but tokenising a
+# 5 MB chunk first took 18 GB with USE: what a model is handed is cut here. Far above any chunk the
+# default cap (1500 bytes) makes, so it only bites on huge `max_chunk_bytes` or an uncapped index.
+MODEL_INPUT_MAX_CHARS = 8192
+
+
 def embedding_input(content: str, context: str | None, contextual: bool) -> str:
     """What the embedder (and the reranker) sees: breadcrumb + content in static mode (groove §A.8)."""
     if contextual and context and context.strip():
-        return f"{context}\n\n{content}"
-    return content
+        content = f"{context}\n\n{content}"
+    return content[:MODEL_INPUT_MAX_CHARS]
 
 
 def _now() -> str:
