@@ -155,3 +155,61 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
         text = format_response(resp, color=False)
         assert len(text) < BODY_MAX_CHARS + 1000 and "more characters; --format json has the whole text" in text
         assert len(resp.results[0].content) > 1_000_000  # the API and JSON keep the whole text
+
+
+# ---------------------------------------------------------------- options are checked before any write
+
+
+def test_a_model_typo_with_force_destroys_nothing(tmp_path):
+    from dataclasses import replace
+
+    from groove_tui.config import EmbeddingConfig
+    from groove_tui.engine import EngineError
+
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY, "b.md": BODY.replace("Fine", "Other")})
+    with open_engine(kb, tmp_path) as eng:
+        eng.index()
+        vectors = eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
+    typo = replace(hashing_config(), embedding=EmbeddingConfig(model="multilingual-e5-smal"))
+    with Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng:
+        with pytest.raises(EngineError, match="unknown embedding model"):
+            eng.index(force=True)
+    with open_engine(kb, tmp_path) as eng:  # opens: the recorded model is still the real one
+        assert eng.status().model == "hashing-64"
+        assert eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == vectors > 0
+        assert eng.store.counts() == (2, vectors, 0)
+        assert eng.search("perfectly fine").results
+
+
+def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
+    from dataclasses import replace
+
+    from groove_tui.config import EmbeddingConfig
+    from groove_tui.engine import EngineError
+
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY})
+    typo = replace(hashing_config(), embedding=EmbeddingConfig(model="no-such-model"))
+    with Engine.open(kb, config=typo, index_dir=tmp_path / "idx") as eng:
+        with pytest.raises(EngineError, match="unknown embedding model"):
+            eng.index()
+        assert eng.store.get_meta("embedding_model") is None and eng.store.counts()[0] == 0
+    with open_engine(kb, tmp_path) as eng:  # the right model then just works
+        assert eng.index().added == 1
+
+
+def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch, capsys):
+    from groove_tui.cli import main
+
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY})
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", str(kb), "--model", "hashing", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["index", str(kb), "--model", "hashng", "--force", "--quiet"]) == 1
+    assert "unknown embedding model 'hashng'" in capsys.readouterr().err
+    assert main(["status", str(kb), "--model", "hashing", "--format", "json"]) == 0
+    import json
+
+    status = json.loads(capsys.readouterr().out)
+    assert status["model"] == "hashing-64" and status["pending_embeddings"] == 0 and status["chunks"] == 1

@@ -133,6 +133,10 @@ class Engine:
         from groove_tui.engine.indexer import Indexer, writer_lock
 
         with writer_lock(self.index_dir):
+            if force or self.store.get_meta("embedding_model") is None:
+                # This run records the model (and a forced one drops every vector): load it first, so a
+                # typo fails here, before anything is written, and not after the vectors are gone.
+                self.embedder()
             if force:
                 self.store.set_meta("embedding_model", self.model_id)
             report = Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder).run(
