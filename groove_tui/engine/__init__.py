@@ -152,7 +152,7 @@ class Engine:
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
         }
-        if not stored or self.store.pending_count() or not self.store.bigram_ready():
+        if not stored or self.store.pending_count() or not self.store.bigram_ready() or not self.store.fulltext_current():
             return True
         seen = 0
         for rel in walk_kb(self.kb_path, self.config.exclude_dirs):

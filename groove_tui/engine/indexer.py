@@ -252,6 +252,7 @@ class Indexer:
         if force:
             self._reset()
         else:
+            self._repair_fulltext(notify, cancel)
             self._migrate_bigram(notify, cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual)
@@ -283,15 +284,40 @@ class Indexer:
 
     def _reset(self) -> None:
         with self.store.transaction() as conn:
-            conn.execute("DELETE FROM fts_chunks")
-            conn.execute("DELETE FROM fts_bigram")
+            # Recreated, not emptied: a DELETE left the old rows in the bm25 totals (issue 13).
+            self.store.recreate_fulltext(conn)  # empty, hence current (both versions recorded)
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
             conn.execute("DROP TABLE IF EXISTS vec_chunks")
             for key in ("embedding_model", "embedding_dim", "context_mode"):
                 conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
-            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, conn)  # empty, hence current
             self.store.bump_generation(conn)
+
+    def _repair_fulltext(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Rebuild both full-text tables of an index made before FULLTEXT_VERSION, whose bm25 totals may
+        have drifted with every delete: one transaction, so search sees the old tables or the new."""
+        if self.store.fulltext_current():
+            return
+        conn = self.store.conn()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        notify(IndexProgress("fulltext", 0, total))
+        with self.store.transaction() as wconn:
+            self.store.recreate_fulltext(wconn)
+            last_id, done = -1, 0
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled while repairing the full-text index")
+                rows = wconn.execute(
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
+                ).fetchall()
+                if not rows:
+                    break
+                self.store.insert_fulltext(rows, wconn)
+                done += len(rows)
+                last_id = rows[-1][0]
+                notify(IndexProgress("fulltext", done, total))
+            self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # whole new tables: merge them next
+            self.store.bump_generation(wconn)
 
     def _migrate_bigram(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
         """Build the bigram table for an index made before it existed or with an older segmentation.
@@ -539,14 +565,7 @@ class Indexer:
                     (doc_id, c.index, c.heading, c.level, c.content, c.token_count, c.quality_score, context,
                      c.line, c.part, 1 if blob is not None else 0),
                 ).lastrowid
-                conn.execute(
-                    "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, c.heading, context, c.content),
-                )
-                conn.execute(
-                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, segment(c.heading), segment(context), segment(c.content)),
-                )
+                self.store.insert_fulltext([(cid, c.heading, context, c.content)], conn)
                 if blob is not None:
                     conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
             self.store.bump_generation(conn)
