@@ -321,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return HANDLERS[args.command](args)
+    except BrokenPipeError:
+        return _closed_stdout()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -336,7 +338,23 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
             print(f"groove-tui: {exc}", file=sys.stderr)
             return 1
+        if isinstance(exc, OSError):  # a file system refusal the engine did not word: still one line
+            where = f" ({exc.filename})" if exc.filename else ""
+            print(f"groove-tui: {exc.strerror or exc}{where}", file=sys.stderr)
+            return 1
         raise
+
+
+def _closed_stdout() -> int:
+    """The reader went away (`… | head -0`): stop quietly, as Unix tools do (128 + SIGPIPE).
+
+    stdout is pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":

@@ -213,3 +213,84 @@ def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch
 
     status = json.loads(capsys.readouterr().out)
     assert status["model"] == "hashing-64" and status["pending_embeddings"] == 0 and status["chunks"] == 1
+
+
+# ---------------------------------------------------------------- clean errors on the command line
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    from groove_tui.cli import main
+
+    monkeypatch.delenv("GROOVE_TUI_INDEX_DIR", raising=False)
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def _commands(kb: Path, index_dir: str) -> list[list[str]]:
+    common = ["--index-dir", index_dir, "--model", "hashing"]
+    return [
+        ["index", str(kb), *common, "--quiet"],
+        ["status", str(kb), *common],
+        ["search", str(kb), "fine", *common],
+        ["eval", str(kb), *common, "--golden", str(kb / "g.yml")],
+        ["bench", str(kb), *common, "--repeat", "1"],
+    ]
+
+
+@pytest.mark.parametrize("bad", ["a-file", "/dev/null", "read-only"])
+def test_a_bad_index_dir_is_a_one_line_error_on_every_command(cli, tmp_path, monkeypatch, bad):
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY})
+    (kb / "g.yml").write_text("queries:\n  - query: fine\n    expected: [a.md]\n")
+    if bad == "a-file":
+        target = tmp_path / "a-file"
+        target.write_text("not a directory")
+    elif bad == "read-only":
+        target = tmp_path / "ro"
+        target.mkdir()
+        target.chmod(0o555)
+        if os.access(target, os.W_OK):  # root writes anywhere: make the directory refuse as it would
+            real_mkdir = Path.mkdir
+
+            def refuse(self, *a, **kw):
+                if str(self).startswith(str(target)):
+                    raise PermissionError(13, "Permission denied", str(self))
+                return real_mkdir(self, *a, **kw)
+
+            monkeypatch.setattr(Path, "mkdir", refuse)
+    else:
+        target = Path(bad)
+    for argv in _commands(kb, str(target)):
+        code, _out, err = cli(*argv)  # raised NotADirectoryError / PermissionError with a traceback
+        assert code == 1, (argv, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("groove-tui: ") and str(target) in lines[0], (argv, err)
+        assert "Traceback" not in err
+
+
+def test_a_closed_stdout_exits_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    kb = write_kb(tmp_path / "kb", {f"n{i}.md": BODY.replace("Fine", f"Fine {i}") for i in range(30)})
+    env = {**os.environ, "GROOVE_TUI_INDEX_DIR": str(tmp_path / "idx"), "HF_HUB_OFFLINE": "1"}
+    run = [sys.executable, "-m", "groove_tui.cli"]
+    subprocess.run([*run, "index", str(kb), "--model", "hashing", "--quiet"], env=env, check=True, capture_output=True)
+    for fmt in ("text", "json"):
+        # `search … | head -0`: the reader is gone before anything is written
+        proc = subprocess.Popen(
+            [*run, "search", str(kb), "fine", "--model", "hashing", "--limit", "30", "--format", fmt],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait()
+        assert err == "", err  # no BrokenPipeError traceback, no "Exception ignored"
+        assert proc.returncode in (0, 141)

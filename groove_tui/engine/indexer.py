@@ -194,8 +194,12 @@ def writer_lock(index_dir: Path) -> Iterator[None]:
     except ImportError:  # Windows: no advisory lock, SQLite's own locking still protects the data
         yield
         return
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / "index.lock", "w") as fh:
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(index_dir / "index.lock", "w")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise EngineError(f"cannot use the index directory {index_dir}: {exc.strerror or exc}") from None
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -124,6 +124,10 @@ def parse_tags(raw: str | None) -> tuple[str, ...]:
     return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
 
 
+def _where(exc: OSError, fallback: Path) -> str:
+    return str(exc.filename) if exc.filename else str(fallback)
+
+
 def fulltext_rows(rows: Sequence[tuple]) -> tuple[list[tuple], list[tuple]]:
     """The values a chunk's row holds in fts_chunks and in fts_bigram, from (id, heading, context_text,
     content): inserts and 'delete' commands must use the very same ones."""
@@ -144,11 +148,22 @@ class Store:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        db_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file, /dev/null, a read-only directory: say which and why
+            raise IndexError_(f"cannot use the index directory {_where(exc, db_path.parent)}: {exc.strerror or exc}") from None
         try:
             self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
+        try:
+            self._init_meta()
+        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file
+            self.close()
+            raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
+
+    def _init_meta(self) -> None:
         with self.transaction() as conn:
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
