@@ -294,3 +294,55 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
         proc.wait()
         assert err == "", err  # no BrokenPipeError traceback, no "Exception ignored"
         assert proc.returncode in (0, 141)
+
+
+# ---------------------------------------------------------------- odd line endings, NULs, unreadable dirs
+
+
+def test_lone_cr_line_endings_are_line_endings():
+    from groove_tui.engine.markdown import parse_markdown
+
+    text = "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r## First\rBody of the first section, long enough to stand alone.\r### Second\rBody of the second section, long enough to stand alone.\r"
+    doc = parse_markdown("mac.md", text)
+    assert doc.title == "Old Mac" and doc.tags == ("cr",)
+    assert [(c.heading, c.level) for c in doc.chunks] == [(None, None), ("First", 2), ("Second", 3)]
+    assert all("\r" not in c.content for c in doc.chunks)
+    assert [c.line for c in doc.chunks] == [6, 7, 9]
+    crlf = parse_markdown("mac.md", text.replace("\r", "\r\n"))  # the same document as CRLF
+    assert [(c.heading, c.content, c.line) for c in crlf.chunks] == [(c.heading, c.content, c.line) for c in doc.chunks]
+
+
+def test_a_nul_anywhere_makes_a_file_binary(tmp_path):
+    late_nul = ("## Text\n\n" + "plain words " * 1000).encode() + b"\x00 tail"  # past the first 8 KiB
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY, "late.md": late_nul})
+    with open_engine(kb, tmp_path) as eng:
+        report = eng.index()
+        assert [(s.path, s.reason) for s in report.skipped] == [("late.md", "binary content (NUL bytes)")]
+        assert eng.store.conn().execute("SELECT count(*) FROM chunks WHERE instr(content, char(0))").fetchone()[0] == 0
+
+
+def test_unreadable_directories_and_skipped_symlinks_are_reported(tmp_path, monkeypatch):
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY, "locked/secret.md": BODY, "open/b.md": BODY})
+    outside = write_kb(tmp_path / "outside", {"o.md": BODY})
+    os.symlink(outside / "o.md", kb / "link.md")
+    os.symlink(outside, kb / "linkdir")
+    with open_engine(kb, tmp_path) as eng:
+        first = eng.index()
+        assert first.added == 3
+        assert sorted((s.path, s.reason) for s in first.skipped) == [
+            ("link.md", "symbolic link (not followed)"),
+            ("linkdir/", "symbolic link to a directory (not followed)"),
+        ]
+        real_scandir = os.scandir
+
+        def scandir(path="."):  # root reads any directory: simulate EACCES on one
+            if os.fspath(path).endswith("locked"):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real_scandir(path)
+
+        monkeypatch.setattr(os, "scandir", scandir)
+        second = eng.index()
+        assert ("locked/", "unreadable directory: Permission denied") in {(s.path, s.reason) for s in second.skipped}
+        assert second.deleted == 0  # what was indexed under it is kept, as for an unreadable file
+        paths = {p for (p,) in eng.store.conn().execute("SELECT path FROM documents")}
+        assert "locked/secret.md" in paths

@@ -58,34 +58,41 @@ def _load_ignore(kb: Path):
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk_kb(kb: Path, exclude_dirs: tuple[str, ...]) -> list[str]:
-    """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed."""
+def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | None = None) -> list[str]:
+    """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed.
+
+    `issues` receives what the walk passed over: unreadable directories and symbolic links (Markdown
+    files and directories), each with a reason; directory paths end in '/'."""
     excluded = {d.lower() for d in (*exclude_dirs, *ALWAYS_EXCLUDED)}
     ignore = _load_ignore(kb)
     found: list[str] = []
+    note = issues.append if issues is not None else (lambda _issue: None)
 
-    def onerror(_exc: OSError) -> None:  # an unreadable directory is skipped, the walk goes on
-        return None
+    def onerror(exc: OSError) -> None:  # an unreadable directory is skipped, the walk goes on
+        rel = os.path.relpath(exc.filename, kb) if exc.filename else "."
+        rel = "" if rel == "." else rel.replace(os.sep, "/")
+        note(FileIssue(printable_name(rel) + "/" if rel else "./", f"unreadable directory: {exc.strerror or exc}"))
 
     for root, dirs, files in os.walk(kb, followlinks=False, onerror=onerror):
         rel_root = os.path.relpath(root, kb)
         rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
         keep = []
         for d in dirs:
-            if d.lower() in excluded or os.path.islink(os.path.join(root, d)):
+            if d.lower() in excluded or (ignore is not None and ignore.match_file(rel_root + d + "/")):
                 continue
-            if ignore is not None and ignore.match_file(rel_root + d + "/"):
+            if os.path.islink(os.path.join(root, d)):
+                note(FileIssue(printable_name(rel_root + d) + "/", "symbolic link to a directory (not followed)"))
                 continue
             keep.append(d)
         dirs[:] = keep
         for name in files:
             if not name.lower().endswith(MARKDOWN_SUFFIXES):
                 continue
-            full = os.path.join(root, name)
-            if os.path.islink(full):
-                continue
             rel = rel_root + name
             if ignore is not None and ignore.match_file(rel):
+                continue
+            if os.path.islink(os.path.join(root, name)):
+                note(FileIssue(printable_name(rel), "symbolic link (not followed)"))
                 continue
             found.append(rel)
     found.sort()
@@ -158,7 +165,7 @@ def name_is_utf8(rel: str) -> bool:
 
 def decode_markdown(raw: bytes) -> str:
     """Text of a Markdown file, or raise ValueError with a reason (binary, invalid UTF-8)."""
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw:  # anywhere, not only near the start: a NUL must not reach the index
         raise ValueError("binary content (NUL bytes)")
     try:
         return raw.decode("utf-8")
@@ -398,7 +405,13 @@ class Indexer:
     ) -> None:
         conn = self.store.conn()
         notify(IndexProgress("scan", 0, 0))
-        paths = walk_kb(self.kb, self.config.exclude_dirs)
+        walk_issues: list[FileIssue] = []
+        paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
+        report.skipped.extend(walk_issues)
+        # Documents under a directory that could not be read are kept, like an unreadable file's.
+        unreadable = tuple(
+            "" if i.path == "./" else i.path for i in walk_issues if i.reason.startswith("unreadable directory")
+        )
         stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
 
         disk: dict[str, DiskFile] = {}
@@ -477,7 +490,10 @@ class Indexer:
                     report.metadata_only += 1
         notify(IndexProgress("fulltext", total, total))
 
-        gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
+        gone = [
+            i for p, (i, _h) in stored.items()
+            if p not in disk and p not in skipped_paths and not (unreadable and (p + "/").startswith(unreadable))
+        ]
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)

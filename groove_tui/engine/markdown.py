@@ -45,6 +45,7 @@ _WS = (
 )
 _WS_RUN = re.compile(f"[{re.escape(_WS)}]+")
 _WS_CHAR = re.compile(f"[{re.escape(_WS)}]")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 BOILERPLATE = (
     "TBD", "TODO", "WIP", "N/A", "未定", "準備中", "(準備中)", "詳細は後述", "詳細は後述する",
@@ -571,6 +572,10 @@ def parse_markdown(
     decides whether to store it.
     """
     del contextual
+    if "\r" in text:
+        # A lone CR (classic Mac OS) ends a line too (ours; groove's Rust `lines()` keeps it): otherwise a
+        # whole file is one line and neither its frontmatter nor its headings are recognised.
+        text = _LONE_CR.sub("\n", text)
     fm, body, offset, warning = parse_frontmatter(text)
     category, path_topic = path_category_topic(rel_path)
     crumb_title = fm.title if fm.title is not None and _trim(fm.title) else filename_title(rel_path)
