@@ -346,3 +346,46 @@ def test_unreadable_directories_and_skipped_symlinks_are_reported(tmp_path, monk
         assert second.deleted == 0  # what was indexed under it is kept, as for an unreadable file
         paths = {p for (p,) in eng.store.conn().execute("SELECT path FROM documents")}
         assert "locked/secret.md" in paths
+
+
+# ---------------------------------------------------------------- hostile queries
+
+
+@pytest.fixture(scope="module")
+def ja_engine(tmp_path_factory):
+    from helpers import SAMPLE_KB
+
+    root = tmp_path_factory.mktemp("ja")
+    eng = Engine.open(write_kb(root / "kb", SAMPLE_KB), config=hashing_config(), index_dir=root / "idx")
+    eng.index()
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize(
+    "query", ['"設定\x00ファイル"', '"東京\x00"', '"tokio\x00 runtime"', "設定\x00 -\"東京\x00\"", "設定 ab\x00cd"]
+)
+def test_a_nul_in_a_query_never_reaches_sqlite(ja_engine, query):
+    resp = ja_engine.search(query)  # "unterminated string" from SQLite before
+    assert resp.results  # the phrase with the NUL is dropped (as the trigram side always did), the rest runs
+    assert "\x00" not in (resp.query.match_expr or "") + (resp.query.bigram_expr or "")
+
+
+def test_no_sqlite_text_reaches_a_user(ja_engine):
+    """Whatever the query, the engine either answers or raises its own QueryError in its own words."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from groove_tui.engine.query import QueryError
+
+    alphabet = st.sampled_from(list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\'') + ["\u3000", "ー"])
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(alphabet, max_size=24).map("".join))
+    def check(query):
+        try:
+            ja_engine.search(query)
+        except QueryError as exc:
+            assert "could not run" not in str(exc), (query, str(exc))
+
+    check()

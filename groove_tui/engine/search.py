@@ -228,7 +228,9 @@ class Searcher:
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("search cancelled") from None
-            raise QueryError(f"the search could not run: {exc}") from None
+            # SQLite's wording means nothing to a user: it goes to the log, the query to the message.
+            log.warning("full-text statement failed for %r: %s", query, exc)
+            raise QueryError(f"the full-text index could not run the query {query!r}; please report it") from None
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
