@@ -156,6 +156,8 @@ def _params(engine, args: argparse.Namespace):
     params = engine.default_params()
     changes: dict = {}
     if getattr(args, "limit", None) is not None:
+        if args.limit < 0:
+            raise CLIError(f"--limit {args.limit} is invalid: expected an integer >= 0")
         changes["limit"] = args.limit
     if args.mmr is not None:
         changes["mmr"] = args.mmr
@@ -180,12 +182,20 @@ def _params(engine, args: argparse.Namespace):
             topic=args.topic,
             min_quality=args.min_quality,
         )
+        q = args.min_quality
+        if q is not None and not (math.isfinite(q) and 0.0 <= q <= 1.0):
+            raise CLIError(f"--min-quality {_flag_value(q)} is invalid: expected a number in [0, 1]")
         if args.min_confidence_ratio is not None:
             r = args.min_confidence_ratio
             if not math.isfinite(r) or r < 0:
-                raise CLIError(f"--min-confidence-ratio {r} is invalid: expected a finite number >= 0")
+                raise CLIError(f"--min-confidence-ratio {_flag_value(r)} is invalid: expected a finite number >= 0")
             changes["min_confidence_ratio"] = r
     return replace(params, **changes)
+
+
+def _flag_value(value: float) -> str:
+    """A float flag as the user typed it, near enough: -1.0 → -1."""
+    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
 
 
 def _require_index(engine) -> None:

@@ -389,3 +389,61 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
             assert "could not run" not in str(exc), (query, str(exc))
 
     check()
+
+
+# ---------------------------------------------------------------- parameters, the same on every surface
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"limit": float("inf")}, "limit"),
+        ({"limit": float("nan")}, "limit"),
+        ({"limit": None}, "limit"),
+        ({"limit": -1}, "limit"),
+        ({"limit": "10"}, "limit"),
+        ({"limit": 2.5}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"min_quality": float("nan")}, "min_quality"),
+        ({"min_quality": float("inf")}, "min_quality"),
+        ({"min_quality": -1}, "min_quality"),
+        ({"min_quality": 1.5}, "min_quality"),
+        ({"min_quality": "0.3"}, "min_quality"),
+        ({"min_confidence_ratio": float("nan")}, "min_confidence_ratio"),
+        ({"min_confidence_ratio": -0.5}, "min_confidence_ratio"),
+        ({"min_confidence_ratio": "1.5"}, "min_confidence_ratio"),
+    ],
+)
+def test_the_api_refuses_bad_parameters_with_the_engines_own_error(ja_engine, change, named):
+    from groove_tui.engine import EngineError, SearchParams
+
+    with pytest.raises(EngineError, match=rf"^{named} = .* is invalid: expected") as err:
+        ja_engine.search("tokio", SearchParams(**change))
+    assert isinstance(err.value, ValueError)  # callers catching ValueError keep working
+
+
+def test_the_api_keeps_groove_s_limit_clamp_and_the_none_defaults(ja_engine):
+    from groove_tui.engine import SearchParams
+
+    assert len(ja_engine.search("tokio", SearchParams(limit=5000)).results) > 0  # clamped to 1000, like groove
+    assert ja_engine.search("tokio", SearchParams(limit=0)).results == ()
+    assert ja_engine.search("tokio", SearchParams(min_quality=None, min_confidence_ratio=None)).results
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "allowed"),
+    [
+        ("--min-quality", "nan", "expected a number in [0, 1]"),
+        ("--min-quality", "inf", "expected a number in [0, 1]"),
+        ("--min-quality", "-1", "expected a number in [0, 1]"),
+        ("--limit", "-1", "expected an integer >= 0"),
+        ("--min-confidence-ratio", "nan", "expected a finite number >= 0"),
+    ],
+)
+def test_the_cli_refuses_bad_parameters_with_the_allowed_range(cli, tmp_path, flag, value, allowed):
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY})
+    common = ["--index-dir", str(tmp_path / "idx"), "--model", "hashing"]
+    assert cli("index", str(kb), *common, "--quiet")[0] == 0
+    code, out, err = cli("search", str(kb), "fine", *common, flag, value)
+    assert code == 1 and out == ""
+    assert err.strip() == f"groove-tui: {flag} {value} is invalid: {allowed}"

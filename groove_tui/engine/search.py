@@ -23,7 +23,7 @@ import sqlean as sqlite3
 
 from groove_tui.config import Config, check_fusion_method, check_unit
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
-from groove_tui.engine.errors import SearchCancelled
+from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.filters import DocFilter
 from groove_tui.engine.indexer import embedding_input
 from groove_tui.engine.mmr import mmr_select_traced
@@ -131,7 +131,7 @@ class Searcher:
         if not isinstance(query, str):
             raise QueryError("the query must be a string")
         pq = parse_query(query)
-        limit = max(0, min(int(params.limit), LIMIT_MAX))
+        limit = min(check_limit(params.limit), LIMIT_MAX)  # over the maximum: clamped, as groove does
         lam = check_unit("mmr_lambda", params.mmr_lambda)
         penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
         mmr_cfg = self.config.search.mmr
@@ -250,15 +250,17 @@ class Searcher:
 
     # ------------------------------------------------------------ settings
 
+    # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's mistake,
+    # and the CLI, the explorer and the Python API must all say so the same way.
     def _min_quality(self, value: float | None) -> float:
-        if value is None or not math.isfinite(value):
+        if value is None:
             return self.config.quality_filter.effective
-        return min(max(float(value), 0.0), 1.0)
+        return float(_check_number("min_quality", value, 0.0, 1.0, "a number in [0, 1]"))
 
     def _confidence_ratio(self, value: float | None) -> float:
-        if value is None or not math.isfinite(value):
+        if value is None:
             return self.config.search.min_confidence_ratio
-        return max(float(value), 0.0)
+        return float(_check_number("min_confidence_ratio", value, 0.0, math.inf, "a finite number >= 0"))
 
     def _bigram_query(self, query: str) -> tuple[BigramQuery | None, tuple[str, ...]]:
         """The bigram side of a CJK query (None: flag off, or no CJK in it), and a warning when the
@@ -644,6 +646,21 @@ def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple
     if vector:
         return float(lo), float(lo + span)
     return float(-lo), float(-(lo + span))
+
+
+def check_limit(value: object) -> int:
+    """SearchParams.limit: an integer >= 0 (bool, float, None and strings refused, naming it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ParamError(f"limit = {value!r} is invalid: expected an integer >= 0 (at most {LIMIT_MAX} are returned)")
+    return int(value)
+
+
+def _check_number(key: str, value: object, lo: float, hi: float, allowed: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
+    return float(value)
 
 
 def first_page(per_leg: int, cap: int) -> int:
