@@ -215,6 +215,7 @@ def use_color(stream) -> bool:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from groove_tui.engine.types import json_text
     from groove_tui.progress import ProgressLine
 
     engine = _load(args, allow_model_change=args.force)
@@ -225,7 +226,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         finally:
             bar.close()
     if args.format == "json":
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(report.to_dict()))
     else:
         from groove_tui.textout import format_index_report
 
@@ -234,13 +235,17 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from groove_tui.engine.types import json_text
+
     with _load(args) as engine:
         status = engine.status()
     if args.format == "json":
-        print(json.dumps(status.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(status.to_dict()))
     else:
+        from groove_tui.textout import escape_name
+
         for key, value in status.to_dict().items():
-            print(f"{key:<20} {value if value is not None else '-'}")
+            print(f"{key:<20} {escape_name(str(value)) if value is not None else '-'}")
     return 0
 
 

@@ -16,6 +16,22 @@ DIM = "\x1b[2m"
 RESET = "\x1b[0m"
 
 
+# A name (path, title, heading) is one line of output: every control, line separator and bidi control in
+# it is shown as an escape, so a file name cannot forge a line ("…\nrank: 1") or reverse what follows.
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def escape_name(text: str) -> str:
+    """A path, title or heading for display on one line, its controls visible as escapes (\\n, \\u202e)."""
+    return _NAME_UNSAFE.sub(_escape, text)
+
+
 def sanitize(text: str) -> str:
     """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
     return _CONTROL.sub("\ufffd", text)
@@ -91,12 +107,12 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
     blocks = ["\n".join(lines)] if lines else []
     for rank, hit in enumerate(resp.results, 1):
         head = [
-            f"# {sanitize(hit.title) if hit.title else '(no title)'}",
-            sanitize(f"{hit.path}#{hit.heading}" if hit.heading else hit.path),
+            f"# {escape_name(hit.title) if hit.title else '(no title)'}",
+            escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else ""),
             f"rank: {rank}  score: {hit.score:.4f}",
         ]
         if hit.tags:
-            head.append("tags: " + ", ".join(sanitize(t) for t in hit.tags))
+            head.append("tags: " + ", ".join(escape_name(t) for t in hit.tags))
         if hit.expanded_from is not None:
             ef = hit.expanded_from
             head.append(
@@ -155,7 +171,7 @@ def format_index_report(r: IndexReport) -> str:
         f"{r.seconds:.2f} s (full text {r.fulltext_seconds:.2f} s, embeddings {r.embed_seconds:.2f} s)",
     ]
     for issue in r.skipped:
-        lines.append(f"skipped  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+        lines.append(f"skipped  {escape_name(issue.path)}: {escape_name(issue.reason)}")
     for issue in r.degraded:
-        lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+        lines.append(f"warning  {escape_name(issue.path)}: {escape_name(issue.reason)}")
     return "\n".join(lines)

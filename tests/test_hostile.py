@@ -447,3 +447,68 @@ def test_the_cli_refuses_bad_parameters_with_the_allowed_range(cli, tmp_path, fl
     code, out, err = cli("search", str(kb), "fine", *common, flag, value)
     assert code == 1 and out == ""
     assert err.strip() == f"groove-tui: {flag} {value} is invalid: {allowed}"
+
+
+# ---------------------------------------------------------------- file names cannot spoof output
+
+SPOOF_NAMES = {
+    "newline": "evil\nrank: 1  score: 9.9999.md",
+    "rlo": "invoice\u202edm.exe.md",
+    "c1": "csi\x9b31m.md",
+}
+
+
+@pytest.fixture(scope="module")
+def spoof_engine(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spoof")
+    kb = write_kb(root / "kb", {name: "## Spoof\n\nspoofing words in a file with a hostile name here.\n" for name in SPOOF_NAMES.values()})
+    (kb / "bad-heading.md").write_text("## Head\u202eing\x85x\n\nspoofing words under a hostile heading here.\n")
+    eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+    eng.index()
+    yield eng
+    eng.close()
+
+
+def test_text_output_shows_hostile_names_escaped(spoof_engine):
+    from groove_tui.textout import format_response
+
+    resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
+    assert len(resp.results) == 4
+    text = format_response(resp, color=False)
+    heads = [block.split("\n")[1] for block in text.split("\n---\n")]
+    assert "evil\\nrank: 1  score: 9.9999.md#Spoof" in heads  # one line, the newline visible
+    assert "invoice\\u202edm.exe.md#Spoof" in heads
+    assert "csi\\x9b31m.md#Spoof" in heads
+    assert "bad-heading.md#Head\\u202eing\\x85x" in heads
+    assert not any(ch in text for ch in "\u202e\x9b\x85")
+    assert sum(line.startswith("rank: ") for line in text.splitlines()) == 4  # no line forged by a name
+
+
+def test_json_output_escapes_c1_controls(spoof_engine):
+    import json
+
+    resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
+    out = resp.to_json()
+    assert "\x9b" not in out and "\x85" not in out and "\\u009b" in out
+    assert {r["path"] for r in json.loads(out)["results"]} >= set(SPOOF_NAMES.values())  # still the real names
+
+
+def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
+    from groove_tui.textout import format_index_report
+
+    kb = write_kb(tmp_path / "kb", {"ok.md": BODY, "bin\n\u202eary\x9b.md": b"\x00binary"})
+    with open_engine(kb, tmp_path) as eng:
+        text = format_index_report(eng.index())
+    assert "skipped  bin\\n\\u202eary\\x9b.md: binary content (NUL bytes)" in text.splitlines()
+
+
+def test_the_explorer_shows_hostile_names_escaped(spoof_engine):
+    from groove_tui.tui.render import explain_text, hit_title
+
+    resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10, explain=True))
+    titles = {hit_title(h).plain for h in resp.results}
+    assert "evil\\nrank: 1  score: 9.9999.md › Spoof" in titles
+    assert "invoice\\u202edm.exe.md › Spoof" in titles
+    assert "csi\\x9b31m.md › Spoof" in titles
+    hit = next(h for h in resp.results if h.path == SPOOF_NAMES["rlo"])
+    assert "invoice\\u202edm.exe.md" in explain_text(hit, resp.query).plain
