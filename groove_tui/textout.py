@@ -108,7 +108,7 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
     for rank, hit in enumerate(resp.results, 1):
         head = [
             f"# {escape_name(hit.title) if hit.title else '(no title)'}",
-            escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else ""),
+            escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else "") + hit.part_label,
             f"rank: {rank}  score: {hit.score:.4f}",
         ]
         if hit.tags:

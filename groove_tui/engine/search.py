@@ -368,14 +368,15 @@ class Searcher:
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
         conn = self.store.conn()
         blob = to_blob(qvec)
-        k = min(first_page(per_leg, cap), KNN_MAX)
+        first = max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
+        k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
         while True:
             found = conn.execute(
                 "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                 (blob, k),
             ).fetchall()
-            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
-            if len(kept) >= per_leg or len(found) < k or k >= KNN_MAX:
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept
             # Short after filters: take groove's full over-fetch, then (ours, and groove's rule for
             # exclusions, §C.7) keep doubling until the page is full or sqlite-vec's k limit is reached.
@@ -389,25 +390,45 @@ class Searcher:
         expression's own NOT (exclusions judged by the other table)."""
         f = self.config.search.fusion
         cap = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
-        limit = first_page(per_leg, cap)
+        # Merging parts, a section's parts count once: one note split into hundreds of matching parts
+        # must not fill the pool, so the leg reads on (4× a page) until it has per_leg sections.
+        merge = self.config.search.merge_parts
+        most = OVERFETCH_CAP if merge else cap
+        # The first page is 2× when merging: the statement's cost is ranking every match, not the LIMIT,
+        # so a few extra rows are far cheaper than a second statement when two parts share the page.
+        limit = max(first_page(per_leg, cap), 2 * per_leg) if merge else first_page(per_leg, cap)
         while True:
             found = self.store.conn().execute(
                 f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
                 (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
             ).fetchall()
-            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
-            if len(kept) >= per_leg or len(found) < limit or limit >= cap:
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < limit or limit >= most:
                 return kept
-            limit = cap
+            limit = cap if limit < cap else min(limit * 4, most)
 
     def _keep(
         self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
-    ) -> list[tuple[int, float]]:
-        """The first `per_leg` candidates (in leg order) that pass the exclusions and the filters."""
+    ) -> tuple[list[tuple[int, float]], int]:
+        """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
+        — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
+        (candidates or sections) that is."""
         rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
-        return [
+        accepted = [
             (cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
-        ][:per_leg]
+        ]
+        if not self.config.search.merge_parts:
+            return accepted[:per_leg], min(len(accepted), per_leg)
+        sections: set[tuple[int, int]] = set()
+        kept = []
+        for cid, raw in accepted:
+            key = _section(rows[cid])
+            if key not in sections:
+                if len(sections) == per_leg:
+                    break
+                sections.add(key)
+            kept.append((cid, raw))
+        return kept, len(sections)
 
     # ------------------------------------------------------------ fusion and later stages
 
@@ -546,6 +567,7 @@ class Searcher:
             chunk_id=r.chunk_id, document_id=r.document_id, path=r.path, title=r.title, heading=r.heading,
             level=r.level, chunk_index=r.chunk_index, topic=r.topic, category=r.category, date=r.date,
             tags=r.tags, content=r.content, score=c.score, line=r.line, context=r.context, trace=trace,
+            part=r.part,
         )
 
     def _expand(self, hit: Hit) -> Hit:

@@ -283,6 +283,12 @@ class Hit:
     expanded_from: ExpandedFrom | None = None
     context: str | None = None
     trace: HitTrace | None = None
+    part: int = 0  # 1.. when `content` is a later part of a section split at the size cap (not its start)
+
+    @property
+    def part_label(self) -> str:
+        """" (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
+        return f" (part {self.part + 1})" if self.part and self.expanded_from is None else ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -261,7 +261,7 @@ def hit_title(hit: Hit) -> Text:
     t = Text(escape_name(hit.path), style="bold")
     if hit.heading:
         t.append(" › ", style="dim")
-        t.append(escape_name(hit.heading))
+        t.append(escape_name(hit.heading) + hit.part_label)
     if hit.expanded_from is not None:
         t.append("  [+context]", style="italic dim")  # literal text, not markup
     return t
