@@ -55,7 +55,8 @@ class Engine:
         from groove_tui.engine.search import Searcher
         from groove_tui.engine.store import Store
 
-        if config.embedding.model == EmbeddingConfig.model:
+        self._model_named = config.embedding.model != EmbeddingConfig.model  # by the user, so maybe a typo
+        if not self._model_named:
             # The default model's wheel is missing on some platforms (Windows): fall back to USE.
             config = replace(config, embedding=replace(config.embedding, model=default_model_name()))
         self.kb_path = kb_path
@@ -133,9 +134,9 @@ class Engine:
         from groove_tui.engine.indexer import Indexer, writer_lock
 
         with writer_lock(self.index_dir):
-            if force or self.store.get_meta("embedding_model") is None:
-                # This run records the model (and a forced one drops every vector): load it first, so a
-                # typo fails here, before anything is written, and not after the vectors are gone.
+            if self._model_named and (force or self.store.get_meta("embedding_model") is None):
+                # This run records the model the user named (and a forced one drops every vector): load it
+                # first, so a typo fails here, before anything is written, not after the vectors are gone.
                 self.embedder()
             if force:
                 self.store.set_meta("embedding_model", self.model_id)
