@@ -16,6 +16,11 @@ DIM = "\x1b[2m"
 RESET = "\x1b[0m"
 
 
+def sanitize(text: str) -> str:
+    """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
+    return _CONTROL.sub("\ufffd", text)
+
+
 # A name (path, title, heading) is one line of output: every control, line separator and bidi control in
 # it is shown as an escape, so a file name cannot forge a line ("…\nrank: 1") or reverse what follows.
 _NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -30,11 +35,6 @@ def _escape(m: re.Match[str]) -> str:
 def escape_name(text: str) -> str:
     """A path, title or heading for display on one line, its controls visible as escapes (\\n, \\u202e)."""
     return _NAME_UNSAFE.sub(_escape, text)
-
-
-def sanitize(text: str) -> str:
-    """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
-    return _CONTROL.sub("\ufffd", text)
 
 
 # A hit's text as printed: an expansion is at most 8192 tokens (~32 KB), so this only cuts a huge chunk
@@ -163,6 +163,7 @@ def _trace_line(hit: Hit) -> str:
 
 
 def format_index_report(r: IndexReport) -> str:
+    r = _names_escaped(r)
     lines = [
         f"added {r.added}, updated {r.updated} ({r.metadata_only} metadata only), unchanged {r.unchanged}, "
         f"renamed {r.renamed}, deleted {r.deleted}, skipped {len(r.skipped)}",
@@ -171,7 +172,17 @@ def format_index_report(r: IndexReport) -> str:
         f"{r.seconds:.2f} s (full text {r.fulltext_seconds:.2f} s, embeddings {r.embed_seconds:.2f} s)",
     ]
     for issue in r.skipped:
-        lines.append(f"skipped  {escape_name(issue.path)}: {escape_name(issue.reason)}")
+        lines.append(f"skipped  {sanitize(issue.path)}: {sanitize(issue.reason)}")
     for issue in r.degraded:
-        lines.append(f"warning  {escape_name(issue.path)}: {escape_name(issue.reason)}")
+        lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
     return "\n".join(lines)
+
+
+def _names_escaped(r: IndexReport) -> IndexReport:
+    """The report with each skipped or degraded file's name (and reason) escaped onto one line."""
+    from dataclasses import replace
+
+    def esc(issues):
+        return tuple(type(i)(escape_name(i.path), escape_name(i.reason)) for i in issues)
+
+    return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))

@@ -250,9 +250,9 @@ class Searcher:
 
     # ------------------------------------------------------------ settings
 
-    # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's mistake,
-    # and the CLI, the explorer and the Python API must all say so the same way.
     def _min_quality(self, value: float | None) -> float:
+        # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's
+        # mistake, and the CLI, the explorer and the Python API must all say so the same way.
         if value is None:
             return self.config.quality_filter.effective
         return float(_check_number("min_quality", value, 0.0, 1.0, "a number in [0, 1]"))
