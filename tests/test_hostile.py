@@ -144,8 +144,9 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
 
         class Reranker:
             model_id = "fake"
+            languages = ("any",)
 
-            def score(self, query, docs):
+            def score(self, query, docs, **_progress_and_cancel):
                 scored.extend(map(len, docs))
                 return [0.5] * len(docs)
 
