@@ -342,9 +342,10 @@ def test_unreadable_directories_and_skipped_symlinks_are_reported(tmp_path, monk
             return real_scandir(path)
 
         monkeypatch.setattr(os, "scandir", scandir)
+        (kb / "copy.md").write_text(BODY)  # same bytes as locked/secret.md: must not look like a move
         second = eng.index()
         assert ("locked/", "unreadable directory: Permission denied") in {(s.path, s.reason) for s in second.skipped}
-        assert second.deleted == 0  # what was indexed under it is kept, as for an unreadable file
+        assert (second.deleted, second.renamed, second.added) == (0, 0, 1)  # kept, as an unreadable file's
         paths = {p for (p,) in eng.store.conn().execute("SELECT path FROM documents")}
         assert "locked/secret.md" in paths
 

@@ -408,14 +408,14 @@ class Indexer:
         walk_issues: list[FileIssue] = []
         paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
         report.skipped.extend(walk_issues)
-        # Documents under a directory that could not be read are kept, like an unreadable file's.
         unreadable = tuple(
             "" if i.path == "./" else i.path for i in walk_issues if i.reason.startswith("unreadable directory")
         )
         stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
 
         disk: dict[str, DiskFile] = {}
-        skipped_paths: set[str] = set()
+        # Under an unreadable directory, as for an unreadable file: neither deleted nor taken as moved.
+        skipped_paths: set[str] = {p for p in stored if (p + "/").startswith(unreadable)} if unreadable else set()
         for n, rel in enumerate(paths):
             if not name_is_utf8(rel):
                 report.skipped.append(FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it"))
@@ -490,10 +490,7 @@ class Indexer:
                     report.metadata_only += 1
         notify(IndexProgress("fulltext", total, total))
 
-        gone = [
-            i for p, (i, _h) in stored.items()
-            if p not in disk and p not in skipped_paths and not (unreadable and (p + "/").startswith(unreadable))
-        ]
+        gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
