@@ -514,3 +514,30 @@ def test_the_explorer_shows_hostile_names_escaped(spoof_engine):
     assert "csi\\x9b31m.md › Spoof" in titles
     hit = next(h for h in resp.results if h.path == SPOOF_NAMES["rlo"])
     assert "invoice\\u202edm.exe.md" in explain_text(hit, resp.query).plain
+
+
+def test_the_explorer_palette_shows_hostile_names_escaped(spoof_engine, tmp_path):
+    """The command palette names the focused hit's file: escaped too."""
+    import asyncio
+
+    from groove_tui.tui.commands import groove_commands
+
+    from tui.fakes import FakeEngine
+    from tui.helpers import SIZE, make_app, search
+
+    class Spoofed(FakeEngine):
+        def _search(self, query, params, cancel):
+            from dataclasses import replace
+
+            resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
+            return replace(resp, results=tuple(h for h in resp.results if h.path == SPOOF_NAMES["newline"]))
+
+    async def run():
+        app = make_app(tmp_path, Spoofed())
+        async with app.run_test(size=SIZE) as pilot:
+            await search(app, pilot, "spoofing")
+            return [c.help for c in groove_commands(app, app.screen) if c.title.startswith("hit: ")]
+
+    helps = asyncio.run(run())
+    assert helps and not any("\n" in h for h in helps)
+    assert any("evil\\nrank: 1  score: 9.9999.md" in h for h in helps)
