@@ -335,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return HANDLERS[args.command](args)
+        code = HANDLERS[args.command](args)
+        sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's exit
+        return code
     except BrokenPipeError:
         return _closed_stdout()
     except KeyboardInterrupt:
