@@ -27,7 +27,6 @@ Machines are noisy: compare ratios within one run; medians over repeats.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -819,7 +818,9 @@ def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespac
     finally:
         bar.close()
     if getattr(args, "format", "text") == "json":
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        from groove_tui.engine.types import json_text
+
+        print(json_text(result))
     else:
         sys.stdout.write(format_text(result))
     return 0

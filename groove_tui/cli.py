@@ -204,6 +204,8 @@ def _params(engine, args: argparse.Namespace):
     params = engine.default_params()
     changes: dict = {}
     if getattr(args, "limit", None) is not None:
+        if args.limit < 0:
+            raise CLIError(f"--limit {args.limit} is invalid: expected an integer >= 0")
         changes["limit"] = args.limit
     if args.mmr is not None:
         changes["mmr"] = args.mmr
@@ -228,12 +230,20 @@ def _params(engine, args: argparse.Namespace):
             topic=args.topic,
             min_quality=args.min_quality,
         )
+        q = args.min_quality
+        if q is not None and not (math.isfinite(q) and 0.0 <= q <= 1.0):
+            raise CLIError(f"--min-quality {_flag_value(q)} is invalid: expected a number in [0, 1]")
         if args.min_confidence_ratio is not None:
             r = args.min_confidence_ratio
             if not math.isfinite(r) or r < 0:
-                raise CLIError(f"--min-confidence-ratio {r} is invalid: expected a finite number >= 0")
+                raise CLIError(f"--min-confidence-ratio {_flag_value(r)} is invalid: expected a finite number >= 0")
             changes["min_confidence_ratio"] = r
     return replace(params, **changes)
+
+
+def _flag_value(value: float) -> str:
+    """A float flag as the user typed it, near enough: -1.0 → -1."""
+    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
 
 
 def _require_index(engine) -> None:
@@ -249,6 +259,7 @@ def _require_index(engine) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from groove_tui.engine.types import json_text
     from groove_tui.progress import ProgressLine
 
     engine = _load(args, allow_model_change=args.force)
@@ -259,7 +270,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         finally:
             bar.close()
     if args.format == "json":
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(report.to_dict()))
     else:
         from groove_tui.textout import format_index_report
 
@@ -268,13 +279,17 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from groove_tui.engine.types import json_text
+
     with _load(args) as engine:
         status = engine.status()
     if args.format == "json":
-        print(json.dumps(status.to_dict(), ensure_ascii=False, indent=2))
+        print(json_text(status.to_dict()))
     else:
+        from groove_tui.textout import escape_name
+
         for key, value in status.to_dict().items():
-            print(f"{key:<20} {value if value is not None else '-'}")
+            print(f"{key:<20} {escape_name(str(value)) if value is not None else '-'}")
     return 0
 
 
@@ -382,7 +397,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[MODEL_DIR_ENV] = str(Path(args.model_dir).expanduser())
     try:
-        return HANDLERS[args.command](args)
+        code = HANDLERS[args.command](args)
+        sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _closed_stdout()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -398,7 +417,23 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
             print(f"groove-tui: {exc}", file=sys.stderr)
             return 1
+        if isinstance(exc, OSError):  # a file system refusal the engine did not word: still one line
+            where = f" ({exc.filename})" if exc.filename else ""
+            print(f"groove-tui: {exc.strerror or exc}{where}", file=sys.stderr)
+            return 1
         raise
+
+
+def _closed_stdout() -> int:
+    """The reader went away (`… | head -0`): stop quietly, as Unix tools do (128 + SIGPIPE).
+
+    stdout is pointed at /dev/null first, so the interpreter's final flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
 
 
 if __name__ == "__main__":

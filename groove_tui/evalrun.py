@@ -12,7 +12,6 @@ runs of different legs are never compared), and the text output lists the querie
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from groove_tui.config import FusionConfig
+from groove_tui.engine.types import json_text
 from groove_tui.engine.eval import (
     eval_params,
     validate_query,
@@ -429,7 +429,7 @@ def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchPar
     finally:
         bar.close()
     if getattr(args, "format", "text") == "json":
-        print(json.dumps(to_json(outcome), ensure_ascii=False, indent=2, allow_nan=False))
+        print(json_text(to_json(outcome), allow_nan=False))
     else:
         sys.stdout.write(format_text(outcome, color=use_color(sys.stdout)))
     if outcome.is_regression:

@@ -28,6 +28,36 @@ def sanitize(text: str) -> str:
     return _CONTROL.sub("\ufffd", text)
 
 
+# A name (path, title, heading) is one line of output: every control, line separator and bidi control in
+# it is shown as an escape, so a file name cannot forge a line ("…\nrank: 1") or reverse what follows.
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def escape_name(text: str) -> str:
+    """A path, title or heading for display on one line, its controls visible as escapes (\\n, \\u202e)."""
+    return _NAME_UNSAFE.sub(_escape, text)
+
+
+# A hit's text as printed: an expansion is at most 8192 tokens (~32 KB), so this only cuts a huge chunk
+# of an uncapped index; --format json still carries the whole text.
+BODY_MAX_CHARS = 32_768
+
+
+def bounded(text: str, spans):
+    """The text cut at BODY_MAX_CHARS (with a note saying how much was left out) and the spans inside it."""
+    if len(text) <= BODY_MAX_CHARS:
+        return text, spans
+    note = f"\n… [{len(text) - BODY_MAX_CHARS:,} more characters; --format json has the whole text]"
+    kept = tuple(s for s in spans or () if s.end <= BODY_MAX_CHARS)
+    return text[:BODY_MAX_CHARS] + note, kept
+
+
 def highlight(text: str, spans, color: bool) -> str:
     if not color or not spans:
         return sanitize(text)
@@ -86,12 +116,12 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
     blocks = ["\n".join(lines)] if lines else []
     for rank, hit in enumerate(resp.results, 1):
         head = [
-            f"# {sanitize(hit.title) if hit.title else '(no title)'}",
-            sanitize(f"{hit.path}#{hit.heading}" if hit.heading else hit.path),
+            f"# {escape_name(hit.title) if hit.title else '(no title)'}",
+            escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else "") + hit.part_label,
             f"rank: {rank}  score: {hit.score:.4f}",
         ]
         if hit.tags:
-            head.append("tags: " + ", ".join(sanitize(t) for t in hit.tags))
+            head.append("tags: " + ", ".join(escape_name(t) for t in hit.tags))
         if hit.expanded_from is not None:
             ef = hit.expanded_from
             head.append(
@@ -103,7 +133,7 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
             head.append(f'  "{sanitize(snip)}"')
         if explain and hit.trace is not None:
             head.append(_trace_line(hit))
-        body = highlight(hit.content, hit.match_spans, color)
+        body = highlight(*bounded(hit.content, hit.match_spans), color)
         if color:
             head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
         blocks.append("\n".join(head) + "\n\n" + body)
@@ -142,6 +172,7 @@ def _trace_line(hit: Hit) -> str:
 
 
 def format_index_report(r: IndexReport) -> str:
+    r = _names_escaped(r)
     lines = [
         f"added {r.added}, updated {r.updated} ({r.metadata_only} metadata only), unchanged {r.unchanged}, "
         f"renamed {r.renamed}, deleted {r.deleted}, skipped {len(r.skipped)}",
@@ -155,3 +186,13 @@ def format_index_report(r: IndexReport) -> str:
         lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
     lines += [sanitize(note) for note in r.notes]
     return "\n".join(lines)
+
+
+def _names_escaped(r: IndexReport) -> IndexReport:
+    """The report with each skipped or degraded file's name (and reason) escaped onto one line."""
+    from dataclasses import replace
+
+    def esc(issues):
+        return tuple(type(i)(escape_name(i.path), escape_name(i.reason)) for i in issues)
+
+    return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))

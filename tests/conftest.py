@@ -32,3 +32,23 @@ def engine(kb: Path, tmp_path: Path):
     eng.index()
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def no_waiting(monkeypatch):
+    """Records every sleep (a retry's back-off) and network connection attempt, making both no-ops.
+
+    "Fails fast offline" is behaviour, not a wall-clock bound: the code must give up without taking a
+    retry or sleep path and without reaching for a network (speed itself is `groove-tui bench`'s)."""
+    import socket
+    import time
+
+    seen: dict[str, list] = {"sleep": [], "connect": []}
+    monkeypatch.setattr(time, "sleep", lambda seconds: seen["sleep"].append(seconds))
+
+    def connect(self, address):
+        seen["connect"].append(address)
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return seen

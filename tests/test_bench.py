@@ -40,7 +40,7 @@ def test_search_mode_json_keys(kb, capsys):
         st = s["stages_ms"][name]
         assert st["n"] == s["queries"] and 0 <= st["p50"] <= st["p95"]
     assert s["stages_ms"]["rerank"]["n"] == 0 and s["stages_ms"]["rerank"]["p50"] is None  # no reranker
-    assert s["total_minus_embed_ms"]["p50"] <= s["stages_ms"]["total"]["p95"] + 1e-6
+    assert s["total_minus_embed_ms"]["n"] == s["queries"]  # its timing relation to total: a bench, not a test
     assert s["warm_rerun_ms"]["n"] == s["queries"]
     assert s["mmr_on"]["mmr_stage_ms"]["n"] > 0 and s["parent_on"]["parent_stage_ms"]["n"] > 0
     assert s["mmr_250_to_10_ms"]["limit"] == 10 and s["mmr_250_to_10_ms"]["n"] > 0
@@ -169,9 +169,8 @@ def test_scale_must_be_positive(scale_env, capsys):
 
 
 def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
-    # A query embedding that takes 40 ms: the cold total pays it, "everything but the embedding" does not.
-    import time
-
+    """Behaviour, not a wall-clock bound: every cold search embeds its query, and the run that gives
+    "everything but the embedding" reuses the cached vector, so no embedding is in its total."""
     from groove_tui.engine import Engine
 
     from helpers import hashing_config
@@ -180,17 +179,14 @@ def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
     engine.index()
     embedder = engine.embedder()
     real = embedder.embed_query
-
-    def slow(text):
-        time.sleep(0.04)
-        return real(text)
-
-    embedder.embed_query = slow
+    embedded: list[str] = []
+    embedder.embed_query = lambda text: embedded.append(text) or real(text)
     params = engine.default_params(reranker=None, mmr=False, parent_retriever=False)
-    stages, minus_embed = bench.cold_searches(engine, ["tokio runtime", "sqlite vector"], 1, params, lambda *_: None)
+    queries = ["tokio runtime", "sqlite vector"]
+    stages, minus_embed = bench.cold_searches(engine, queries, 2, params, lambda *_: None)
     engine.close()
-    assert min(stages["embed"]) >= 40 and min(stages["total"]) >= 40
-    assert len(minus_embed) == 2 and max(minus_embed) < 40
+    assert embedded == queries * 2  # once per cold search, never in the minus-embed runs
+    assert len(stages["embed"]) == len(stages["total"]) == len(minus_embed) == 4
 
 
 def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):

@@ -212,7 +212,7 @@ def _make_legacy(eng: Engine, version: str | None) -> None:
             conn.execute("DROP TABLE fts_bigram")
             conn.execute("DELETE FROM index_meta WHERE key = 'bigram_version'")
         else:
-            conn.execute("DELETE FROM fts_bigram")
+            conn.execute("INSERT INTO fts_bigram(fts_bigram) VALUES ('delete-all')")
             eng.store.set_meta("bigram_version", version, conn)
 
 

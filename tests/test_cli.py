@@ -94,18 +94,16 @@ def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
     assert code == 1 and "--force" in err and "hashing-64" in err
 
 
-def test_unavailable_model_fails_fast_with_advice(cli, kb):
-    import time
-
-    t = time.monotonic()
+def test_unavailable_model_fails_fast_with_advice(cli, kb, no_waiting):
     code, _, err = cli("index", str(kb), "--model", "BAAI/bge-small-en-v1.5")
-    assert code == 1 and time.monotonic() - t < 5  # phase one runs first; the model load itself is < 1 s
-    assert "bge-small-en-v1.5" in err
+    assert code == 1 and "bge-small-en-v1.5" in err
+    assert no_waiting == {"sleep": [], "connect": []}  # no retry, no hub: it gave up at once
 
 
-def test_help_is_fast_and_imports_nothing_heavy():
+def test_help_imports_nothing_heavy():
+    """What keeps `--help` fast; the 0.3 s target itself is measured by `groove-tui bench` (cli_help_s)."""
     code = (
-        "import sys, time; t = time.perf_counter(); from groove_tui.cli import main\n"
+        "import sys; from groove_tui.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('numpy', 'textual', 'fastembed', 'sqlean', 'rich') if m in sys.modules]\n"
         "print(heavy)"

@@ -179,3 +179,26 @@ def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
             rrf = eng.search("sqlite search", replace(params, fusion="rrf"))
             assert len(rel.results) == 120
             assert [h.chunk_id for h in rel.results] == [h.chunk_id for h in rrf.results]
+
+
+@pytest.mark.parametrize("method", ["dbsf", "relative", "rrf"])
+def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
+    """Unequal weights: each leg's term is its unit-weight term times that leg's weight, the bigram leg
+    (a full-text leg) carrying the full-text weight. Equal weights everywhere else could not tell them apart."""
+    with _engine(kb, tmp_path / "unit", method=method) as unit, _engine(
+        kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0
+    ) as weighted:
+        for query, full_text in (("tokio runtime", "rrf_fts"), ("設定ファイル", "rrf_bigram")):
+            params = SearchParams(limit=10, explain=True, min_quality=0)
+            base = {h.chunk_id: h.trace for h in unit.search(query, params).results}
+            seen = 0
+            for hit in weighted.search(query, params).results:
+                t, u = hit.trace, base.get(hit.chunk_id)
+                if u is None:
+                    continue
+                for name, weight in (("rrf_vector", 0.25), (full_text, 2.0)):
+                    if getattr(u, name) is not None:
+                        assert getattr(t, name) == pytest.approx(weight * getattr(u, name), rel=1e-5, abs=1e-7), name
+                        seen += 1
+                assert hit.score == pytest.approx((t.rrf_vector or 0) + (getattr(t, full_text) or 0), rel=1e-5)
+            assert seen >= 4

@@ -451,11 +451,31 @@ def test_split_counts_japanese_bytes() -> None:
     assert [c.token_count for c in doc.chunks] == [len(c.content.encode()) // 4 for c in doc.chunks]
 
 
-def test_giant_single_line_stays_whole() -> None:
+def test_giant_single_line_is_cut_at_whitespace_under_the_cap() -> None:
     giant = paragraph("xyz ", 5000)
     doc = parse(f"## G\n{LONG}\n\n{giant}\n\n{LONG}\n", max_chunk_bytes=1500)
-    assert [c.content for c in doc.chunks] == [LONG, giant.strip(), LONG]
-    assert [c.part for c in doc.chunks] == [0, 1, 2]
+    assert all(len(c.content.encode()) <= 1500 for c in doc.chunks)
+    words = [w for c in doc.chunks for w in c.content.split()]
+    assert words == LONG.split() + giant.split() + LONG.split()  # cut between words, nothing lost
+    assert len(doc.chunks) == 5
+    assert [c.part for c in doc.chunks] == list(range(len(doc.chunks)))
+    assert {c.line for c in doc.chunks if "xyz" in c.content} == {4}  # every fragment keeps its line
+
+
+def test_giant_line_without_whitespace_is_cut_at_character_boundaries() -> None:
+    blob = "data:image/png;base64," + "QUJD" * 3000  # a base64 image: no whitespace at all
+    japanese = "日本語の長い行" * 300  # 3-byte characters: a cut must not split one
+    for line in (blob, japanese):
+        doc = parse(f"## B\n{line}\n", max_chunk_bytes=1000)
+        assert all(len(c.content.encode()) <= 1000 for c in doc.chunks)
+        assert "".join(c.content for c in doc.chunks) == line
+        assert len(doc.chunks) == -(-len(line.encode()) // 1000)  # each piece as full as the cap allows
+
+
+def test_a_five_megabyte_line_makes_bounded_chunks() -> None:
+    doc = parse("## Minified\n" + "x" * 5_000_000 + "\n", max_chunk_bytes=1500)
+    assert max(len(c.content.encode()) for c in doc.chunks) == 1500
+    assert sum(len(c.content) for c in doc.chunks) == 5_000_000
 
 
 def test_giant_paragraph_splits_at_lines() -> None:
@@ -493,10 +513,10 @@ def test_split_avoids_tiny_pieces() -> None:
     a, b, tail = paragraph("a", 1000), paragraph("b", 495), "tail"  # a + b fit, a + b + tail do not
     doc = parse(f"## S\n{a}\n\n{b}\n\n{tail}\n", max_chunk_bytes=1500)
     assert [c.content for c in doc.chunks] == [a, f"{b}\n\n{tail}"]  # borrows a paragraph
-    # When nothing else fits, the tiny piece is glued on even though that exceeds the cap a little.
+    # When nothing else fits, the tiny piece stays on its own: no chunk exceeds the cap.
     a = paragraph("a", 1496)
     doc = parse(f"## S\n{a}\n\n{tail}\n", max_chunk_bytes=1500)
-    assert [c.content for c in doc.chunks] == [f"{a}\n\n{tail}"]
+    assert [c.content for c in doc.chunks] == [a, tail]
 
 
 def test_merge_happens_before_split() -> None:
@@ -560,10 +580,13 @@ def test_every_content_line_survives(doc_and_expected: tuple[str, list[str]], ca
         text = text.replace("\n", "\r\n")
     doc = parse_markdown("p.md", text, exclude_headings=["SECRET"], max_chunk_bytes=cap)
     contents = [c.content for c in doc.chunks]
+    squashed = "".join("".join(c.split()) for c in contents)  # a line over the cap is cut at whitespace
     for line in expected:
         needle = line.strip(" \u3000")
         if needle:
-            assert any(needle in content for content in contents), needle
+            assert any(needle in content for content in contents) or "".join(needle.split()) in squashed, needle
+    if cap > 0:
+        assert all(len(c.encode()) <= cap for c in contents)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -581,6 +604,7 @@ def test_parse_never_raises_and_numbers_chunks(text: str, excludes: list[str], c
         n_lines = variant.count("\n") + 1
         previous = None
         for chunk in doc.chunks:
+            assert cap <= 0 or len(chunk.content.encode()) <= cap
             assert "\r" not in chunk.content or "\r" in text
             assert 1 <= chunk.line <= n_lines
             assert chunk.token_count == len(chunk.content.encode()) // 4

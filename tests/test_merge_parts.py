@@ -85,3 +85,46 @@ def test_merge_parts_must_be_a_boolean():
         parse_config({"search": {"merge_parts": "yes"}})
     assert parse_config({"search": {"merge_parts": False}}).search.merge_parts is False
     assert parse_config({}).search.merge_parts is True
+
+
+def _starving_kb() -> dict[str, str]:
+    """One section that splits into ~255 parts, every one matching, beside 25 small matching documents."""
+    big = "\n\n".join(f"compost heaps garden soil, compost heaps garden soil, compost heaps garden soil, compost heaps garden soil {i}" for i in range(255))
+    files = {"big.md": f"## Everything about compost\n\n{big}\n"}
+    for i in range(25):  # each ranks below every part of big.md in both legs
+        files[f"small/s{i:02}.md"] = (
+            f"## Note {i}\n\nA note {i} that mentions compost heaps and garden soil once, among many other words "
+            "about weather, birds, paths, fences, sheds, ponds and the allotment committee.\n"
+        )
+    return files
+
+
+@pytest.mark.parametrize("legs", ["fts", "hybrid", "vector"])
+def test_one_document_with_many_parts_does_not_starve_the_page(tmp_path, legs):
+    cfg = hashing_config(chunking=ChunkingConfig(max_chunk_bytes=200))
+    with Engine.open(write_kb(tmp_path / "kb", _starving_kb()), config=cfg, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        parts = eng.store.conn().execute(
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.path = 'big.md'"
+        ).fetchone()[0]
+        assert parts >= 200
+        resp = eng.search("compost heaps garden soil", SearchParams(limit=30, legs=legs, min_quality=0))
+        paths = [h.path for h in resp.results]
+        assert len(paths) == 26 and len(set(paths)) == 26  # every matching document; was 2 hits
+        assert sorted(paths) == sorted(_starving_kb())
+
+
+def test_a_merged_hit_is_labelled_with_the_part_it_shows(tmp_path, files):
+    from groove_tui.textout import format_response
+    from groove_tui.tui.render import hit_title
+
+    with _engine(tmp_path, True, files) as eng:
+        resp = eng.search("Paragraph 5 explains", SearchParams(limit=10))
+        hit = next(h for h in resp.results if h.path == "long.md")
+        assert hit.part > 0 and "Paragraph 5" in hit.content and hit.heading == "Compost"
+        assert not hit.content.startswith("Paragraph 0")  # the text is the part's, not the section's start
+        label = f"long.md#Compost (part {hit.part + 1})"
+        assert label in format_response(resp, color=False).splitlines()
+        assert hit_title(hit).plain == f"long.md › Compost (part {hit.part + 1})"
+        first = next(h for h in eng.search("Paragraph 0 explains", SearchParams(limit=10)).results if h.path == "long.md")
+        assert first.part == 0 and hit_title(first).plain == "long.md › Compost"  # part 0 starts at its heading

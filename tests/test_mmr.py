@@ -98,6 +98,15 @@ def test_ties_go_to_the_lowest_index():
     assert mmr_select([0.5, 0.9, 0.9], orthogonal(3), [1, 2, 3], 3, 0.7, 0.0) == [1, 2, 0]
 
 
+def test_relevance_is_shifted_by_the_pool_minimum():
+    """Scores whose minimum is not 0: rel = (s - min) / (max - min), not s / max or s / spread."""
+    picks, trace = mmr_select_traced([5.0, 3.0, 4.0], orthogonal(3), [1, 2, 3], 3, 1.0, 0.0)
+    assert picks == [0, 2, 1]
+    assert [t.relevance for t in trace] == [1.0, 0.5, 0.0]
+    picks, trace = mmr_select_traced([-1.0, -3.0, -2.5], orthogonal(3), [1, 2, 3], 3, 1.0, 0.0)
+    assert picks == [0, 2, 1] and [t.relevance for t in trace] == [1.0, 0.25, 0.0]
+
+
 def test_equal_scores_normalise_to_zero():
     picks, trace = mmr_select_traced([3.0, 3.0, 3.0], orthogonal(3), [1, 2, 3], 3, 1.0, 0.0)
     assert picks == [0, 1, 2]

@@ -121,11 +121,39 @@ def test_low_confidence_rule():
     assert _low_confidence([-1.0, -2.0], 1.5) is False
 
 
-def test_rrf_ties_break_by_chunk_id_and_scores_are_f32(engine):
+def test_low_confidence_at_exactly_the_ratio_is_not_low():
+    """groove §D.8: max/mean *below* the ratio. Exactly at it (3/2 = 1.5, exact in f32) is not low."""
+    assert _low_confidence([3.0, 1.0], 1.5) is False
+    assert _low_confidence([3.0, 1.0], 1.5000001) is True  # the next f32 above 1.5
+    assert _low_confidence([3.0, 1.0], 1.4999999) is False
+
+
+def test_scores_are_in_order_and_json_keeps_them_in_f32(engine):
     resp = engine.search("notes", SearchParams(limit=10, min_quality=0))
     scores = [h.score for h in resp.results]
     assert scores == sorted(scores, reverse=True)
     assert json.loads(resp.to_json())["results"][0]["score"] == pytest.approx(scores[0], rel=1e-6)
+
+
+def _row(cid: int, doc: int):
+    from groove_tui.engine.store import CandidateRow
+
+    return CandidateRow(cid, doc, 0, "H", 2, f"text {cid}", 10, 1.0, None, 1, 0, f"d{doc}.md", None, None,
+                        None, None, ())
+
+
+@pytest.mark.parametrize("method", ["rrf", "dbsf", "relative"])
+def test_fusion_ties_break_by_chunk_id(engine, method):
+    """A real tie: each chunk is first in one leg and second in the other, so every method sums the same
+    two terms for both (under RRF 1/61 + 1/62). The lower chunk id wins, whichever leg put it first."""
+    from groove_tui.engine.search import Legs
+
+    rows = {7: _row(7, 1), 3: _row(3, 2)}
+    for vector, fts in ((((7, 0.1), (3, 0.2)), ((3, -2.0), (7, -1.0))), (((3, 0.1), (7, 0.2)), ((7, -2.0), (3, -1.0)))):
+        legs = Legs(vector=vector, fts=fts, rows=rows, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
+        fused = engine._searcher._fuse(legs, None, False, method=method)
+        assert [c.row.chunk_id for c in fused] == [3, 7]
+        assert fused[0].score == fused[1].score  # it is a tie
 
 
 QUERY_ALPHABET = st.sampled_from(

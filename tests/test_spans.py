@@ -247,3 +247,12 @@ def test_nfd_content_against_nfc_query() -> None:
     assert texts(content, match_spans("crème brûlée française", content)) == [
         unicodedata.normalize("NFD", w) for w in ("Crème", "brûlée", "française")
     ]
+
+
+def test_occurrences_do_not_overlap() -> None:
+    """Rust `match_indices`: after a match the scan resumes at its end, so `aaa` in `aaaa` is one span
+    (an overlapping scan would find [1, 4) too and merge them into [0, 4))."""
+    assert match_spans("aaa", "aaaa") == [(0, 3)]
+    assert match_spans("aaa", "aaaaaa") == [(0, 3), (3, 6)]  # adjacent, not merged
+    assert match_spans("abab", "abababab") == [(0, 4), (4, 8)]
+    assert len(match_spans("aaa", "a" * 400)) == 100 and match_spans("aaa", "a" * 400)[1] == (3, 6)

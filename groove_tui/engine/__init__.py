@@ -141,6 +141,10 @@ class Engine:
         from groove_tui.engine.indexer import _now, writer_lock
 
         with writer_lock(self.index_dir):
+            if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
+                # This run records the model the user named (and a forced one drops every vector): load it
+                # first, so a typo fails here, before anything is written, not after the vectors are gone.
+                self.embedder()
             started = _now()
             notes: list[str] = []
             fresh = force or self.store.vec_dim() is None  # no vector written yet: the model is still open
@@ -186,15 +190,17 @@ class Engine:
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
-        from groove_tui.engine.indexer import walk_kb
+        from groove_tui.engine.indexer import name_is_utf8, walk_kb
 
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
         }
-        if not stored or self.store.pending_count() or not self.store.bigram_ready():
+        if not stored or self.store.pending_count() or not self.store.bigram_ready() or not self.store.fulltext_current():
             return True
         seen = 0
         for rel in walk_kb(self.kb_path, self.config.exclude_dirs):
+            if not name_is_utf8(rel):
+                continue  # always skipped by the indexer: not a change
             try:
                 st = (self.kb_path / rel).stat()
             except OSError:

@@ -90,7 +90,7 @@ def _plain_terms(text: str) -> list[str]:
 
 def _word_terms(text: str) -> list[str]:
     # Each whitespace piece is one phrase: unicode61 splits `groove.toml` into adjacent tokens itself.
-    return [fts_phrase(p) for p in text.split() if _WORDISH.search(p)]
+    return [fts_phrase(p) for p in text.replace("\0", " ").split() if _WORDISH.search(p)]
 
 
 def _substring_phrase(text: str) -> str | None:
@@ -98,8 +98,8 @@ def _substring_phrase(text: str) -> str | None:
     it, except at the end, where the content's run may go on: a final CJK run drops its trailing
     unigram (its bigrams already pin it down), a final lone CJK character becomes a prefix."""
     norm = nfkc(text).strip()
-    if not _WORDISH.search(norm):
-        return None
+    if not _WORDISH.search(norm) or "\0" in norm:
+        return None  # a NUL would end SQLite's string ("unterminated string"): dropped, as the trigram side does
     tokens = segment(norm).split()
     last = _CJK_RUN.search(norm[-1:])
     if last is None:

@@ -26,3 +26,7 @@ class SearchCancelled(EngineError):
 
 class KBError(EngineError):
     """The knowledge base path is missing or not a directory."""
+
+
+class ParamError(EngineError, ValueError):
+    """A search parameter is out of range or of the wrong type; the message names it and the range."""

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -57,34 +58,41 @@ def _load_ignore(kb: Path):
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk_kb(kb: Path, exclude_dirs: tuple[str, ...]) -> list[str]:
-    """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed."""
+def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | None = None) -> list[str]:
+    """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed.
+
+    `issues` receives what the walk passed over: unreadable directories and symbolic links (Markdown
+    files and directories), each with a reason; directory paths end in '/'."""
     excluded = {d.lower() for d in (*exclude_dirs, *ALWAYS_EXCLUDED)}
     ignore = _load_ignore(kb)
     found: list[str] = []
+    note = issues.append if issues is not None else (lambda _issue: None)
 
-    def onerror(_exc: OSError) -> None:  # an unreadable directory is skipped, the walk goes on
-        return None
+    def onerror(exc: OSError) -> None:  # an unreadable directory is skipped, the walk goes on
+        rel = os.path.relpath(exc.filename, kb) if exc.filename else "."
+        rel = "" if rel == "." else rel.replace(os.sep, "/")
+        note(FileIssue(printable_name(rel) + "/" if rel else "./", f"unreadable directory: {exc.strerror or exc}"))
 
     for root, dirs, files in os.walk(kb, followlinks=False, onerror=onerror):
         rel_root = os.path.relpath(root, kb)
         rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
         keep = []
         for d in dirs:
-            if d.lower() in excluded or os.path.islink(os.path.join(root, d)):
+            if d.lower() in excluded or (ignore is not None and ignore.match_file(rel_root + d + "/")):
                 continue
-            if ignore is not None and ignore.match_file(rel_root + d + "/"):
+            if os.path.islink(os.path.join(root, d)):
+                note(FileIssue(printable_name(rel_root + d) + "/", "symbolic link to a directory (not followed)"))
                 continue
             keep.append(d)
         dirs[:] = keep
         for name in files:
             if not name.lower().endswith(MARKDOWN_SUFFIXES):
                 continue
-            full = os.path.join(root, name)
-            if os.path.islink(full):
-                continue
             rel = rel_root + name
             if ignore is not None and ignore.match_file(rel):
+                continue
+            if os.path.islink(os.path.join(root, name)):
+                note(FileIssue(printable_name(rel), "symbolic link (not followed)"))
                 continue
             found.append(rel)
     found.sort()
@@ -100,13 +108,38 @@ class DiskFile:
     raw: bytes | None  # kept only until the file is written
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"))
+
+
+def _is_regular(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode)
+
+
+def _not_regular(rel: str, st: os.stat_result) -> FileIssue:
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+    return FileIssue(rel, f"not a regular file ({kind})")
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO (swapped in after the type check) returns at once instead of waiting
+    # for a writer; it changes nothing for a regular file.
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+
+
 def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
+    """Bytes and hash of a KB file; only regular files are ever opened (a FIFO would block forever)."""
     full = kb / rel
     try:
-        st = full.stat()
+        st = os.lstat(full)
+        if not _is_regular(st):
+            return _not_regular(rel, st)
         if st.st_size > MAX_FILE_BYTES:
             return FileIssue(rel, f"larger than 50 MiB ({st.st_size:,} bytes)")
-        with open(full, "rb") as fh:
+        with open(full, "rb", opener=_open_nonblocking) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):  # swapped after the check: judge what was opened
+                return _not_regular(rel, st)
             raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return FileIssue(rel, f"unreadable: {exc.strerror or exc}")
@@ -115,9 +148,24 @@ def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
     return DiskFile(rel, hashlib.sha256(raw).hexdigest(), len(raw), st.st_mtime_ns, raw)
 
 
+def printable_name(rel: str) -> str:
+    """A path as text that can be printed and stored: undecodable bytes of the name become \\xNN."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def name_is_utf8(rel: str) -> bool:
+    """os.walk hands a name that is not valid UTF-8 over with lone surrogates (surrogateescape); SQLite
+    cannot store such a string, so the file is skipped rather than stopping the whole run."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def decode_markdown(raw: bytes) -> str:
     """Text of a Markdown file, or raise ValueError with a reason (binary, invalid UTF-8)."""
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw:  # anywhere, not only near the start: a NUL must not reach the index
         raise ValueError("binary content (NUL bytes)")
     try:
         return raw.decode("utf-8")
@@ -125,11 +173,17 @@ def decode_markdown(raw: bytes) -> str:
         raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
 
 
+# Models read at most 512 tokens (a few thousand characters) and truncate the rest, but tokenising a
+# 5 MB chunk first took 18 GB with USE: what a model is handed is cut here. Far above any chunk the
+# default cap (1500 bytes) makes, so it only bites on huge `max_chunk_bytes` or an uncapped index.
+MODEL_INPUT_MAX_CHARS = 8192
+
+
 def embedding_input(content: str, context: str | None, contextual: bool) -> str:
     """What the embedder (and the reranker) sees: breadcrumb + content in static mode (groove §A.8)."""
     if contextual and context and context.strip():
-        return f"{context}\n\n{content}"
-    return content
+        content = f"{context}\n\n{content}"
+    return content[:MODEL_INPUT_MAX_CHARS]
 
 
 def _now() -> str:
@@ -147,8 +201,12 @@ def writer_lock(index_dir: Path) -> Iterator[None]:
     except ImportError:  # Windows: no advisory lock, SQLite's own locking still protects the data
         yield
         return
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / "index.lock", "w") as fh:
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(index_dir / "index.lock", "w")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise EngineError(f"cannot use the index directory {index_dir}: {exc.strerror or exc}") from None
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -205,6 +263,7 @@ class Indexer:
         if force:
             self._reset()
         else:
+            self._repair_fulltext(notify, cancel)
             self._migrate_bigram(notify, cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual)
@@ -236,15 +295,40 @@ class Indexer:
 
     def _reset(self) -> None:
         with self.store.transaction() as conn:
-            conn.execute("DELETE FROM fts_chunks")
-            conn.execute("DELETE FROM fts_bigram")
+            # Recreated, not emptied: a DELETE left the old rows in the bm25 totals (issue 13).
+            self.store.recreate_fulltext(conn)  # empty, hence current (both versions recorded)
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
             conn.execute("DROP TABLE IF EXISTS vec_chunks")
             for key in ("embedding_model", "embedding_dim", "context_mode"):
                 conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
-            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, conn)  # empty, hence current
             self.store.bump_generation(conn)
+
+    def _repair_fulltext(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Rebuild both full-text tables of an index made before FULLTEXT_VERSION, whose bm25 totals may
+        have drifted with every delete: one transaction, so search sees the old tables or the new."""
+        if self.store.fulltext_current():
+            return
+        conn = self.store.conn()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        notify(IndexProgress("fulltext", 0, total))
+        with self.store.transaction() as wconn:
+            self.store.recreate_fulltext(wconn)
+            last_id, done = -1, 0
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled while repairing the full-text index")
+                rows = wconn.execute(
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
+                ).fetchall()
+                if not rows:
+                    break
+                self.store.insert_fulltext(rows, wconn)
+                done += len(rows)
+                last_id = rows[-1][0]
+                notify(IndexProgress("fulltext", done, total))
+            self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # whole new tables: merge them next
+            self.store.bump_generation(wconn)
 
     def _migrate_bigram(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
         """Build the bigram table for an index made before it existed or with an older segmentation.
@@ -321,12 +405,22 @@ class Indexer:
     ) -> None:
         conn = self.store.conn()
         notify(IndexProgress("scan", 0, 0))
-        paths = walk_kb(self.kb, self.config.exclude_dirs)
+        walk_issues: list[FileIssue] = []
+        paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
+        report.skipped.extend(walk_issues)
+        unreadable = tuple(
+            "" if i.path == "./" else i.path for i in walk_issues if i.reason.startswith("unreadable directory")
+        )
         stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
 
         disk: dict[str, DiskFile] = {}
-        skipped_paths: set[str] = set()
+        # Under an unreadable directory, as for an unreadable file: neither deleted nor taken as moved.
+        skipped_paths: set[str] = {p for p in stored if (p + "/").startswith(unreadable)} if unreadable else set()
         for n, rel in enumerate(paths):
+            if not name_is_utf8(rel):
+                report.skipped.append(FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it"))
+                skipped_paths.add(rel)
+                continue
             result = read_file(self.kb, rel)
             if isinstance(result, FileIssue):
                 report.skipped.append(result)
@@ -336,7 +430,7 @@ class Indexer:
                     result.raw = None  # unchanged: no need to keep the bytes
                 disk[rel] = result
             if n % 200 == 0:
-                notify(IndexProgress("scan", n, len(paths), rel))
+                notify(IndexProgress("scan", n, len(paths), printable_name(rel)))
 
         renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
         reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
@@ -488,14 +582,7 @@ class Indexer:
                     (doc_id, c.index, c.heading, c.level, c.content, c.token_count, c.quality_score, context,
                      c.line, c.part, 1 if blob is not None else 0),
                 ).lastrowid
-                conn.execute(
-                    "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, c.heading, context, c.content),
-                )
-                conn.execute(
-                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    (cid, segment(c.heading), segment(context), segment(c.content)),
-                )
+                self.store.insert_fulltext([(cid, c.heading, context, c.content)], conn)
                 if blob is not None:
                     conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
             self.store.bump_generation(conn)

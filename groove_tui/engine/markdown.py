@@ -15,9 +15,10 @@ Ours (DESIGN.md "Where we deliberately differ", 2):
    lines outside fences) into consecutive chunks with the same heading, level and context (`part` 1, 2, …
    for the continuations). Whole paragraphs are packed greedily; a paragraph over the cap is cut at line
    boundaries, keeping a fenced block whole unless it alone is over the cap; a single line over the cap
-   stays whole. A piece under 50 bytes is glued to a neighbour (or borrows a paragraph from the previous
-   piece) — if neither fits under the cap it is glued anyway, so a piece may then exceed the cap by less
-   than 50 bytes. `max_chunk_bytes <= 0` disables splitting (groove's behaviour).
+   (a base64 image, a minified file) is cut at its last whitespace under the cap, else at a character
+   boundary. No chunk exceeds the cap. A piece under 50 bytes is glued to a neighbour (or borrows a
+   paragraph from the previous piece) when that fits under the cap, and otherwise stays small.
+   `max_chunk_bytes <= 0` disables splitting (groove's behaviour).
 
 Line numbers (`Chunk.line`) are 1-based in the original file text, frontmatter included.
 """
@@ -43,6 +44,8 @@ _WS = (
     "\u2028\u2029\u202f\u205f\u3000"
 )
 _WS_RUN = re.compile(f"[{re.escape(_WS)}]+")
+_WS_CHAR = re.compile(f"[{re.escape(_WS)}]")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 BOILERPLATE = (
     "TBD", "TODO", "WIP", "N/A", "未定", "準備中", "(準備中)", "詳細は後述", "詳細は後述する",
@@ -501,12 +504,41 @@ def _avoid_tiny(pieces: list[list[_Unit]], size: _Sizer, cap: int) -> list[list[
             and size.units(prev[:-1]) >= MERGE_MIN_BYTES
         ):
             pieces[i - 1 : i + 1] = [prev[:-1], prev[-1:] + piece]
-        elif prev is not None:
-            pieces[i - 1 : i + 1] = [prev + piece]
-            i -= 1
         else:
-            pieces[i : i + 2] = [piece + nxt]  # type: ignore[operator]  # len > 1, so nxt exists
+            i += 1  # nothing fits under the cap: a small chunk beats one over it
     return pieces
+
+
+def _cut_long_lines(lines: list[_Line], cap: int) -> list[_Line]:
+    """Lines over the cap cut into fragments of at most `cap` bytes (same line number and fence).
+
+    Each fragment is the longest that fits and ends at whitespace when there is any (the whitespace at a
+    cut is dropped); packing then treats fragments as lines. Positions, not slices of the remainder: a
+    5 MB line must cost linear time."""
+    if cap <= 0 or all(len(line.text) <= cap // 4 or _nbytes(line.text) <= cap for line in lines):
+        return lines
+    out: list[_Line] = []
+    for line in lines:
+        text = line.text
+        if _nbytes(text) <= cap:
+            out.append(line)
+            continue
+        pos = 0
+        while pos < len(text):
+            window = text[pos : pos + cap]
+            fits = len(window.encode("utf-8", "surrogatepass")[:cap].decode("utf-8", "ignore")) or 1
+            end = pos + fits
+            if end < len(text):
+                cut = [m.start() for m in _WS_CHAR.finditer(text, pos + 1, end + 1)]
+                if cut:
+                    end = cut[-1]
+            piece = text[pos:end].rstrip(_WS)
+            if piece:
+                out.append(line._replace(text=piece))
+            pos = end
+            while pos < len(text) and text[pos] in _WS:
+                pos += 1
+    return out
 
 
 def _split(lines: list[_Line], cap: int) -> list[tuple[int, int]]:
@@ -540,6 +572,10 @@ def parse_markdown(
     decides whether to store it.
     """
     del contextual
+    if "\r" in text:
+        # A lone CR (classic Mac OS) ends a line too (ours; groove's Rust `lines()` keeps it): otherwise a
+        # whole file is one line and neither its frontmatter nor its headings are recognised.
+        text = _LONE_CR.sub("\n", text)
     fm, body, offset, warning = parse_frontmatter(text)
     category, path_topic = path_category_topic(rel_path)
     crumb_title = fm.title if fm.title is not None and _trim(fm.title) else filename_title(rel_path)
@@ -547,9 +583,10 @@ def parse_markdown(
     chunks: list[Chunk] = []
     for sec in sections:
         context = build_context([crumb_title, *sec.ancestry, sec.heading])
-        ranges = _split(sec.lines, max_chunk_bytes)
+        lines = _cut_long_lines(sec.lines, max_chunk_bytes)
+        ranges = _split(lines, max_chunk_bytes)
         for part, (start, end) in enumerate(ranges):
-            piece = sec.lines[start:end]
+            piece = lines[start:end]
             content = "\n".join(line.text for line in piece)
             if len(ranges) > 1:
                 content = _trim(content)

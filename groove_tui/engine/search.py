@@ -23,7 +23,7 @@ import sqlean as sqlite3
 
 from groove_tui.config import Config, check_fusion_method, check_unit
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
-from groove_tui.engine.errors import SearchCancelled
+from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.filters import DocFilter
 from groove_tui.engine.indexer import embedding_input
 from groove_tui.engine.mmr import mmr_select_traced
@@ -140,7 +140,7 @@ class Searcher:
         if not isinstance(query, str):
             raise QueryError("the query must be a string")
         pq = parse_query(query)
-        limit = max(0, min(int(params.limit), LIMIT_MAX))
+        limit = min(check_limit(params.limit), LIMIT_MAX)  # over the maximum: clamped, as groove does
         lam = check_unit("mmr_lambda", params.mmr_lambda)
         penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
         mmr_cfg = self.config.search.mmr
@@ -249,7 +249,9 @@ class Searcher:
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
                 raise SearchCancelled("search cancelled") from None
-            raise QueryError(f"the search could not run: {exc}") from None
+            # SQLite's wording means nothing to a user: it goes to the log, the query to the message.
+            log.warning("full-text statement failed for %r: %s", query, exc)
+            raise QueryError(f"the full-text index could not run the query {query!r}; please report it") from None
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
@@ -292,14 +294,16 @@ class Searcher:
         return reranker, None, False
 
     def _min_quality(self, value: float | None) -> float:
-        if value is None or not math.isfinite(value):
+        # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's
+        # mistake, and the CLI, the explorer and the Python API must all say so the same way.
+        if value is None:
             return self.config.quality_filter.effective
-        return min(max(float(value), 0.0), 1.0)
+        return float(_check_number("min_quality", value, 0.0, 1.0, "a number in [0, 1]"))
 
     def _confidence_ratio(self, value: float | None) -> float:
-        if value is None or not math.isfinite(value):
+        if value is None:
             return self.config.search.min_confidence_ratio
-        return max(float(value), 0.0)
+        return float(_check_number("min_confidence_ratio", value, 0.0, math.inf, "a finite number >= 0"))
 
     def _bigram_query(self, query: str) -> tuple[BigramQuery | None, tuple[str, ...]]:
         """The bigram side of a CJK query (None: flag off, or no CJK in it), and a warning when the
@@ -407,14 +411,15 @@ class Searcher:
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
         conn = self.store.conn()
         blob = to_blob(qvec)
-        k = min(first_page(per_leg, cap), KNN_MAX)
+        first = max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
+        k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
         while True:
             found = conn.execute(
                 "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                 (blob, k),
             ).fetchall()
-            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
-            if len(kept) >= per_leg or len(found) < k or k >= KNN_MAX:
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept
             # Short after filters: take groove's full over-fetch, then (ours, and groove's rule for
             # exclusions, §C.7) keep doubling until the page is full or sqlite-vec's k limit is reached.
@@ -428,25 +433,45 @@ class Searcher:
         expression's own NOT (exclusions judged by the other table)."""
         f = self.config.search.fusion
         cap = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
-        limit = first_page(per_leg, cap)
+        # Merging parts, a section's parts count once: one note split into hundreds of matching parts
+        # must not fill the pool, so the leg reads on (4× a page) until it has per_leg sections.
+        merge = self.config.search.merge_parts
+        most = OVERFETCH_CAP if merge else cap
+        # The first page is 2× when merging: the statement's cost is ranking every match, not the LIMIT,
+        # so a few extra rows are far cheaper than a second statement when two parts share the page.
+        limit = max(first_page(per_leg, cap), 2 * per_leg) if merge else first_page(per_leg, cap)
         while True:
             found = self.store.conn().execute(
                 f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
                 (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
             ).fetchall()
-            kept = self._keep(found, doc_filter, per_leg, excluded, rows)
-            if len(kept) >= per_leg or len(found) < limit or limit >= cap:
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < limit or limit >= most:
                 return kept
-            limit = cap
+            limit = cap if limit < cap else min(limit * 4, most)
 
     def _keep(
         self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
-    ) -> list[tuple[int, float]]:
-        """The first `per_leg` candidates (in leg order) that pass the exclusions and the filters."""
+    ) -> tuple[list[tuple[int, float]], int]:
+        """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
+        — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
+        (candidates or sections) that is."""
         rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
-        return [
+        accepted = [
             (cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
-        ][:per_leg]
+        ]
+        if not self.config.search.merge_parts:
+            return accepted[:per_leg], min(len(accepted), per_leg)
+        sections: set[tuple[int, int]] = set()
+        kept = []
+        for cid, raw in accepted:
+            key = _section(rows[cid])
+            if key not in sections:
+                if len(sections) == per_leg:
+                    break
+                sections.add(key)
+            kept.append((cid, raw))
+        return kept, len(sections)
 
     # ------------------------------------------------------------ fusion and later stages
 
@@ -589,6 +614,7 @@ class Searcher:
             chunk_id=r.chunk_id, document_id=r.document_id, path=r.path, title=r.title, heading=r.heading,
             level=r.level, chunk_index=r.chunk_index, topic=r.topic, category=r.category, date=r.date,
             tags=r.tags, content=r.content, score=c.score, line=r.line, context=r.context, trace=trace,
+            part=r.part,
         )
 
     def _expand(self, hit: Hit) -> Hit:
@@ -689,6 +715,21 @@ def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple
     if vector:
         return float(lo), float(lo + span)
     return float(-lo), float(-(lo + span))
+
+
+def check_limit(value: object) -> int:
+    """SearchParams.limit: an integer >= 0 (bool, float, None and strings refused, naming it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ParamError(f"limit = {value!r} is invalid: expected an integer >= 0 (at most {LIMIT_MAX} are returned)")
+    return int(value)
+
+
+def _check_number(key: str, value: object, lo: float, hi: float, allowed: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
+    return float(value)
 
 
 def first_page(per_leg: int, cap: int) -> int:

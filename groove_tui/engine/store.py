@@ -18,7 +18,7 @@ import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
-from groove_tui.engine.bigram import SEGMENTATION_VERSION
+from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import IndexError_
 
 SCHEMA_VERSION = "1"
@@ -53,9 +53,18 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS idx_chunks_quality ON chunks(quality_score);
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
 CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded = 0;
+"""
+
+# The full-text tables are contentless (content='') WITHOUT groove's contentless_delete=1: a DELETE on a
+# contentless_delete table leaves the stored totals bm25 reads (row count, tokens per column) as they
+# were, so every --force, edit or delete skewed the ranking of all later searches. A row is removed with
+# FTS5's 'delete' command and the values it was inserted with (the chunks table keeps them), which
+# subtracts its tokens exactly. FULLTEXT_VERSION marks tables built this way; older ones are rebuilt.
+FULLTEXT_VERSION = "2"
+FTS_DDL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
-    content='', contentless_delete=1,
+    content='',
     tokenize='trigram remove_diacritics 1 case_sensitive 0'
 );
 """
@@ -66,7 +75,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
 BIGRAM_DDL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(
     heading, context, content,
-    content='', contentless_delete=1,
+    content='',
     tokenize='unicode61 remove_diacritics 2'
 );
 """
@@ -115,6 +124,18 @@ def parse_tags(raw: str | None) -> tuple[str, ...]:
     return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
 
 
+def _where(exc: OSError, fallback: Path) -> str:
+    return str(exc.filename) if exc.filename else str(fallback)
+
+
+def fulltext_rows(rows: Sequence[tuple]) -> tuple[list[tuple], list[tuple]]:
+    """The values a chunk's row holds in fts_chunks and in fts_bigram, from (id, heading, context_text,
+    content): inserts and 'delete' commands must use the very same ones."""
+    trigram = [(cid, h, ctx, body) for cid, h, ctx, body in rows]
+    bigram = [(cid, segment(h), segment(ctx), segment(body)) for cid, h, ctx, body in rows]
+    return trigram, bigram
+
+
 def to_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
@@ -127,20 +148,38 @@ class Store:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn().executescript(_SCHEMA + BIGRAM_DDL)  # executescript manages its own transaction
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file, /dev/null, a read-only directory: say which and why
+            raise IndexError_(f"cannot use the index directory {_where(exc, db_path.parent)}: {exc.strerror or exc}") from None
+        try:
+            self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
+        try:
+            self._init_meta()
+        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file
+            self.close()
+            raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
+
+    def _init_meta(self) -> None:
         with self.transaction() as conn:
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
-            if self.get_meta("bigram_version", conn) is None and not self._has_chunks(conn):
-                self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)  # empty: nothing to migrate
+            if not self._has_chunks(conn):  # empty: nothing to migrate or repair
+                if self.get_meta("bigram_version", conn) is None:
+                    self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
+                if self.get_meta("fulltext_version", conn) is None:
+                    self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
 
     @staticmethod
     def _has_chunks(conn: sqlite3.Connection) -> bool:
         return conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+
+    def fulltext_current(self) -> bool:
+        """The full-text tables keep exact bm25 totals (else the next indexing run rebuilds them)."""
+        return self.get_meta("fulltext_version") == FULLTEXT_VERSION
 
     def bigram_ready(self) -> bool:
         """The bigram table holds every chunk, segmented the current way (else search falls back)."""
@@ -234,13 +273,39 @@ class Store:
         self.set_meta("embedding_dim", str(dim), conn)
 
     def delete_chunks_of(self, document_id: int, conn: sqlite3.Connection) -> None:
-        """A document's chunks and every row derived from them (both full-text tables, vectors)."""
-        ids = [(r[0],) for r in conn.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
-        conn.executemany("DELETE FROM fts_chunks WHERE rowid = ?", ids)
-        conn.executemany("DELETE FROM fts_bigram WHERE rowid = ?", ids)
+        """A document's chunks and every row derived from them (both full-text tables, vectors).
+
+        The full-text rows go through FTS5's 'delete' command with exactly the values they were inserted
+        with (fulltext_rows), so the table's totals lose precisely their tokens."""
+        rows = conn.execute(
+            "SELECT id, heading, context_text, content FROM chunks WHERE document_id = ?", (document_id,)
+        ).fetchall()
+        ids = [(r[0],) for r in rows]
+        trigram, bigram = fulltext_rows(rows)
+        conn.executemany(
+            "INSERT INTO fts_chunks(fts_chunks, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", trigram
+        )
+        conn.executemany(
+            "INSERT INTO fts_bigram(fts_bigram, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", bigram
+        )
         if self.has_vec_table(conn):
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
         conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
+    def insert_fulltext(self, rows: Sequence[tuple], conn: sqlite3.Connection) -> None:
+        """Full-text rows of (chunk id, heading, context_text, content) chunks, in both tables."""
+        trigram, bigram = fulltext_rows(rows)
+        conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", trigram)
+        conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
+
+    def recreate_fulltext(self, conn: sqlite3.Connection) -> None:
+        """Both full-text tables dropped and created empty, in the current form."""
+        conn.execute("DROP TABLE IF EXISTS fts_chunks")
+        conn.execute("DROP TABLE IF EXISTS fts_bigram")
+        conn.execute(FTS_DDL)
+        conn.execute(BIGRAM_DDL)
+        self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
+        self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
 
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
@@ -284,6 +285,12 @@ class Hit:
     expanded_from: ExpandedFrom | None = None
     context: str | None = None
     trace: HitTrace | None = None
+    part: int = 0  # 1.. when `content` is a later part of a section split at the size cap (not its start)
+
+    @property
+    def part_label(self) -> str:
+        """" (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
+        return f" (part {self.part + 1})" if self.part and self.expanded_from is None else ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -358,10 +365,19 @@ class SearchResponse:
 
     def to_json(self) -> str:
         """groove's response shape (§D.9), pretty-printed like serde_json."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+        return json_text(self.to_dict())
 
 
 # ---------------------------------------------------------------- helpers
+
+_JSON_C1 = re.compile("[\x7f-\x9f]")
+
+
+def json_text(value: Any, **kw: Any) -> str:
+    """json.dumps (UTF-8 kept, indent 2) with DEL and the C1 controls escaped too: JSON allows them raw,
+    but a terminal showing the output would obey one (0x9b is CSI). They occur only inside strings."""
+    text = json.dumps(value, ensure_ascii=False, indent=2, **kw)
+    return _JSON_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def byte_spans(text: str, spans: tuple[Span, ...] | list[Span]) -> list[tuple[int, int]]:

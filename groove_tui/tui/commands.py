@@ -9,6 +9,7 @@ from textual.app import SystemCommand
 from textual.screen import Screen
 
 from groove_tui.config import FUSION_METHODS
+from groove_tui.textout import escape_name
 from groove_tui.tui.runconfig import PRESETS, fusion_label
 
 
@@ -56,9 +57,9 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
         if not isinstance(screen, DetailScreen):
             yield SystemCommand("view: detail of the focused hit", "Full content with highlights (enter)",
                                 app.action_detail)
-        yield SystemCommand("hit: open in $EDITOR", f"{row.hit.path}:{row.hit.line} (o / ctrl+o)",
+        yield SystemCommand("hit: open in $EDITOR", f"{escape_name(row.hit.path)}:{row.hit.line} (o / ctrl+o)",
                             app.action_open_editor)
-        yield SystemCommand("hit: copy path", row.hit.path + " (y / ctrl+y)", app.action_copy_path)
+        yield SystemCommand("hit: copy path", escape_name(row.hit.path) + " (y / ctrl+y)", app.action_copy_path)
         yield SystemCommand("hit: copy content", "The hit's text (Y)", app.action_copy_content)
     if not isinstance(screen, CompareScreen):
         yield SystemCommand("view: toggle explain panel", "Stage-by-stage trace of the focused hit (F6)",
@@ -76,7 +77,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
     if row is not None and not row.gone and app.query_text.strip():
         for grade, what in ((0, "irrelevant"), (1, "somewhat relevant"), (2, "relevant"), (3, "highly relevant")):
             yield SystemCommand(f"eval: judge the focused hit {grade} ({what})",
-                                f"{row.hit.path} for this query (key {grade} in the result list)",
+                                f"{escape_name(row.hit.path)} for this query (key {grade} in the result list)",
                                 partial(app.action_judge, grade))
     yield SystemCommand("view: help", "All key bindings (F1)", app.action_help)
     for name in app.own_themes:

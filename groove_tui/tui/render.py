@@ -19,7 +19,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
-from groove_tui.textout import scale_text
+from groove_tui.textout import escape_name, scale_text
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"
@@ -260,10 +260,10 @@ def fmt_score(score: float) -> str:
 
 def hit_title(hit: Hit) -> Text:
     """`path › heading` as literal text."""
-    t = Text(one_line(hit.path), style="bold")
+    t = Text(escape_name(hit.path), style="bold")
     if hit.heading:
         t.append(" › ", style="dim")
-        t.append(one_line(hit.heading))
+        t.append(escape_name(hit.heading) + hit.part_label)
     if hit.expanded_from is not None:
         t.append("  [+context]", style="italic dim")  # literal text, not markup
     return t
@@ -398,8 +398,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
         t.append("  no hit focused\n", style="dim")
     else:
         head(f"Hit {'#' + str(rank) if rank else ''}".strip())
-        row("path", hit.path)
-        row("heading", hit.heading or "—")
+        row("path", escape_name(hit.path))
+        row("heading", escape_name(hit.heading) if hit.heading else "—")
         row("chunk", f"index {hit.chunk_index} · id {hit.chunk_id} · line {hit.line}")
         row("final score", fmt_score(hit.score))
         tr: HitTrace | None = hit.trace

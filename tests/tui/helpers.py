@@ -2,7 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import on
+from textual.worker import Worker, WorkerState
+
 from groove_tui.config import Config
+from groove_tui.engine.errors import EngineError
+from groove_tui.tui import app as app_module
 from groove_tui.tui.app import GrooveApp
 
 from .fakes import FakeEngine
@@ -10,12 +15,30 @@ from .fakes import FakeEngine
 SIZE = (120, 36)
 
 
+class TestApp(GrooveApp):
+    """GrooveApp that records worker failures the app does not expect: the app shows EngineErrors and
+    ValueErrors (bad queries, missing KBs) as messages, but anything else is a bug a test must see."""
+
+    __test__ = False  # not a pytest class
+    CSS_PATH = Path(app_module.__file__).with_name(GrooveApp.CSS_PATH)  # relative paths follow the subclass
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.unexpected_failures: list[BaseException] = []
+
+    @on(Worker.StateChanged)
+    def _record_failure(self, event: Worker.StateChanged) -> None:
+        err = event.worker.error
+        if event.state == WorkerState.ERROR and not isinstance(err, (EngineError, ValueError)):
+            self.unexpected_failures.append(err)
+
+
 def make_app(tmp_path: Path, engine: FakeEngine | None = None, *, debounce_ms: int = 0,
              config: Config | None = None, **kw) -> GrooveApp:
     engine = engine or FakeEngine()
     kw.setdefault("user_theme_dir", tmp_path / "no-user-themes")
-    return GrooveApp(engine, config=config or engine.config, kb_path=Path("/kb"),
-                     history_path=tmp_path / "state" / "history.json", debounce_ms=debounce_ms, warmup=False, **kw)
+    return TestApp(engine, config=config or engine.config, kb_path=Path("/kb"),
+                   history_path=tmp_path / "state" / "history.json", debounce_ms=debounce_ms, warmup=False, **kw)
 
 
 def _quiet(app: GrooveApp) -> bool:
@@ -28,18 +51,29 @@ def _quiet(app: GrooveApp) -> bool:
     return all(p._message_queue.empty() for p in pumps)
 
 
-async def settle(app: GrooveApp, pilot, *, max_rounds: int = 200) -> None:
+async def settle(app: GrooveApp, pilot, *, max_rounds: int = 200, allow_failures: bool = False) -> None:
     """Let timers fire, workers finish and their messages be handled: waits on state (workers, message
-    queues), not on wall time, so it holds on a loaded machine. Two quiet checks in a row end it."""
+    queues), not on wall time, so it holds on a loaded machine. Two quiet checks in a row end it.
+
+    A worker that failed with an error the app does not expect (not an EngineError or ValueError, which
+    it shows as messages) fails the test, unless `allow_failures=True`; a superseded search is fine."""
     from textual.worker import WorkerCancelled, WorkerFailed
 
     quiet = 0
     for _ in range(max_rounds):
         try:
             await app.workers.wait_for_complete()
-        except (WorkerCancelled, WorkerFailed):
-            pass  # a superseded search or an error the app reports itself; the loop waits on the rest
+        except WorkerCancelled:
+            pass  # a superseded search; the loop waits on the rest
+        except WorkerFailed:
+            pass  # recorded below when the app did not expect it
         await pilot.pause()
+        failures = getattr(app, "unexpected_failures", [])
+        if failures:
+            first = failures[0]
+            failures.clear()  # reported once
+            if not allow_failures:
+                raise AssertionError(f"a worker failed: {first!r}") from first
         quiet = quiet + 1 if _quiet(app) else 0
         if quiet >= 2:
             return

@@ -81,6 +81,28 @@ async def test_quotes_and_exclusions(tmp_path):
         assert app.responses["left"].query.exclude == ("spawn",)
 
 
+async def test_settle_lets_an_unexpected_worker_failure_fail_the_test(tmp_path):
+    """The helper used to swallow every WorkerFailed: a bug inside a search worker passed unseen."""
+    import pytest
+
+    from .fakes import FakeEngine
+
+    class Broken(FakeEngine):
+        def _search(self, query, params, cancel):
+            if query == "boom":
+                raise TypeError("a bug, not a user error")
+            return super()._search(query, params, cancel)
+
+    app = make_app(tmp_path, Broken())
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "tokio")  # fine
+        with pytest.raises(AssertionError, match="a worker failed: TypeError"):
+            await search(app, pilot, "boom")
+        await search(app, pilot, "tokio again")  # the reported failure was consumed: settling goes on
+        await search(app, pilot, "-rust")  # a user error the app shows as a message is not a failure
+        assert app.unexpected_failures == []
+
+
 async def test_exclusion_only_and_long_query_show_message(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:

@@ -14,7 +14,7 @@ from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar
 
-from .helpers import SIZE, notifications, paths, search, settle
+from .helpers import SIZE, TestApp, notifications, paths, search, settle
 
 DOCS = {
     "a1.md": "# Tokio\n\n## Runtime\n\nThe tokio runtime schedules async tasks on worker threads. Tokio runtime "
@@ -49,7 +49,7 @@ def real_app(tmp_path: Path, kb: Path, **kw) -> GrooveApp:
     def factory():
         return Engine.open(kb, config=cfg, index_dir=idx)
 
-    return GrooveApp(engine_factory=factory, config=cfg, kb_path=kb, history_path=tmp_path / "h.json",
+    return TestApp(engine_factory=factory, config=cfg, kb_path=kb, history_path=tmp_path / "h.json",
                      debounce_ms=0, warmup=False, user_theme_dir=tmp_path / "none", **kw)
 
 
