@@ -182,6 +182,10 @@ class RerankerConfig:
     threads: int = 0
     """ONNX threads for the reranker; 0 = onnxruntime's default (all cores)."""
     batch_size: int = 8
+    blend: float = 0.5
+    """How much the cross-encoder's score counts against the fused one, in [0, 1]: 1 = groove (the raw
+    cross-encoder score replaces the fused one); below, both are z-scored over the pool and mixed. 0.5
+    weighs the two scorers alike, as fusion weighs the two legs (docs/evaluation.md)."""
     languages: tuple[str, ...] | None = None
     """Language codes the reranker covers, overriding the model's own declaration; ("any",) reranks
     every query. A query in a script outside them keeps its fused order (the response says so)."""
@@ -274,7 +278,7 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
         rr_model = None if rr == "none" else GROOVE_RERANKER_ALIASES.get(rr, rr)
     elif isinstance(rr, dict):
         _take(rr, "reranker", {"model", "rerank_by_default", "pool", "max_tokens", "threads", "batch_size",
-                               "languages"})
+                               "blend", "languages"})
         rr_table = rr
         if "model" in rr:
             m = _str("reranker.model", rr["model"])
@@ -384,6 +388,7 @@ def _parse_reranker(model: str | None, rerank_by_default: bool, rr: dict[str, An
         max_tokens=int(check_range("reranker.max_tokens", rr.get("max_tokens", d.max_tokens), 16, 8192, integer=True)),
         threads=int(check_range("reranker.threads", rr.get("threads", d.threads), 0, 256, integer=True)),
         batch_size=int(check_range("reranker.batch_size", rr.get("batch_size", d.batch_size), 1, 1024, integer=True)),
+        blend=check_unit("reranker.blend", rr.get("blend", d.blend)),
         languages=check_languages("reranker.languages", rr["languages"]) if "languages" in rr else None,
     )
 

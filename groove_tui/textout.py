@@ -162,7 +162,8 @@ def _trace_line(hit: Hit) -> str:
     if t.merged_parts:
         parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")
     if t.rerank_score is not None:
-        parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank})")
+        blend = f", blend {t.rerank_blend:g}" if t.rerank_blend is not None and t.rerank_blend < 1 else ""
+        parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank}{blend})")
     if t.mmr is not None:
         m = t.mmr
         parts.append(f"mmr pick {m.pick}: rel {m.relevance:.3f} sim {m.max_similarity:.3f} pen {m.penalty:.2f}")

@@ -8,6 +8,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from groove_tui.config import Config, MMRConfig, ParentConfig, RerankerConfig, SearchConfig
@@ -129,17 +130,47 @@ def test_parent_retriever_expands_and_recomputes_spans(gen):
 # ---------------------------------------------------------------- reranker
 
 
-def test_reranker_replaces_scores_with_raw_cross_encoder_scores(gen, cross_encoder):
+def _with_reranker(gen, **changes) -> Engine:
+    return Engine(gen.kb_path, replace(gen.config, reranker=replace(gen.config.reranker, **changes)), gen.index_dir)
+
+
+def test_blend_one_is_groove_the_raw_cross_encoder_score_replaces_the_fused_one(gen, cross_encoder):
     plain = gen.search("tokio runtime tasks", SearchParams(limit=5, explain=True))
-    rr = gen.search("tokio runtime tasks", SearchParams(limit=5, reranker=cross_encoder, explain=True))
+    eng = _with_reranker(gen, blend=1.0)
+    try:
+        rr = eng.search("tokio runtime tasks", SearchParams(limit=5, reranker=cross_encoder, explain=True))
+    finally:
+        eng.close()
     assert rr.reranked and len(rr.results) == 5
     scores = [h.score for h in rr.results]
     assert scores == sorted(scores, reverse=True)
     assert all(h.trace.rerank_score == pytest.approx(h.score, rel=1e-6) for h in rr.results)
     assert [h.trace.rerank_rank for h in rr.results] == [1, 2, 3, 4, 5]
     assert scores != [h.score for h in plain.results]
-    # The pool is RRF's top pool(limit) = 50: every reranked hit came from there.
-    assert all(h.trace.rrf_rank <= 50 for h in rr.results)
+    # The pool is the fused top [reranker] pool (20): every reranked hit came from there.
+    assert all(h.trace.rrf_rank <= 20 for h in rr.results)
+
+
+def test_default_blend_mixes_z_scored_cross_encoder_and_fused_scores(gen, cross_encoder):
+    from groove_tui.engine.search import blend_scores
+
+    assert gen.config.reranker.blend == 0.5
+    eng = _with_reranker(gen, pool=12)
+    try:
+        resp = eng.search("tokio runtime tasks", SearchParams(limit=12, reranker=cross_encoder, explain=True))
+    finally:
+        eng.close()
+    hits = resp.results
+    assert len(hits) == 12 and all(h.trace.rerank_blend == 0.5 for h in hits)
+    # recompute every hit's score by hand from its two inputs, over the whole pool of 12
+    ce = np.array([h.trace.rerank_score for h in hits], dtype=np.float64)
+    fused = np.array([h.trace.rrf_score for h in hits], dtype=np.float64)
+    expected = 0.5 * (ce - ce.mean()) / ce.std() + 0.5 * (fused - fused.mean()) / fused.std()
+    np.testing.assert_allclose([h.score for h in hits], expected, rtol=1e-5, atol=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert blend_scores([3.0, 1.0], [0.1, 0.9], 1.0) == [3.0, 1.0]  # groove's
+    assert blend_scores([3.0, 1.0], [0.1, 0.9], 0.0) == [-1.0, 1.0]  # the fused order alone
+    assert blend_scores([2.0, 2.0], [0.5, 0.5], 0.5) == [0.0, 0.0]  # flat pools do not divide by zero
 
 
 def test_reranker_with_mmr_reranks_the_whole_pool(gen, cross_encoder):

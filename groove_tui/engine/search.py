@@ -55,6 +55,22 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:299] + "…"
 
 
+def blend_scores(rerank: Sequence[float], fused: Sequence[float], weight: float) -> list[float]:
+    """The score a reranked candidate ranks by. weight 1 is groove's: the cross-encoder's raw score
+    replaces the fused one. Below 1, both are z-scored over the pool and mixed, weight·ce + (1 − weight)·
+    fused: a general-purpose cross-encoder and a hybrid first stage make partly different mistakes, so,
+    as with the two retrieval legs, their mix ranks better than either alone (docs/evaluation.md)."""
+    if weight >= 1.0:
+        return [float(x) for x in rerank]
+
+    def z(values: Sequence[float]) -> np.ndarray:
+        a = np.asarray(values, dtype=np.float64)
+        sd = a.std()
+        return (a - a.mean()) / sd if sd > 0 else np.zeros_like(a)
+
+    return [float(x) for x in weight * z(rerank) + (1.0 - weight) * z(fused)]
+
+
 def pool(x: int) -> int:
     """groove's candidate pool: max(5·x, 50)."""
     return max(5 * x, 50)
@@ -564,13 +580,15 @@ class Searcher:
             for i, s in zip(missing, fresh):
                 scores[i] = float(s)
                 self.rerank_scores.put((reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s))
-        order = sorted(range(len(pool_items)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+        final = blend_scores(scores, [c.score for c in pool_items], self.config.reranker.blend)
+        order = sorted(range(len(pool_items)), key=lambda i: -final[i])  # stable: ties keep the fused order
         out = []
         for rank, i in enumerate(order):
             c = pool_items[i]
             c.trace["rerank_score"] = scores[i]
             c.trace["rerank_rank"] = rank + 1
-            out.append(_Candidate(c.row, float(F32(scores[i])), c.trace))
+            c.trace["rerank_blend"] = self.config.reranker.blend
+            out.append(_Candidate(c.row, float(F32(final[i])), c.trace))
         return out if keep_all else out[:limit]
 
     def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:

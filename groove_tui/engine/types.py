@@ -198,8 +198,9 @@ class HitTrace:
     rrf_score: float | None = None
     rrf_rank: int | None = None
     fusion: str = "rrf"
-    rerank_score: float | None = None
+    rerank_score: float | None = None  # the cross-encoder's raw score
     rerank_rank: int | None = None
+    rerank_blend: float | None = None  # [reranker] blend: 1 = the raw score is the hit's score
     mmr: MMRTrace | None = None
     parent: str | None = None  # human-readable description of the merge
     # The CJK bigram leg (ours, DESIGN.md deviation 6); bigram_leg says whether it ran for this query.
@@ -250,7 +251,7 @@ class HitTrace:
         if scales:
             out["fusion"]["scales"] = scales
         if self.rerank_score is not None:
-            out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank}
+            out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank, "blend": self.rerank_blend}
         if self.mmr is not None:
             m = self.mmr
             out["mmr"] = {

@@ -435,6 +435,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             else:
                 row("score", _num(tr.rerank_score))
                 row("rank", _rank(tr.rerank_rank))
+                if tr.rerank_blend is not None and tr.rerank_blend < 1:
+                    row("blend", f"{tr.rerank_blend:g} × cross-encoder + {1 - tr.rerank_blend:g} × fused (z-scored)")
             head("5 · MMR")
             if tr.mmr is None:
                 row("", "off (not run)")
