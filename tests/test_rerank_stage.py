@@ -88,6 +88,10 @@ def test_scripts() -> None:
     assert reason == ("the query uses CJK (Chinese/Japanese), Japanese kana script, which ms-marco-l12 (en) "
                       "does not cover")
     assert uncovered_reason("東京", ("ja",), "m") is None and uncovered_reason("서울", ("ja",), "m") is not None
+    # a few Greek letters in an English claim are English science, not Greek; any CJK is not English
+    assert uncovered_reason("NF-κB signaling and IL-1β in TNF-α knockout mice", ("en",), "m") is None
+    assert uncovered_reason("Привет мир", ("en",), "m") is not None  # a Russian sentence
+    assert uncovered_reason("the 設定 file", ("en",), "m") is not None
 
 
 def test_language_guard_keeps_the_fused_order_exactly(make_engine, ce_dir, tmp_path) -> None:
