@@ -25,8 +25,9 @@ class SearchFinished(Message):
         self.fused = fused
 
 
-class RerankProgressed(Message):
-    """The reranker of one side's search has scored `done` of `total` pairs."""
+class SideProgressed(Message):
+    """One side's long run got `done` of `total` further; a newer one of the same kind and side replaces
+    a queued one, so bursts coalesce."""
 
     def __init__(self, side: str, serial: int, done: int, total: int) -> None:
         super().__init__()
@@ -36,7 +37,11 @@ class RerankProgressed(Message):
         self.total = total
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RerankProgressed) and message.side == self.side
+        return type(message) is type(self) and message.side == self.side
+
+
+class RerankProgressed(SideProgressed):
+    """The reranker of one side's search has scored `done` of `total` pairs."""
 
 
 class EngineReady(Message):
@@ -58,18 +63,8 @@ class IndexFinished(Message):
         self.report = report
 
 
-class EvalProgressed(Message):
+class EvalProgressed(SideProgressed):
     """A golden-set run of one side got `done` of `total` queries further."""
-
-    def __init__(self, side: str, serial: int, done: int, total: int) -> None:
-        super().__init__()
-        self.side = side
-        self.serial = serial
-        self.done = done
-        self.total = total
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EvalProgressed) and message.side == self.side
 
 
 class EvalFinished(Message):
