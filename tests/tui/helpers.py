@@ -25,6 +25,11 @@ class TestApp(GrooveApp):
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.unexpected_failures: list[BaseException] = []
+        self.notified: list[str] = []  # every toast, even one that already timed out on a slow machine
+
+    def notify(self, message, *args, **kw) -> None:
+        self.notified.append(str(message))
+        super().notify(message, *args, **kw)
 
     @on(Worker.StateChanged)
     def _record_failure(self, event: Worker.StateChanged) -> None:
@@ -97,7 +102,9 @@ async def search(app: GrooveApp, pilot, query: str) -> None:
 
 
 def notifications(app: GrooveApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    """Every notification the app raised, in order (a toast's timeout does not drop it here)."""
+    recorded = getattr(app, "notified", None)
+    return list(recorded) if recorded is not None else [n.message for n in app._notifications]
 
 
 def paths(app: GrooveApp, side: str = "left") -> list[str]:
