@@ -9,6 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from groove_tui.tui.compare import compare
+from groove_tui.tui.layout import Responsive
 from groove_tui.tui.screens.main import SearchScreenMixin
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -17,7 +18,7 @@ from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
 
-class CompareScreen(SearchScreenMixin, Screen):
+class CompareScreen(Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Compare"
     BINDINGS = [
         Binding("escape,f5", "back", "Back", id="compare.back"),
@@ -25,6 +26,8 @@ class CompareScreen(SearchScreenMixin, Screen):
         Binding("f8", "app.preset('mmr')", "MMR off/on", id="compare.preset_mmr"),
         Binding("f9", "app.preset('lambda')", "λ .3/.9", id="compare.preset_lambda"),
         Binding("f10", "toggle_settings", "Settings", id="compare.settings"),
+        # below 100 columns one side shows at a time
+        Binding("f6", "other_side", "Other side", id="compare.other_side"),
         Binding("ctrl+x", "app.swap_sides", "Swap", show=False, id="compare.swap"),
     ]
 
@@ -56,6 +59,25 @@ class CompareScreen(SearchScreenMixin, Screen):
         self.query_one("#pane-left", ResultsPane).list.focus()
         self.app.show_index_state(self)
         self.refresh_comparison()
+
+    def breakpoint_changed(self) -> None:
+        self._show_side(self.app.active_side)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "other_side":
+            return self.width_class == "-narrow"
+        return True
+
+    def _show_side(self, side: str) -> None:
+        self.set_class(side == "left", "-show-left")
+        self.set_class(side == "right", "-show-right")
+
+    def action_other_side(self) -> None:
+        other = "right" if self.app.active_side == "left" else "left"
+        self._show_side(other)
+        # the list was hidden, so it can take the focus only once it is displayed
+        self.call_after_refresh(self.query_one(f"#pane-{other}", ResultsPane).list.focus)
 
     def _labels(self) -> None:
         rcs = self.app.run_configs
@@ -148,6 +170,7 @@ class CompareScreen(SearchScreenMixin, Screen):
         for side in ("left", "right"):
             if self.query_one(f"#side-{side}").has_focus_within and self.app.active_side != side:
                 self.app.active_side = side
+                self._show_side(side)
                 self.app.refresh_bindings()
 
     def action_toggle_settings(self) -> None:

@@ -40,6 +40,9 @@ def _pretty(keys: str) -> str:
     return ", ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
+WIDE_TABLE = 90  # terminal columns from which key, action and binding id fit on one line
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
     DEFAULT_CSS = """
@@ -51,18 +54,31 @@ class HelpScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll() as vs:
             vs.border_title = "groove-tui — keys (F1 / esc to close)"
-            yield Static(self._table(), markup=False)
+            yield Static(self._table(self.app.size.width), markup=False, id="help-table")
 
-    def _table(self) -> Table:
+    def on_resize(self, event) -> None:
+        self.query_one("#help-table", Static).update(self._table(event.size.width))
+
+    def _table(self, width: int) -> Table:
+        """Three columns when they fit; below that the binding id goes under the action, so nothing is
+        cut to an ellipsis (the actions wrap)."""
+        wide = width >= WIDE_TABLE
         table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("Key", style="bold", no_wrap=True, width=22)
-        table.add_column("Action")
-        table.add_column("Binding id", style="dim", no_wrap=True)
+        table.add_column("Key", style="bold", no_wrap=wide, width=22 if wide else None, ratio=None if wide else 1)
+        table.add_column("Action", ratio=None if wide else 2)
+        if wide:
+            table.add_column("Binding id", style="dim", no_wrap=True)
         for title, rows in binding_rows(self.app):
-            table.add_row(Text(title, style="bold underline"), "", "")
+            table.add_row(Text(title, style="bold underline"))
             for keys, desc, bid in rows:
-                table.add_row(Text(keys), Text(desc), Text(bid))
-            table.add_row("", "", "")
-        table.add_row(Text("Remap", style="bold underline"), "", "")
-        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""), "")
+                if wide:
+                    table.add_row(Text(keys), Text(desc), Text(bid))
+                else:
+                    action = Text(desc)
+                    if bid:
+                        action.append(f"\n{bid}", style="dim")
+                    table.add_row(Text(keys), action)
+            table.add_row("")
+        table.add_row(Text("Remap", style="bold underline"))
+        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""))
         return table

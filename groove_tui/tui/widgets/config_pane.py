@@ -88,6 +88,10 @@ class ConfigPane(VerticalScroll):
         self.query_one(f"#{self.side}-penalty", Slider).tooltip = "MMR same-document penalty"
         self.app.run_config_signal.subscribe(self, self._on_run_config)
 
+    def focus_first(self) -> None:
+        """Focus the first setting (the drawer just opened)."""
+        self.call_after_refresh(self.query_one(f"#{self.side}-mmr", Switch).focus)
+
     def _on_run_config(self, side: str) -> None:
         if side == self.side:
             self.sync(self.app.run_configs[side])
