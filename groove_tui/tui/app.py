@@ -39,7 +39,7 @@ from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, 
                                      RerankProgressed, SearchFinished)
 from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
 from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.widgets.results import Row
+from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
 
 _START = time.perf_counter()
 NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
@@ -818,6 +818,11 @@ class GrooveApp(App):
 
     @property
     def focused_row(self) -> Row | None:
+        """The hit the keys act on. A focused result list's own cursor comes first: its highlight
+        message may still be queued behind the key that acts on it (`j` then `0` in one burst)."""
+        focused = self.focused
+        if isinstance(focused, ResultsList) and isinstance(focused.parent, ResultsPane):
+            return focused.parent.highlighted_row
         return self.focused_rows.get(self.active_side)
 
     # ------------------------------------------------------------ actions
