@@ -14,9 +14,9 @@ from groove_tui.tui.widgets.explain import ExplainPanel
 class DetailScreen(Screen):
     BINDING_GROUP_TITLE = "Detail"
     BINDINGS = [
-        Binding("escape,q", "app.pop_screen", "Back", id="detail.back"),
-        Binding("f6", "toggle_explain", "Explain", id="view.explain"),
-        Binding("o", "app.open_editor", "Editor", id="detail.editor"),
+        Binding("escape,q", "app.pop_screen", "Back", tooltip="Back to the results", id="detail.back"),
+        Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
+        Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="detail.editor"),
         Binding("y", "app.copy_path", "Copy path", id="detail.copy_path"),
         Binding("Y", "app.copy_content", "Copy text", id="detail.copy_content"),
     ]

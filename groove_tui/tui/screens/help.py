@@ -29,7 +29,7 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
             if not isinstance(b, Binding):
                 continue
             keys = keymap.get(b.id, b.key) if b.id else b.key
-            rows.append((_pretty(keys), b.description, b.id or ""))
+            rows.append((_pretty(keys), b.tooltip or b.description, b.id or ""))  # words, not footer labels
         groups.append((title, rows))
     groups[0][1].insert(1, ("ctrl+p", "Command palette (toggles, compare, presets, export, theme)", ""))
     return groups

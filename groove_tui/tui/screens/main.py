@@ -56,9 +56,10 @@ class SearchScreenMixin:
 class MainScreen(Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Main"
     BINDINGS = [
-        Binding("escape", "focus_query", "Query", id="main.focus_query"),
-        Binding("f6", "toggle_explain", "Explain", id="view.explain"),
-        Binding("f10", "toggle_settings", "Settings", id="main.settings"),
+        Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),
+        Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
+        Binding("f10", "toggle_settings", "Settings", tooltip="Open / close the settings (a drawer below 100 columns)",
+                id="main.settings"),
     ]
     settings_open = True  # the settings drawer; each width class starts it at its own default
 
