@@ -94,3 +94,14 @@ async def test_narrow_compare_shows_one_side_and_f6_switches(tmp_path):
         await pilot.press("f6")
         await settle(app, pilot)
         assert left.display and app.active_side == "left"
+
+
+async def test_narrow_detail_puts_the_explain_panel_under_the_hit(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES["narrow"]) as pilot:
+        await _query(pilot)
+        await pilot.press("enter", "enter", "f6")  # query → results → detail, then explain
+        await settle(app, pilot)
+        detail, explain = app.screen.query_one("#detail"), app.screen.query_one("#detail-explain")
+        assert explain.display and explain.region.y >= detail.region.bottom
+        assert explain.region.width >= 50

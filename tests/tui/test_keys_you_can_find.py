@@ -92,3 +92,18 @@ async def test_one_click_selects_and_previews_two_clicks_open(tmp_path):
         await pilot.press("enter")  # enter opens too
         await settle(app, pilot)
         assert isinstance(app.screen, DetailScreen)
+
+
+@pytest.mark.parametrize("where", ["main", "detail"])
+async def test_a_narrow_footer_keeps_f1_which_lists_the_rest(tmp_path, where):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await search(app, pilot, "tokio")
+        app.screen.query_one("#results-left").focus()
+        if where == "detail":
+            await pilot.press("enter")
+        await settle(app, pilot)
+        keys = footer_keys(app)
+        assert "f1" in keys and visible(app, keys["f1"])
+        if where == "detail":
+            assert visible(app, keys["escape"])

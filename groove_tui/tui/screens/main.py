@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from groove_tui.tui.footer import FooterOrder
 from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.detail import DetailView
@@ -53,7 +54,7 @@ class SearchScreenMixin:
         self.app.show_index_state(self)
 
 
-class MainScreen(Responsive, SearchScreenMixin, Screen):
+class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Main"
     BINDINGS = [
         Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),
@@ -61,6 +62,7 @@ class MainScreen(Responsive, SearchScreenMixin, Screen):
         Binding("f10", "toggle_settings", "Settings", tooltip="Open / close the settings (a drawer below 100 columns)",
                 id="main.settings"),
     ]
+    FOOTER_FIRST = ("help",)  # F1 lists whatever a narrow footer cannot show; then the focused widget's keys
     settings_open = True  # the settings drawer; each width class starts it at its own default
 
     def compose(self):
