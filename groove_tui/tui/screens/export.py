@@ -7,6 +7,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from groove_tui.tui.widgets.field import Field
+
 
 class ExportScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
@@ -25,7 +27,7 @@ class ExportScreen(ModalScreen[str | None]):
         with Vertical() as v:
             v.border_title = "Export results as JSON"
             yield Label("File (relative paths are in the current directory):")
-            yield Input(self.default_path, id="export-path")
+            yield Field(self.default_path, id="export-path")
             yield Label("enter: export   esc: cancel", classes="dialog-keys")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -58,7 +60,7 @@ class PathScreen(ModalScreen[str | None]):
         with Vertical() as v:
             v.border_title = self.title_text
             yield Label(self.label, markup=False)
-            yield Input(self.default, id="path-input")
+            yield Field(self.default, id="path-input")
             yield Label(f"enter: {self.accept}   esc: cancel", classes="dialog-keys", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
