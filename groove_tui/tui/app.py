@@ -71,7 +71,7 @@ class GrooveApp(App):
         Binding("ctrl+y", "copy_path", "Copy path", tooltip="Copy the focused hit's path", show=False,
                 id="hit.copy_path"),
         Binding("ctrl+t", "cycle_theme", "Theme", tooltip="Next theme", show=False, id="view.theme"),
-        Binding("ctrl+l", "focus_query", "Query", tooltip="Focus the query", show=False, id="app.focus_query"),
+        Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit"),
     ]
 

@@ -10,6 +10,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+# Help text for bindings whose definition carries no tooltip (app.py's ctrl+l sits next to the quit
+# binding, which another change owns).
+HELP_WORDS = {"app.focus_query": "Focus the query"}
+
+
 def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """[(group title, [(keys, description, id)])] for every screen and widget of the app."""
     from groove_tui.tui.screens.compare import CompareScreen
@@ -29,7 +34,8 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
             if not isinstance(b, Binding):
                 continue
             keys = keymap.get(b.id, b.key) if b.id else b.key
-            rows.append((_pretty(keys), b.tooltip or b.description, b.id or ""))  # words, not footer labels
+            desc = b.tooltip or HELP_WORDS.get(b.id or "", b.description)  # words, not footer labels
+            rows.append((_pretty(keys), desc, b.id or ""))
         groups.append((title, rows))
     groups[0][1].insert(1, ("ctrl+p", "Command palette (toggles, compare, presets, export, theme)", ""))
     return groups
