@@ -3,7 +3,8 @@
   -wide    >= 140 columns: settings | results | preview side by side
   -medium  100-139 columns: the preview moves under the results
   -narrow  < 100 columns: the settings become a drawer (closed at first); compare shows one side
-  -short   < 24 rows, not wide: the stacked preview hides (the detail view still shows the hit)
+  -short   < 24 rows, not wide: the stacked preview hides (the detail view still shows the hit) and
+           the query loses its border
 """
 
 from __future__ import annotations

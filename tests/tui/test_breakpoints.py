@@ -57,6 +57,7 @@ async def test_narrow_settings_drawer_opens_and_closes(tmp_path):
         pane = screen.query_one("#config-left")
         assert screen.has_class("-narrow", "-short") and not pane.display
         assert not screen.query_one("#side-panel").display  # short: the stacked preview hides
+        assert screen.query_one("#query").outer_size.height == 1  # …and the query gives up its border
         await pilot.press("f10")
         await settle(app, pilot)
         assert pane.display and pane.has_focus_within
