@@ -39,7 +39,7 @@ from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, 
                                      RerankProgressed, SearchFinished)
 from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
 from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.widgets.results import Row
+from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
 
 _START = time.perf_counter()
 NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
@@ -53,18 +53,24 @@ class GrooveApp(App):
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
     BINDINGS = [
-        Binding("f1", "help", "Help", id="app.help"),
-        Binding("f2", "toggle('mmr')", "MMR", id="search.toggle_mmr"),
-        Binding("f3", "toggle('parent')", "Parent", id="search.toggle_parent"),
-        Binding("f4", "toggle('reranker')", "Rerank", id="search.toggle_reranker"),
-        Binding("f5", "compare", "Compare", id="view.compare"),
+        Binding("f1", "help", "Help", tooltip="Every key, where it applies", id="app.help"),
+        Binding("f2", "toggle('mmr')", "MMR", tooltip="MMR on / off (diversify the results)", id="search.toggle_mmr"),
+        Binding("f3", "toggle('parent')", "Parent", tooltip="Parent retriever on / off (merge neighbouring chunks)",
+                id="search.toggle_parent"),
+        Binding("f4", "toggle('reranker')", "Rerank", tooltip="Reranker on / off (cross-encoder)",
+                id="search.toggle_reranker"),
+        Binding("f5", "compare", "Compare", tooltip="Compare mode: the query under two configurations", id="view.compare"),
         # F6-F10 belong to the screens (explain, compare presets); F11 is often the terminal's full screen
-        Binding("f12", "toggle('fusion')", "Fusion", id="search.toggle_fusion"),
-        Binding("ctrl+s", "export", "Export", id="export.json"),
-        Binding("ctrl+g", "save_judgments", "Save judgments", id="eval.save"),
-        Binding("ctrl+o", "open_editor", "Editor", show=False, id="hit.editor"),
-        Binding("ctrl+y", "copy_path", "Copy path", show=False, id="hit.copy_path"),
-        Binding("ctrl+t", "cycle_theme", "Theme", show=False, id="view.theme"),
+        Binding("f12", "toggle('fusion')", "Fusion", tooltip="Next fusion method: DBSF → relative → RRF",
+                id="search.toggle_fusion"),
+        Binding("ctrl+s", "export", "Export", tooltip="Export the results as JSON", id="export.json"),
+        Binding("ctrl+g", "save_judgments", "Save judgments", tooltip="Save the judgments to the golden file",
+                id="eval.save"),
+        Binding("ctrl+o", "open_editor", "Editor", tooltip="Open the focused hit in the editor", show=False,
+                id="hit.editor"),
+        Binding("ctrl+y", "copy_path", "Copy path", tooltip="Copy the focused hit's path", show=False,
+                id="hit.copy_path"),
+        Binding("ctrl+t", "cycle_theme", "Theme", tooltip="Next theme", show=False, id="view.theme"),
         Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit"),
     ]
@@ -762,7 +768,7 @@ class GrooveApp(App):
 
         default = str(self.golden_session.loaded_from or "") if self.golden_session else ""
         self.push_screen(PathScreen("Load a golden file", "Golden YAML (relative paths are in the current "
-                                    "directory):", default), callback=done)
+                                    "directory):", default, accept="load"), callback=done)
 
     async def action_quit(self) -> None:
         self.save_judgments()  # unsaved judgments are never lost on exit
@@ -818,6 +824,11 @@ class GrooveApp(App):
 
     @property
     def focused_row(self) -> Row | None:
+        """The hit the keys act on. A focused result list's own cursor comes first: its highlight
+        message may still be queued behind the key that acts on it (`j` then `0` in one burst)."""
+        focused = self.focused
+        if isinstance(focused, ResultsList) and isinstance(focused.parent, ResultsPane):
+            return focused.parent.highlighted_row
         return self.focused_rows.get(self.active_side)
 
     # ------------------------------------------------------------ actions

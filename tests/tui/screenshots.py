@@ -45,6 +45,13 @@ async def shoot(out: Path) -> list[Path]:
             await save("compare")
             await pilot.press("f1")
             await save("help")
+        app = make_app(Path(tmp))
+        async with app.run_test(size=(60, 20)) as pilot:  # the narrow, short layout (docs/guide.md)
+            app.screen.query_one("#query").value = "tokio runtime"
+            await settle(app, pilot)
+            path = out / "narrow.svg"
+            path.write_text(app.export_screenshot(title="groove-tui — 60×20"), encoding="utf-8")
+            written.append(path)
         with tempfile.TemporaryDirectory() as tmp2:
             from .test_golden import write_golden
 

@@ -314,7 +314,7 @@ async def test_keymap_remap(tmp_path):
         from groove_tui.tui.screens.help import binding_rows
 
         rows = dict(binding_rows(app))["Global"]
-        assert ("f11", "MMR", "search.toggle_mmr") in rows
+        assert ("f11", "MMR on / off (diversify the results)", "search.toggle_mmr") in rows
 
 
 async def test_reranker_switch_disabled_without_model(tmp_path):

@@ -155,7 +155,7 @@ async def test_palette_help_and_keymap(tmp_path):
     eng = FakeEngine(config=cfg)
     app = make_app(tmp_path, eng, config=cfg)
     async with app.run_test(size=SIZE) as pilot:
-        assert ("ctrl+r", "Fusion", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
+        assert ("ctrl+r", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
         await search(app, pilot, "rust")
         await pilot.press("ctrl+r")
         await settle(app, pilot)
@@ -175,7 +175,7 @@ async def test_palette_help_and_keymap(tmp_path):
             assert app.screen.query_one("#left-fusion", Select).value == method
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE):
-        assert ("f12", "Fusion", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
+        assert ("f12", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
 
 
 async def test_golden_metrics_follow_the_method(tmp_path):

@@ -9,6 +9,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from groove_tui.tui.compare import compare
+from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.layout import Responsive
 from groove_tui.tui.screens.main import SearchScreenMixin
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -17,17 +19,32 @@ from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
 
-class CompareScreen(SearchScreenMixin, Screen):
+PRESETS = Binding.Group("Presets", compact=True)
+
+
+class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Compare"
     BINDINGS = [
-        Binding("escape,f5", "back", "Back", id="compare.back"),
-        Binding("f7", "app.preset('reranker')", "Rerank off/on", id="compare.preset_reranker"),
-        Binding("f8", "app.preset('mmr')", "MMR off/on", id="compare.preset_mmr"),
-        Binding("f9", "app.preset('lambda')", "λ .3/.9", id="compare.preset_lambda"),
-        Binding("f10", "toggle_settings", "Settings", id="compare.settings"),
-        Binding("ctrl+x", "app.swap_sides", "Swap", show=False, id="compare.swap"),
+        # f5 first: the footer shows the first key, and F5 is the key that entered compare mode
+        Binding("f5,escape", "back", "Back", tooltip="Back to the main screen", id="compare.back"),
+        # the presets share one footer label so F12 and ctrl+s still fit; F1 lists each
+        Binding("f7", "app.preset('reranker')", "Preset: reranker off / on", group=PRESETS,
+                id="compare.preset_reranker"),
+        Binding("f8", "app.preset('mmr')", "Preset: MMR off / on", group=PRESETS, id="compare.preset_mmr"),
+        Binding("f9", "app.preset('lambda')", "Preset: λ 0.3 / 0.9", group=PRESETS, id="compare.preset_lambda"),
+        Binding("f10", "toggle_settings", "Settings", tooltip="Show / hide each side's settings",
+                id="compare.settings"),
+        # below 100 columns one side shows at a time
+        Binding("f6", "other_side", "Other side", tooltip="Show the other side (below 100 columns)",
+                id="compare.other_side"),
+        Binding("ctrl+x", "app.swap_sides", "Swap", tooltip="Swap the sides' settings", show=False,
+                id="compare.swap"),
     ]
 
+    # two result lists leave no room for everything: leaving, help, the toggles and export come first
+    FOOTER_FIRST = ("back", "help", "toggle('mmr')", "toggle('parent')", "toggle('reranker')", "toggle('fusion')",
+                    "export", "app.preset('reranker')", "app.preset('mmr')", "app.preset('lambda')",
+                    "toggle_settings", "other_side")
     comparison = None  # the Comparison shown, None while the sides are not comparable
 
     def compose(self):
@@ -47,7 +64,7 @@ class CompareScreen(SearchScreenMixin, Screen):
                         yield rp
         yield MetricsBar(("left", "right"), id="metrics")
         yield IndexStatusBar()
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.app.results_signal.subscribe(self, self._on_results)
@@ -56,6 +73,25 @@ class CompareScreen(SearchScreenMixin, Screen):
         self.query_one("#pane-left", ResultsPane).list.focus()
         self.app.show_index_state(self)
         self.refresh_comparison()
+
+    def breakpoint_changed(self) -> None:
+        self._show_side(self.app.active_side)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "other_side":
+            return self.width_class == "-narrow"
+        return True
+
+    def _show_side(self, side: str) -> None:
+        self.set_class(side == "left", "-show-left")
+        self.set_class(side == "right", "-show-right")
+
+    def action_other_side(self) -> None:
+        other = "right" if self.app.active_side == "left" else "left"
+        self._show_side(other)
+        # the list was hidden, so it can take the focus only once it is displayed
+        self.call_after_refresh(self.query_one(f"#pane-{other}", ResultsPane).list.focus)
 
     def _labels(self) -> None:
         rcs = self.app.run_configs
@@ -148,6 +184,7 @@ class CompareScreen(SearchScreenMixin, Screen):
         for side in ("left", "right"):
             if self.query_one(f"#side-{side}").has_focus_within and self.app.active_side != side:
                 self.app.active_side = side
+                self._show_side(side)
                 self.app.refresh_bindings()
 
     def action_toggle_settings(self) -> None:

@@ -7,16 +7,19 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
 
 
-class DetailScreen(Screen):
+class DetailScreen(FooterOrder, Responsive, Screen):
     BINDING_GROUP_TITLE = "Detail"
+    FOOTER_FIRST = ("app.pop_screen", "help")
     BINDINGS = [
-        Binding("escape,q", "app.pop_screen", "Back", id="detail.back"),
-        Binding("f6", "toggle_explain", "Explain", id="view.explain"),
-        Binding("o", "app.open_editor", "Editor", id="detail.editor"),
+        Binding("escape,q", "app.pop_screen", "Back", tooltip="Back to the results", id="detail.back"),
+        Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
+        Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="detail.editor"),
         Binding("y", "app.copy_path", "Copy path", id="detail.copy_path"),
         Binding("Y", "app.copy_content", "Copy text", id="detail.copy_content"),
     ]

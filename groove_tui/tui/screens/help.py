@@ -10,6 +10,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
+# Help text for bindings whose definition carries no tooltip (app.py's ctrl+l sits next to the quit
+# binding, which another change owns).
+HELP_WORDS = {"app.focus_query": "Focus the query"}
+
+
 def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """[(group title, [(keys, description, id)])] for every screen and widget of the app."""
     from groove_tui.tui.screens.compare import CompareScreen
@@ -29,7 +34,8 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
             if not isinstance(b, Binding):
                 continue
             keys = keymap.get(b.id, b.key) if b.id else b.key
-            rows.append((_pretty(keys), b.description, b.id or ""))
+            desc = b.tooltip or HELP_WORDS.get(b.id or "", b.description)  # words, not footer labels
+            rows.append((_pretty(keys), desc, b.id or ""))
         groups.append((title, rows))
     groups[0][1].insert(1, ("ctrl+p", "Command palette (toggles, compare, presets, export, theme)", ""))
     return groups
@@ -38,6 +44,9 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
 def _pretty(keys: str) -> str:
     names = {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "right_square_bracket": "]"}
     return ", ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+WIDE_TABLE = 90  # terminal columns from which key, action and binding id fit on one line
 
 
 class HelpScreen(ModalScreen[None]):
@@ -51,18 +60,31 @@ class HelpScreen(ModalScreen[None]):
     def compose(self):
         with VerticalScroll() as vs:
             vs.border_title = "groove-tui — keys (F1 / esc to close)"
-            yield Static(self._table(), markup=False)
+            yield Static(self._table(self.app.size.width), markup=False, id="help-table")
 
-    def _table(self) -> Table:
+    def on_resize(self, event) -> None:
+        self.query_one("#help-table", Static).update(self._table(event.size.width))
+
+    def _table(self, width: int) -> Table:
+        """Three columns when they fit; below that the binding id goes under the action, so nothing is
+        cut to an ellipsis (the actions wrap)."""
+        wide = width >= WIDE_TABLE
         table = Table(box=None, expand=True, show_header=True, header_style="bold", pad_edge=False)
-        table.add_column("Key", style="bold", no_wrap=True, width=22)
-        table.add_column("Action")
-        table.add_column("Binding id", style="dim", no_wrap=True)
+        table.add_column("Key", style="bold", no_wrap=wide, width=22 if wide else None, ratio=None if wide else 1)
+        table.add_column("Action", ratio=None if wide else 2)
+        if wide:
+            table.add_column("Binding id", style="dim", no_wrap=True)
         for title, rows in binding_rows(self.app):
-            table.add_row(Text(title, style="bold underline"), "", "")
+            table.add_row(Text(title, style="bold underline"))
             for keys, desc, bid in rows:
-                table.add_row(Text(keys), Text(desc), Text(bid))
-            table.add_row("", "", "")
-        table.add_row(Text("Remap", style="bold underline"), "", "")
-        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""), "")
+                if wide:
+                    table.add_row(Text(keys), Text(desc), Text(bid))
+                else:
+                    action = Text(desc)
+                    if bid:
+                        action.append(f"\n{bid}", style="dim")
+                    table.add_row(Text(keys), action)
+            table.add_row("")
+        table.add_row(Text("Remap", style="bold underline"))
+        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""))
         return table

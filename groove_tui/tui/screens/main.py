@@ -7,6 +7,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
@@ -52,12 +54,16 @@ class SearchScreenMixin:
         self.app.show_index_state(self)
 
 
-class MainScreen(SearchScreenMixin, Screen):
+class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Main"
     BINDINGS = [
-        Binding("escape", "focus_query", "Query", id="main.focus_query"),
-        Binding("f6", "toggle_explain", "Explain", id="view.explain"),
+        Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),
+        Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
+        Binding("f10", "toggle_settings", "Settings", tooltip="Open / close the settings (a drawer below 100 columns)",
+                id="main.settings"),
     ]
+    FOOTER_FIRST = ("help",)  # F1 lists whatever a narrow footer cannot show; then the focused widget's keys
+    settings_open = True  # the settings drawer; each width class starts it at its own default
 
     def compose(self):
         yield OrientationHeader(id="header")
@@ -84,6 +90,22 @@ class MainScreen(SearchScreenMixin, Screen):
         self.app.results_signal.subscribe(self, self._on_results)
         self._query_input().focus()
         self.app.show_index_state(self)
+
+    def breakpoint_changed(self) -> None:
+        self._show_settings(self.width_class != "-narrow")
+
+    def action_toggle_settings(self) -> None:
+        pane = self.query_one("#config-left", ConfigPane)
+        had_focus = pane.has_focus_within
+        self._show_settings(not self.settings_open)
+        if self.settings_open:
+            pane.focus_first()
+        elif had_focus:  # a hidden widget keeps the focus (and the keys) unless it moves
+            self.focus_results()
+
+    def _show_settings(self, show: bool) -> None:
+        self.settings_open = show
+        self.set_class(not show, "-settings-hidden")
 
     def _on_results(self, side: str) -> None:
         if side == "left":

@@ -10,6 +10,7 @@ from textual.widgets import Input, Label, Select, Switch
 
 from groove_tui.config import FUSION_METHODS
 from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
+from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider
 
 NO_RERANKER_TIP = (
@@ -49,6 +50,7 @@ class ConfigPane(VerticalScroll):
     def __init__(self, side: str = "left", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.side = side
+        self._shown: RunConfig | None = None  # the config the widgets were last set from (or sent)
 
     @property
     def rc(self) -> RunConfig:
@@ -56,6 +58,7 @@ class ConfigPane(VerticalScroll):
 
     def compose(self):
         rc = self.app.run_configs[self.side]
+        self._shown = rc
         s = self.side
         with Horizontal(classes="row"):
             yield Label(state_label("mmr", rc.mmr), id=f"{s}-mmr-label")
@@ -77,46 +80,62 @@ class ConfigPane(VerticalScroll):
             yield Select([(fusion_label(m), m) for m in FUSION_METHODS], value=rc.fusion, allow_blank=False,
                          compact=True, id=f"{s}-fusion", tooltip=FUSION_TIP)
         yield Label("limit", classes="field-label")
-        yield Input(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
+        yield Field(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
-        yield Input(" ".join(rc.path_globs), placeholder="docs/** notes/*.md", id=f"{s}-globs", compact=True)
+        yield Field(" ".join(rc.path_globs), placeholder="docs/** notes/*.md", id=f"{s}-globs", compact=True)
         yield Label("tags (any)", classes="field-label")
-        yield Input(", ".join(rc.tags), placeholder="rust, async", id=f"{s}-tags", compact=True)
+        yield Field(", ".join(rc.tags), placeholder="rust, async", id=f"{s}-tags", compact=True)
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.side}-lambda", Slider).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1)"
         self.query_one(f"#{self.side}-penalty", Slider).tooltip = "MMR same-document penalty"
         self.app.run_config_signal.subscribe(self, self._on_run_config)
 
+    def focus_first(self) -> None:
+        """Focus the first setting (the drawer just opened)."""
+        self.call_after_refresh(self.query_one(f"#{self.side}-mmr", Switch).focus)
+
     def _on_run_config(self, side: str) -> None:
         if side == self.side:
             self.sync(self.app.run_configs[side])
 
     def sync(self, rc: RunConfig) -> None:
-        """Show `rc` without re-posting change messages."""
+        """Show `rc` without re-posting change messages, rewriting only the fields `rc` changed since the
+        pane last showed or sent a config. The pane's own edits come back here synchronously (the signal
+        calls subscribers at once) while newer keystrokes may already be in the field: comparing against
+        the field's text would write the older value over them and lose keys."""
+        old, self._shown = self._shown, rc
+        changed = (lambda name: old is None or getattr(old, name) != getattr(rc, name))
         s = self.side
         with self.prevent(Switch.Changed, Select.Changed, Slider.Changed, Input.Changed):
-            self.query_one(f"#{s}-mmr", Switch).value = rc.mmr
-            self.query_one(f"#{s}-parent", Switch).value = rc.parent
-            rr = self.query_one(f"#{s}-reranker", Switch)
-            rr.value = rc.reranker and not rr.disabled
-            self.query_one(f"#{s}-fusion", Select).value = rc.fusion
-            self.query_one(f"#{s}-lambda", Slider).value = rc.lam
-            self.query_one(f"#{s}-penalty", Slider).value = rc.same_doc_penalty
+            if changed("mmr"):
+                self.query_one(f"#{s}-mmr", Switch).value = rc.mmr
+            if changed("parent"):
+                self.query_one(f"#{s}-parent", Switch).value = rc.parent
+            if changed("reranker"):
+                rr = self.query_one(f"#{s}-reranker", Switch)
+                rr.value = rc.reranker and not rr.disabled
+            if changed("fusion"):
+                self.query_one(f"#{s}-fusion", Select).value = rc.fusion
+            if changed("lam"):
+                self.query_one(f"#{s}-lambda", Slider).value = rc.lam
+            if changed("same_doc_penalty"):
+                self.query_one(f"#{s}-penalty", Slider).value = rc.same_doc_penalty
             limit = self.query_one(f"#{s}-limit", Input)
-            if limit.value != str(rc.limit):
+            if changed("limit") and limit.value != str(rc.limit):
                 limit.value = str(rc.limit)
             globs = self.query_one(f"#{s}-globs", Input)
-            if split_list(globs.value) != rc.path_globs:
+            if changed("path_globs") and split_list(globs.value) != rc.path_globs:
                 globs.value = " ".join(rc.path_globs)
             tags = self.query_one(f"#{s}-tags", Input)
-            if split_list(tags.value) != rc.tags:
+            if changed("tags") and split_list(tags.value) != rc.tags:
                 tags.value = ", ".join(rc.tags)
         self._label_states()
 
     def _set(self, **changes) -> None:
         rc = replace(self.rc, **changes)
         if rc != self.rc:
+            self._shown = rc  # the widgets already show this (or something newer): nothing to rewrite
             self.app.set_run_config(self.side, rc, sync=False)
 
     def _label_states(self) -> None:

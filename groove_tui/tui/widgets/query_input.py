@@ -1,14 +1,14 @@
-"""The query input: plain Input plus ↑/↓ history (persisted per KB by `QueryHistory`)."""
+"""The query input: a Field (keys applied in order) plus ↑/↓ history (persisted per KB by `QueryHistory`)."""
 
 from __future__ import annotations
 
 from textual.binding import Binding
-from textual.widgets import Input
 
 from groove_tui.tui.history import QueryHistory
+from groove_tui.tui.widgets.field import Field
 
 
-class QueryInput(Input):
+class QueryInput(Field):
     BINDINGS = [
         Binding("up", "history_previous", "Previous query", show=False, id="query.history_previous"),
         Binding("down", "history_next", "Next query", show=False, id="query.history_next"),

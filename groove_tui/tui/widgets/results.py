@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
@@ -28,10 +29,11 @@ class Row:
 
 class ResultsList(OptionList):
     BINDINGS = [
-        Binding("enter", "select", "Open detail", id="results.detail"),
-        Binding("o", "app.open_editor", "Editor", id="results.editor"),
-        Binding("y", "app.copy_path", "Copy path", id="results.copy_path"),
-        Binding("Y", "app.copy_content", "Copy text", show=False, id="results.copy_content"),
+        Binding("enter", "select", "Open", tooltip="Open the detail view (or double-click)", id="results.detail"),
+        Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
+        Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
+        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False,
+                id="results.copy_content"),
         Binding("j", "cursor_down", "Down", show=False, id="results.down"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up"),
         Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
@@ -40,6 +42,17 @@ class ResultsList(OptionList):
         Binding("3", "app.judge(3)", "Judge 3: highly relevant", show=False, id="judge.3"),
     ]
     BINDING_GROUP_TITLE = "Results"
+
+    async def _on_click(self, event: events.Click) -> None:
+        """One click moves the cursor (the preview follows); a double click opens the hit, like enter."""
+        event.prevent_default()  # not OptionList's click, which opens at once
+        clicked = event.style.meta.get("option")
+        if clicked is None or self._options[clicked].disabled:
+            return
+        self.focus()
+        self.highlighted = clicked
+        if event.chain >= 2:
+            self.action_select()
 
     def on_resize(self) -> None:
         # Rows are laid out for a width; the list is the widget whose width counts, and it knows its

@@ -14,13 +14,21 @@ from textual.widget import Widget
 
 
 class Slider(Widget, can_focus=True):
+    # Shown in the footer while a slider has the focus (it is first there), in pairs: one label per pair.
+    _STEP = Binding.Group("Step", compact=True)
+    _COARSE = Binding.Group("Coarse", compact=True)
+    _ENDS = Binding.Group("Min/max")
     BINDINGS = [
-        Binding("left", "step(-1)", "Decrease", show=False, id="slider.decrease"),
-        Binding("right", "step(1)", "Increase", show=False, id="slider.increase"),
-        Binding("shift+left,pagedown", "step(-10)", "Decrease (coarse)", show=False, id="slider.decrease_coarse"),
-        Binding("shift+right,pageup", "step(10)", "Increase (coarse)", show=False, id="slider.increase_coarse"),
-        Binding("home", "to_min", "Minimum", show=False, id="slider.min"),
-        Binding("end", "to_max", "Maximum", show=False, id="slider.max"),
+        Binding("left", "step(-1)", "Decrease", tooltip="Decrease by one step (0.01)", group=_STEP,
+                id="slider.decrease"),
+        Binding("right", "step(1)", "Increase", tooltip="Increase by one step (0.01)", group=_STEP,
+                id="slider.increase"),
+        Binding("shift+left,pagedown", "step(-10)", "Decrease (coarse)", tooltip="Decrease by ten steps (0.1)",
+                group=_COARSE, id="slider.decrease_coarse"),
+        Binding("shift+right,pageup", "step(10)", "Increase (coarse)", tooltip="Increase by ten steps (0.1)",
+                group=_COARSE, id="slider.increase_coarse"),
+        Binding("home", "to_min", "Minimum", group=_ENDS, id="slider.min"),
+        Binding("end", "to_max", "Maximum", group=_ENDS, id="slider.max"),
     ]
     BINDING_GROUP_TITLE = "Slider"
 

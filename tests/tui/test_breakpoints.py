@@ -1,0 +1,108 @@
+"""Every terminal size: snapshots of the main screen, compare mode and help at the three breakpoints,
+and the keys that reach what a narrow terminal hides (the settings drawer, compare's other side)."""
+
+from __future__ import annotations
+
+import pytest
+
+from groove_tui.tui.layout import width_class
+
+from .helpers import make_app, settle
+
+SIZES = {"narrow": (60, 20), "medium": (100, 30), "wide": (160, 45)}
+
+
+async def _query(pilot, text="tokio runtime"):
+    pilot.app.screen.query_one("#query").value = text
+    await settle(pilot.app, pilot)
+
+
+def test_width_classes():
+    assert [width_class(w) for w in (60, 99, 100, 139, 140, 200)] == [
+        "-narrow", "-narrow", "-medium", "-medium", "-wide", "-wide"]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_main_at(snap_compare, tmp_path, size):
+    async def run_before(pilot):
+        await _query(pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_compare_at(snap_compare, tmp_path, size):
+    async def run_before(pilot):
+        await _query(pilot, "rust")
+        await pilot.press("f5")
+        await settle(pilot.app, pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_help_at(snap_compare, tmp_path, size):
+    async def run_before(pilot):
+        await pilot.press("f1")
+        await settle(pilot.app, pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZES[size], run_before=run_before)
+
+
+async def test_narrow_settings_drawer_opens_and_closes(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES["narrow"]) as pilot:
+        await _query(pilot)
+        screen = app.screen
+        pane = screen.query_one("#config-left")
+        assert screen.has_class("-narrow", "-short") and not pane.display
+        assert not screen.query_one("#side-panel").display  # short: the stacked preview hides
+        assert screen.query_one("#query").outer_size.height == 1  # …and the query gives up its border
+        await pilot.press("f10")
+        await settle(app, pilot)
+        assert pane.display and pane.has_focus_within
+        await pilot.press("f10")
+        await settle(app, pilot)
+        assert not pane.display
+        assert app.focused is screen.query_one("#results-left")  # the focus left the closed drawer
+        # widening the terminal brings the settings back, as each width class starts its own default
+        await pilot.resize_terminal(160, 45)
+        await settle(app, pilot)
+        assert screen.has_class("-wide") and pane.display and screen.query_one("#side-panel").display
+
+
+async def test_medium_stacks_the_preview_under_the_results(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES["medium"]) as pilot:
+        await _query(pilot)
+        results, preview = app.screen.query_one("#pane-left"), app.screen.query_one("#side-panel")
+        assert preview.region.y >= results.region.bottom
+        assert results.region.width >= 70  # not ~40, as beside the preview
+
+
+async def test_narrow_compare_shows_one_side_and_f6_switches(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES["narrow"]) as pilot:
+        await _query(pilot, "rust")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        left, right = app.screen.query_one("#side-left"), app.screen.query_one("#side-right")
+        assert left.display and not right.display
+        await pilot.press("f6")
+        await settle(app, pilot)
+        assert right.display and not left.display
+        assert app.active_side == "right" and app.focused is app.screen.query_one("#results-right")
+        await pilot.press("f6")
+        await settle(app, pilot)
+        assert left.display and app.active_side == "left"
+
+
+async def test_narrow_detail_puts_the_explain_panel_under_the_hit(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES["narrow"]) as pilot:
+        await _query(pilot)
+        await pilot.press("enter", "enter", "f6")  # query → results → detail, then explain
+        await settle(app, pilot)
+        detail, explain = app.screen.query_one("#detail"), app.screen.query_one("#detail-explain")
+        assert explain.display and explain.region.y >= detail.region.bottom
+        assert explain.region.width >= 50
