@@ -35,6 +35,11 @@ def rankings(pool: list) -> dict[str, list[int]]:
         f, c = _norm(fused, how), _norm(ce, how)
         for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
             out[f"{how} w={w}"] = list(np.argsort(-(w * c + (1 - w) * f), kind="stable"))
+    # smaller pools are the top of the same fused list (search takes max(pool, limit) of it)
+    for size in (10, 15):
+        f, c = _norm(fused[:size], "z"), _norm(ce[:size], "z")
+        out[f"pool {size} z w=0.5"] = list(np.argsort(-(0.5 * c + 0.5 * f), kind="stable"))
+        out[f"pool {size} ce"] = list(np.argsort(-ce[:size], kind="stable"))
     return out
 
 
