@@ -329,10 +329,12 @@ class GrooveApp(App):
         t = Text()
         t.append(render_one_line(self.kb_path.name or str(self.kb_path)), style="bold")
         model = getattr(self._engine, "model_id", None) or self.config.embedding.model
-        t.append(f"  model {render_one_line(str(model))}", style="")
+        t.append(f" · model {render_one_line(str(model))}", style="")
         p = self.index_progress
         if p is not None and p.phase != "done":
             t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+        elif self.index_counts is not None and self.index_counts[0] == 0 and not self.indexing:
+            t.append("  · no Markdown files indexed (*.md outside excluded folders)", style="italic")
         elif self.index_counts is not None:
             docs, chunks, pending = self.index_counts
             t.append(f"  · {docs:,} docs, {chunks:,} chunks")

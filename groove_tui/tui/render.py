@@ -324,6 +324,23 @@ def filters_text(filter_applied: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def order_note(resp: SearchResponse) -> Text | None:
+    """A line that explains an empty page; None when none is needed."""
+    if not resp.results:
+        narrowing = [k for k in ("path_globs", "tags_any", "tags_all", "date_from", "date_to", "category", "topic",
+                                 "excluded_terms") if resp.filter_applied.get(k)]
+        if narrowing:
+            return Text("No hits: remove a filter or an exclusion (" + ", ".join(narrowing) + ") to widen it.",
+                        style="italic")
+        return Text("No hits: try other words (full text matches 3+ characters; the vector leg any wording).",
+                    style="italic")
+    return None
+
+
+def _mmr_ordered(resp: SearchResponse) -> bool:
+    return any(h.trace is not None and h.trace.mmr is not None for h in resp.results)
+
+
 def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold yellow") -> Text:
     """A one-line summary: hit count, time, low-confidence flag, filters, pending embeddings, warnings."""
     t = Text()
@@ -334,6 +351,8 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         total = sum(resp.timings_ms.values())
     if total is not None:
         t.append(f" · {total:.0f} ms", style="dim")
+    if _mmr_ordered(resp):  # each pick weighs relevance against likeness to the picks above it
+        t.append(" · MMR order, not by score", style="dim italic")
     if resp.reranked:
         t.append(" · reranked", style="dim")
     elif resp.rerank_skipped:

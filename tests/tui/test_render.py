@@ -293,3 +293,17 @@ def test_explain_shows_each_legs_scale_under_a_score_fusion():
     assert "fts scale       bm25 1.500 → 0, -12.250 → 1" in t
     rrf = render.explain_text(mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None).plain
     assert "scale" not in rrf and "cosine" not in rrf
+
+
+def test_empty_pages_and_mmr_order_are_explained():
+    none = _resp(results=())
+    assert str(render.order_note(none)).startswith("No hits: try other words")
+    filtered = _resp(results=(), filter_applied={"path_globs": ["docs/**"], "excluded_terms": ["async"]})
+    assert str(render.order_note(filtered)) == ("No hits: remove a filter or an exclusion (path_globs, "
+                                                "excluded_terms) to widen it.")
+    plain = _resp(results=(mkhit("alpha"),))
+    assert render.order_note(plain) is None
+    mmr = HitTrace(mmr=MMRTrace(pick=1, relevance=1.0, max_similarity=0.0, penalty=0.0, value=0.7))
+    resp = _resp(results=(mkhit("alpha", trace=mmr),))
+    assert render.order_note(resp) is None  # said on the summary line itself, so compare rows stay level
+    assert "· MMR order, not by score" in render.response_summary(resp).plain

@@ -82,9 +82,9 @@ class ConfigPane(VerticalScroll):
         yield Label("limit", classes="field-label")
         yield Field(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
-        yield Field(" ".join(rc.path_globs), placeholder="docs/** notes/*.md", id=f"{s}-globs", compact=True)
+        yield Field(" ".join(rc.path_globs), placeholder="all paths (e.g. docs/**)", id=f"{s}-globs", compact=True)
         yield Label("tags (any)", classes="field-label")
-        yield Field(", ".join(rc.tags), placeholder="rust, async", id=f"{s}-tags", compact=True)
+        yield Field(", ".join(rc.tags), placeholder="any tags (e.g. rust)", id=f"{s}-tags", compact=True)
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.side}-lambda", Slider).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1)"

@@ -168,7 +168,7 @@ class ResultsPane(Vertical):
             self.summary.update(Text("Type a query to search.", style="dim"))
             return
         s = render.response_summary(self.response, warn_style=self.app.current_theme.warning or "yellow")
-        for line in (self._extra, self._note):
+        for line in (self._extra, self._note, render.order_note(self.response)):
             if line is not None:
                 s.append("\n")
                 s.append_text(line)
