@@ -508,3 +508,19 @@ async def test_empty_states_say_what_is_wrong(tmp_path):
         app.header_signal.publish("index")
         await pilot.pause()
         assert "no Markdown files indexed" in str(app.screen.query_one("#header").content)
+
+
+async def test_no_hits_while_the_index_builds_says_so(tmp_path):
+    import threading
+
+    gate = threading.Event()
+    eng = FakeEngine(stale=True, index_gate=gate)
+    app = make_app(tmp_path, eng)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.indexing, what="indexing")
+        app.set_query("zzzqqq")
+        await wait_until(pilot, lambda: app.responses["left"] is not None, what="the empty page")
+        await pilot.pause()
+        assert "the index is still being built" in str(app.screen.query_one("#pane-left").summary.content)
+        gate.set()
+        await settle(app, pilot)

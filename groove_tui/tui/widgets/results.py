@@ -168,7 +168,11 @@ class ResultsPane(Vertical):
             self.summary.update(Text("Type a query to search.", style="dim"))
             return
         s = render.response_summary(self.response, warn_style=self.app.current_theme.warning or "yellow")
-        for line in (self._extra, self._note, render.order_note(self.response)):
+        empty = render.order_note(self.response)
+        if empty is not None and getattr(self.app, "indexing", False):
+            empty = Text("No hits yet: the index is still being built, and results fill in as it goes.",
+                         style="italic")
+        for line in (self._extra, self._note, empty):
             if line is not None:
                 s.append("\n")
                 s.append_text(line)
