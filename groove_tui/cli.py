@@ -7,7 +7,6 @@ stays fast; each command imports what it needs. Data goes to stdout, errors and 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys

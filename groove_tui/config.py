@@ -372,7 +372,7 @@ def check_languages(key: str, value: Any) -> tuple[str, ...]:
     allowed = sorted(LANGUAGE_SCRIPTS) + [MULTILINGUAL]
     if value == RERANK_LANGUAGES_ANY:
         return (RERANK_LANGUAGES_ANY,)
-    codes = _str_list(key, value) if not isinstance(value, tuple) else value
+    codes = _str_list(key, value)
     bad = [c for c in codes if c not in allowed]
     if bad or not codes:
         raise _err(key, value, f'expected "any" or a non-empty list of language codes from {", ".join(allowed)}')

@@ -33,6 +33,7 @@ from groove_tui.engine.catalog import (
     find_spec,
     hub_spec,
     read_manifest,
+    safe_folder_name,
 )
 
 Progress = Callable[[str, int, int], None]  # (label, done, total) — ProgressLine.step
@@ -146,7 +147,7 @@ def _swap_into_place(partial: Path, final: Path) -> None:
 def remove(name: str, root: Path) -> Path | None:
     """Delete a pulled model's folder; returns it, or None when it was not installed."""
     spec = find_spec(name)
-    folder = root / (spec.folder_name if spec else hub_spec(name, "embedder").folder_name)
+    folder = root / (spec.folder_name if spec else safe_folder_name(name))
     if not (folder / MANIFEST).is_file():
         return None
     shutil.rmtree(folder)
@@ -296,11 +297,13 @@ def _pull_hub(spec: ModelSpec, src: HubSource, partial: Path) -> Manifest:
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
 
-    wanted = [(desc.model_file, True), *((f, True) for f in _HUB_REQUIRED),
-              *((f, False) for f in (*desc.additional_files, *_HUB_OPTIONAL))]
+    wanted: dict[str, bool] = {}  # file name -> required; each file fetched once
+    for filename, required in ((desc.model_file, True), *((f, True) for f in _HUB_REQUIRED),
+                               *((f, False) for f in (*desc.additional_files, *_HUB_OPTIONAL))):
+        wanted[filename] = wanted.get(filename, False) or required
     files: dict[str, str] = {}
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    for filename, required in dict.fromkeys(wanted):
+    for filename, required in wanted.items():
         try:
             meta = get_hf_file_metadata(hf_hub_url(repo, filename))
         except EntryNotFoundError:

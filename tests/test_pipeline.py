@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.config import Config, MMRConfig, ParentConfig, RerankerConfig, SearchConfig
+from groove_tui.config import MMRConfig, ParentConfig, RerankerConfig
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
-from groove_tui.engine.embedders import ModelUnavailable
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine import Engine, SearchCancelled, SearchParams
+from groove_tui.engine import SearchCancelled, SearchParams
 from groove_tui.engine.filters import FilterError
 from groove_tui.engine.query import QueryError
 from groove_tui.engine.search import _low_confidence
 
-from helpers import hashing_config, write_kb
 
 
 def paths(resp):

@@ -12,7 +12,6 @@ from rich.text import Text
 
 from groove_tui.config import Config, RerankerConfig, TuiConfig
 from groove_tui.tui.messages import SearchFinished
-from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.screens.detail import DetailScreen
 from groove_tui.tui.screens.help import HelpScreen
 from groove_tui.tui.widgets.detail import DetailView
