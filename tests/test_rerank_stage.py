@@ -191,7 +191,10 @@ def test_batching_and_truncation_do_not_reorder_scores(ce_dir) -> None:
     docs = ["a database index", "the cat sat on the mat", "tokio spawns tasks", "garden soil"] * 3
     a = load_reranker(str(ce_dir), RerankerSettings(batch_size=1)).score("database", docs)
     b = load_reranker(str(ce_dir), RerankerSettings(batch_size=5)).score("database", docs)
-    np.testing.assert_allclose(a, b, rtol=1e-5)
+    # padding a batch changes float accumulation in the last bits, so compare with an absolute floor too:
+    # a score near zero moved by 1e-7 (1.5e-5 relative) in one CI run
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert np.argsort(-a[:4]).tolist() == np.argsort(-b[:4]).tolist()  # the four distinct passages keep their order
     # a passage longer than max_tokens is cut to it: its score equals that of its first tokens
     long = "database index " * 400
     short = load_reranker(str(ce_dir), RerankerSettings(max_tokens=16))
