@@ -24,7 +24,6 @@ from typing import Any
 
 from textual import on
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
@@ -34,12 +33,12 @@ from rich.text import Text
 from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
+from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
                                      RerankProgressed, SearchFinished)
 from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
 from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
 
 _START = time.perf_counter()
 NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
@@ -48,32 +47,11 @@ NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12`
 EngineFactory = Callable[[], Any]
 
 
-class GrooveApp(App):
+class GrooveApp(KeyAvailability, App):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
-    BINDINGS = [
-        Binding("f1", "help", "Help", tooltip="Every key, where it applies", id="app.help"),
-        Binding("f2", "toggle('mmr')", "MMR", tooltip="MMR on / off (diversify the results)", id="search.toggle_mmr"),
-        Binding("f3", "toggle('parent')", "Parent", tooltip="Parent retriever on / off (merge neighbouring chunks)",
-                id="search.toggle_parent"),
-        Binding("f4", "toggle('reranker')", "Rerank", tooltip="Reranker on / off (cross-encoder)",
-                id="search.toggle_reranker"),
-        Binding("f5", "compare", "Compare", tooltip="Compare mode: the query under two configurations", id="view.compare"),
-        # F6-F10 belong to the screens (explain, compare presets); F11 is often the terminal's full screen
-        Binding("f12", "toggle('fusion')", "Fusion", tooltip="Next fusion method: DBSF → relative → RRF",
-                id="search.toggle_fusion"),
-        Binding("ctrl+s", "export", "Export", tooltip="Export the results as JSON", id="export.json"),
-        Binding("ctrl+g", "save_judgments", "Save judgments", tooltip="Save the judgments to the golden file",
-                id="eval.save"),
-        Binding("ctrl+o", "open_editor", "Editor", tooltip="Open the focused hit in the editor", show=False,
-                id="hit.editor"),
-        Binding("ctrl+y", "copy_path", "Copy path", tooltip="Copy the focused hit's path", show=False,
-                id="hit.copy_path"),
-        Binding("ctrl+t", "cycle_theme", "Theme", tooltip="Next theme", show=False, id="view.theme"),
-        Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(self, engine: Any | None = None, *, engine_factory: EngineFactory | None = None,
                  config: Config | None = None, kb_path: Path | None = None, history_path: Path | None = None,
@@ -115,9 +93,8 @@ class GrooveApp(App):
         self.shown_final: dict[str, bool] = {s: True for s in SIDES}
         self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
-        self.focused_rows: dict[str, Row | None] = {s: None for s in SIDES}
-        self.active_side = "left"
         self.compare_active = False
+        self._init_key_availability()
         self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
         self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
         self.search_count = 0
@@ -808,45 +785,7 @@ class GrooveApp(App):
 
         return markers([h.chunk_id for h in resp.results], [h.chunk_id for h in fused.results])
 
-    def focus_row(self, side: str, row: Row | None, *, activate: bool = True) -> None:
-        had = self._bindings_state()
-        self.focused_rows[side] = row
-        if activate:
-            self.active_side = side
-        if self._bindings_state() != had:
-            # only when an action's availability changed: every refresh makes the Footer recompose
-            self.refresh_bindings()
-
-    def _bindings_state(self) -> tuple:
-        """What `check_action` depends on (beyond static config)."""
-        row = self.focused_row
-        return (self.active_side, row is not None and not row.gone,
-                any(self.responses[s] is not None for s in self.active_sides),
-                self.golden_session is not None and self.golden_session.dirty, bool(self.query_text.strip()))
-
-    @property
-    def focused_row(self) -> Row | None:
-        """The hit the keys act on. A focused result list's own cursor comes first: its highlight
-        message may still be queued behind the key that acts on it (`j` then `0` in one burst)."""
-        focused = self.focused
-        if isinstance(focused, ResultsList) and isinstance(focused.parent, ResultsPane):
-            return focused.parent.highlighted_row
-        return self.focused_rows.get(self.active_side)
-
     # ------------------------------------------------------------ actions
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("open_editor", "copy_path", "copy_content", "detail"):
-            row = self.focused_row
-            return row is not None and not row.gone
-        if action == "export":
-            return any(self.responses[s] is not None for s in self.active_sides)
-        if action == "save_judgments":
-            return self.golden_session is not None and self.golden_session.dirty
-        if action == "judge":
-            row = self.focused_row
-            return row is not None and not row.gone and bool(self.query_text.strip())
-        return True
 
     def action_help(self) -> None:
         from groove_tui.tui.screens.help import HelpScreen
@@ -906,6 +845,7 @@ class GrooveApp(App):
 
     def leave_compare(self) -> None:
         self.compare_active = False
+        self._init_key_availability()
         self.active_side = "left"
         self.workers.cancel_group(self, "search-right")
         self.workers.cancel_group(self, "eval-right")
