@@ -8,16 +8,12 @@ one shown for its side is dropped.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +30,7 @@ from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
+from groove_tui.tui.export import ExportActions, editor_command
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
                                      RerankProgressed, SearchFinished)
@@ -45,9 +42,10 @@ NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12`
                "[reranker] model in groove.toml")
 
 EngineFactory = Callable[[], Any]
+__all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(KeyAvailability, App):
+class GrooveApp(ExportActions, KeyAvailability, App):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
@@ -95,6 +93,7 @@ class GrooveApp(KeyAvailability, App):
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
         self.compare_active = False
         self._init_key_availability()
+        self._init_export_actions()
         self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
         self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
         self.search_count = 0
@@ -110,11 +109,9 @@ class GrooveApp(KeyAvailability, App):
         self.index_report = None
         self.indexing = False
         self.ready_seconds: float | None = None
-        self.last_export: Path | None = None
         self._pulled_reranker: str | None | bool = False  # False: not looked up yet
         self.own_themes: tuple[str, ...] = ("groove",)
         self.theme_errors: tuple[str, ...] = ()
-        self.run_editor: Callable[[list[str]], int] = subprocess.call
 
         self.run_config_signal: Signal[str] = Signal(self, "run-config")
         self.results_signal: Signal[str] = Signal(self, "results")
@@ -846,6 +843,7 @@ class GrooveApp(KeyAvailability, App):
     def leave_compare(self) -> None:
         self.compare_active = False
         self._init_key_availability()
+        self._init_export_actions()
         self.active_side = "left"
         self.workers.cancel_group(self, "search-right")
         self.workers.cancel_group(self, "eval-right")
@@ -882,113 +880,11 @@ class GrooveApp(KeyAvailability, App):
         self.history.add(self.query_text)
         self.push_screen(DetailScreen(self.active_side))
 
-    def action_open_editor(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            self.notify("No hit selected", severity="warning", markup=False)
-            return
-        self.history.add(self.query_text)
-        cmd = editor_command(self.kb_path, row.hit.path, row.hit.line)
-        try:
-            with self.suspend():
-                self.run_editor(cmd)
-        except Exception as exc:  # noqa: BLE001 - SuspendNotSupported, missing editor binary, ...
-            self.notify(f"Could not run {cmd[0]}: {exc}", severity="error", markup=False)
-        self.refresh()
-
-    def action_copy_path(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            return
-        path = str(self.kb_path / row.hit.path)
-        self.copy_to_clipboard(path)
-        self.notify(f"Copied {path}", markup=False, timeout=2)
-
-    def action_copy_content(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            return
-        self.copy_to_clipboard(row.hit.content)
-        self.notify(f"Copied {len(row.hit.content)} characters of {row.hit.path}", markup=False, timeout=2)
-
     def action_cycle_theme(self) -> None:
         order = list(self.own_themes)
         i = order.index(self.theme) if self.theme in order else -1
         self.theme = order[(i + 1) % len(order)]
         self.notify(f"Theme: {self.theme}", markup=False, timeout=1.5)
-
-    def action_save_screenshot(self) -> None:
-        """An SVG of the screen into the user data directory (created if missing), and where it went."""
-        from groove_tui.paths import user_data_dir
-
-        folder = user_data_dir() / "screenshots"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(path=str(folder))
-        except OSError as exc:
-            self.notify(f"Screenshot not saved: {exc}", severity="error", markup=False)
-            return
-        self.notify(f"Screenshot saved: {path}", markup=False, timeout=8)
-
-    # ------------------------------------------------------------ export
-
-    def export_data(self) -> dict[str, Any]:
-        sides = []
-        for side in self.active_sides:
-            resp = self.responses[side]
-            rc = self.run_configs[side]
-            sides.append({
-                "side": side,
-                "run_config": rc.to_dict(),
-                "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
-                "response": resp.to_dict() if resp is not None else None,
-                "error": self.errors[side],
-            })
-        out: dict[str, Any] = {
-            "query": self.query_text,
-            "kb": str(self.kb_path),
-            "exported_at": datetime.now().isoformat(timespec="seconds"),
-            "compare": self.compare_active,
-            "sides": sides,
-        }
-        if self.compare_active and all(self.responses[s] is not None for s in SIDES):
-            from groove_tui.tui.compare import compare
-
-            cmp = compare([h.chunk_id for h in self.responses["left"].results],
-                          [h.chunk_id for h in self.responses["right"].results],
-                          k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
-            s = cmp.summary
-            out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,
-                                 "moved_up": s.moved_up, "moved_down": s.moved_down, "k": s.k,
-                                 "overlap_at_k": s.overlap}
-        return out
-
-    def export_results(self, path: str | os.PathLike[str]) -> Path:
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = Path.cwd() / target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.export_data(), ensure_ascii=False, indent=2), encoding="utf-8")
-        self.last_export = target
-        return target
-
-    def default_export_name(self) -> str:
-        return f"groove-results-{datetime.now():%Y%m%d-%H%M%S}.json"
-
-    def action_export(self) -> None:
-        from groove_tui.tui.screens.export import ExportScreen
-
-        def done(path: str | None) -> None:
-            if not path:
-                return
-            try:
-                target = self.export_results(path)
-            except OSError as exc:
-                self.notify(f"Export failed: {exc}", severity="error", markup=False)
-                return
-            self.notify(f"Exported to {target}", markup=False)
-
-        self.push_screen(ExportScreen(self.default_export_name()), callback=done)
 
     # ------------------------------------------------------------ palette
 
@@ -1004,28 +900,11 @@ class GrooveApp(KeyAvailability, App):
                 yield cmd
 
 
-def _params_dict(p: SearchParams) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    d = asdict(p)
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
-
-
 def _query_validator():
     """groove refuses exclusion-only golden queries; so does the loader (as `groove-tui eval` does)."""
     from groove_tui.engine.eval import validate_query
 
     return validate_query
-
-
-def editor_command(kb: Path, rel_path: str, line: int, editor: str | None = None) -> list[str]:
-    """`$VISUAL`/`$EDITOR` (split like a shell would) + `+LINE` + the file's absolute path; `vi` if unset."""
-    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    try:
-        argv = shlex.split(editor)
-    except ValueError:
-        argv = [editor]
-    return [*(argv or ["vi"]), f"+{max(1, int(line))}", str(Path(kb) / rel_path)]
 
 
 def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None,
