@@ -30,22 +30,21 @@ from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
+from groove_tui.tui.compare_mode import CompareMode
 from groove_tui.tui.export import ExportActions, editor_command
 from groove_tui.tui.golden_metrics import GoldenMetrics
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed, RerankProgressed, SearchFinished
-from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
+from groove_tui.tui.runconfig import NO_RERANKER, SIDES, RunConfig, fusion_label, next_fusion
 from groove_tui.tui.render import one_line as render_one_line
 
 _START = time.perf_counter()
-NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
-               "[reranker] model in groove.toml")
 
 EngineFactory = Callable[[], Any]
 __all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(GoldenMetrics, ExportActions, KeyAvailability, App):
+class GrooveApp(CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
@@ -85,7 +84,7 @@ class GrooveApp(GoldenMetrics, ExportActions, KeyAvailability, App):
         self.shown_final: dict[str, bool] = {s: True for s in SIDES}
         self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
-        self.compare_active = False
+        self._init_compare_mode()
         self._init_key_availability()
         self._init_export_actions()
         self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
@@ -589,55 +588,6 @@ class GrooveApp(GoldenMetrics, ExportActions, KeyAvailability, App):
 
     def action_set_lambda(self, value: float, side: str = "left") -> None:
         self.set_run_config(side, replace(self.run_configs[side], lam=float(value)))
-
-    def action_compare(self) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        if isinstance(self.screen, CompareScreen):
-            self.screen.dismiss(None)
-            return
-        self.enter_compare()
-
-    def enter_compare(self, preset: str | None = None) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        self.compare_active = True
-        if preset is not None:
-            self._apply_preset(preset)
-        self.push_screen(CompareScreen())
-        self.search_now()
-        self.schedule_eval("right", 0)
-
-    def leave_compare(self) -> None:
-        self.compare_active = False
-        self._init_key_availability()
-        self._init_export_actions()
-        self.active_side = "left"
-        self.workers.cancel_group(self, "search-right")
-        self.workers.cancel_group(self, "eval-right")
-        self.eval_progress["right"] = None
-
-    def _apply_preset(self, name: str) -> None:
-        _label, make = PRESETS[name]
-        left, right = make(self.run_configs["left"])
-        if name == "reranker" and not self.reranker_model:
-            self.notify(NO_RERANKER, severity="warning", markup=False)
-        self.set_run_config("left", left)
-        self.set_run_config("right", right)
-
-    def action_preset(self, name: str) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        if not isinstance(self.screen, CompareScreen):
-            self.enter_compare(name)
-            return
-        self._apply_preset(name)
-        self.notify(f"Preset: {PRESETS[name][0]}", markup=False, timeout=1.5)
-
-    def action_swap_sides(self) -> None:
-        left, right = self.run_configs["left"], self.run_configs["right"]
-        self.set_run_config("left", right)
-        self.set_run_config("right", left)
 
     def action_detail(self) -> None:
         from groove_tui.tui.screens.detail import DetailScreen
