@@ -1,5 +1,5 @@
-"""GrooveApp: the explorer shell. Owns the engine, the per-side RunConfigs, the search workers and the
-single worker-error handler; screens and widgets only render what it publishes.
+"""GrooveApp: the explorer shell. Owns the engine and the index worker; the per-side RunConfigs are
+search_settings.py's, the search workers and the single worker-error handler search_runs.py's.
 
 Threading: every engine call runs in a thread worker (groups "open"/"index", "search-left",
 "search-right"); results come back only as messages carrying a serial, and a result older than the newest
@@ -14,28 +14,26 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import on
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 from textual.signal import Signal
-from textual.timer import Timer
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 from rich.text import Text
 
 from groove_tui.config import Config
-from groove_tui.engine.errors import EngineError, SearchCancelled
-from groove_tui.engine.types import SearchParams, SearchResponse
+from groove_tui.engine.types import SearchParams
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
 from groove_tui.tui.compare_mode import CompareMode
 from groove_tui.tui.export import ExportActions, editor_command
 from groove_tui.tui.golden_metrics import GoldenMetrics
 from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed, RerankProgressed, SearchFinished
-from groove_tui.tui.runconfig import NO_RERANKER, SIDES, RunConfig, fusion_label, next_fusion
+from groove_tui.tui.search_runs import SearchRuns
+from groove_tui.tui.search_settings import SearchSettings
+from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
+from groove_tui.tui.runconfig import SIDES, RunConfig
 from groove_tui.tui.render import one_line as render_one_line
 
 _START = time.perf_counter()
@@ -44,7 +42,7 @@ EngineFactory = Callable[[], Any]
 __all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App):
+class GrooveApp(SearchSettings, SearchRuns, CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
@@ -72,32 +70,14 @@ class GrooveApp(CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App)
         self.user_theme_dir = user_theme_dir
         self._init_golden_metrics(golden)
 
-        self.query_text = ""
-        self.base_params = SearchParams()
-        self.default_fusion = self.config.search.fusion.method  # what SearchParams.fusion=None means
-        rc = RunConfig.from_params(self.base_params, self.default_fusion)
-        self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
-        self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
-        # while a reranker runs: the fused response shown meanwhile, and how far the reranker is
-        self.fused_responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
-        self.rerank_progress: dict[str, tuple[int, int] | None] = {s: None for s in SIDES}
-        self.shown_final: dict[str, bool] = {s: True for s in SIDES}
-        self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
-        self.errors: dict[str, str | None] = {s: None for s in SIDES}
+        self._init_search_settings()
+        self._init_search_runs()
         self._init_compare_mode()
         self._init_key_availability()
         self._init_export_actions()
-        self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
-        self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
-        self.search_count = 0
-        self._debounce_timers: dict[str, Timer | None] = {s: None for s in SIDES}
-        self._busy_timers: dict[str, Timer | None] = {s: None for s in SIDES}
-        self._worker_meta: dict[Worker, tuple[str, int]] = {}
         self._engine_ready = threading.Event()
         self._searchable = threading.Event()
         self._open_error: BaseException | None = None
-        self._interactive = 0  # search threads running now (golden scoring yields to them)
-        self._interactive_lock = threading.Lock()
         self.index_progress = None
         self.index_report = None
         self.indexing = False
@@ -323,231 +303,15 @@ class GrooveApp(CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App)
                 else:
                     bar.finish()
 
-    # ------------------------------------------------------------ state changes
-
-    def set_query(self, query: str) -> None:
-        if query == self.query_text:
-            return
-        had = self._bindings_state()
-        self.query_text = query
-        if self._bindings_state() != had:
-            self.refresh_bindings()
-        for side in self.active_sides:
-            self.schedule_search(side)
-
-    @property
-    def active_sides(self) -> tuple[str, ...]:
-        return SIDES if self.compare_active else ("left",)
-
-    def set_run_config(self, side: str, rc: RunConfig, *, sync: bool = True) -> None:
-        """Replace a side's RunConfig wholesale, publish it, and re-run that side (debounced)."""
-        if rc == self.run_configs[side]:
-            return
-        self.run_configs[side] = rc
-        self.run_config_signal.publish(side)
-        if side in self.active_sides:
-            self.schedule_search(side)
-            self.schedule_eval(side)
-
-    def schedule_search(self, side: str, delay: float | None = None) -> None:
-        timer = self._debounce_timers.get(side)
-        if timer is not None:
-            timer.stop()
-        delay = self.debounce if delay is None else delay
-        if delay <= 0:
-            self._debounce_timers[side] = None
-            self.start_search(side)
-        else:
-            self._debounce_timers[side] = self.set_timer(delay, partial(self.start_search, side))
-
-    def search_now(self) -> None:
-        for side in self.active_sides:
-            self.schedule_search(side, 0)
-
-    def start_search(self, side: str) -> None:
-        self._debounce_timers[side] = None
-        self.requested[side] += 1
-        serial = self.requested[side]
-        query = self.query_text
-        if not query.strip():
-            self.applied[side] = serial
-            self.responses[side] = None
-            self.response_queries[side] = None
-            self.errors[side] = None
-            self.workers.cancel_group(self, f"search-{side}")
-            self.results_signal.publish(side)
-            return
-        rc = self.run_configs[side]
-        params = rc.to_params(self.base_params, self.reranker_model)
-        worker = self.run_worker(partial(self._search, side, serial, query, rc, params),
-                                 name=f"search-{side}-{serial}", group=f"search-{side}", thread=True,
-                                 exclusive=True, exit_on_error=False)
-        self._worker_meta[worker] = (side, serial)
-        busy = self._busy_timers.get(side)
-        if busy is not None:
-            busy.stop()
-        self._busy_timers[side] = self.set_timer(0.15, partial(self._show_busy, side, serial))
-
-    def _show_busy(self, side: str, serial: int) -> None:
-        if self.applied[side] < serial == self.requested[side]:
-            from groove_tui.tui.widgets.results import ResultsPane
-
-            for pane in self.screen.query(ResultsPane):
-                if pane.side == side:
-                    pane.set_busy(True)
-
-    def _search(self, side: str, serial: int, query: str, rc: RunConfig, params: SearchParams) -> None:
-        """Worker thread: wait until the engine can search, run it, post the result with its serial."""
-        worker = get_current_worker()
-        for event in (self._engine_ready, self._searchable):
-            while not event.wait(0.05):
-                if worker.is_cancelled:
-                    return
-        if worker.is_cancelled:
-            return
-        if self._engine is None:
-            raise EngineError(f"the knowledge base could not be opened: {self._open_error}")
-        t0 = time.perf_counter()
-        with self._interactive_lock:
-            self._interactive += 1
-        try:
-            fused = None
-            if params.reranker is not None:
-                # The fused order paints at once; the cross-encoder (seconds on 2 cores) replaces it.
-                fused = self._engine.search(query, replace(params, reranker=None), cancel=worker.cancelled_event)
-                if worker.is_cancelled:
-                    return
-                self.post_message(SearchFinished(side, serial, query, rc, fused,
-                                                 (time.perf_counter() - t0) * 1000, final=False))
-
-                def progress(_stage: str, done: int, total: int) -> None:
-                    self.post_message(RerankProgressed(side, serial, done, total))
-
-                resp = self._engine.search(query, params, cancel=worker.cancelled_event, progress=progress)
-            else:
-                resp = self._engine.search(query, params, cancel=worker.cancelled_event)
-        finally:
-            with self._interactive_lock:
-                self._interactive -= 1
-        elapsed = (time.perf_counter() - t0) * 1000
-        if not worker.is_cancelled:
-            self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed, fused=fused))
-
-    def on_search_finished(self, msg: SearchFinished) -> None:
-        side = msg.side
-        if msg.serial < self.applied[side] or (msg.serial == self.applied[side] and self.shown_final[side]):
-            return  # an older search finished after a newer one was shown
-        self.applied[side] = msg.serial
-        self.shown_final[side] = msg.final
-        self.fused_responses[side] = msg.fused if msg.final else msg.response
-        self.rerank_progress[side] = None if msg.final else (0, 0)
-        if msg.final:
-            self.search_count += 1
-        had = self._bindings_state()
-        self.responses[side] = msg.response
-        self.response_queries[side] = msg.query
-        self.errors[side] = None
-        self.results_signal.publish(side)
-        if self._bindings_state() != had:
-            self.refresh_bindings()
-
-    def on_rerank_progressed(self, msg: RerankProgressed) -> None:
-        side = msg.side
-        if msg.serial != self.applied[side] or self.shown_final[side]:
-            return
-        self.rerank_progress[side] = (msg.done, msg.total)
-        from groove_tui.tui.widgets.results import ResultsPane
-
-        for pane in self.screen.query(ResultsPane):
-            if pane.side == side:
-                pane.set_note(self.rerank_note(side))
-
-    def rerank_note(self, side: str) -> Text | None:
-        """What the reranker is doing for a side's shown results: running (with progress), or the reason
-        it did not run; None when nothing needs saying."""
-        progress = self.rerank_progress[side]
-        if progress is not None:
-            done, total = progress
-            counted = f" {done}/{total} pairs" if total else ""
-            return Text(f"fused order · reranking{counted}…", style="italic")
-        resp = self.responses[side]
-        if resp is not None and resp.rerank_skipped and resp.rerank_skipped.startswith("not reranked"):
-            return Text(render_one_line(resp.rerank_skipped), style="dim")
-        return None
-
-    def same_query_shown(self) -> bool:
-        """Both sides show a response to the current query text (compare mode may mark them)."""
-        q = self.query_text
-        return all(self.responses[s] is not None and self.response_queries[s] == q for s in SIDES)
-
-    @on(Worker.StateChanged)
-    def handle_worker_state(self, event: Worker.StateChanged) -> None:
-        """The one place worker errors are reported."""
-        worker = event.worker
-        if event.state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
-            self._worker_meta.pop(worker, None)
-            return
-        if event.state != WorkerState.ERROR:
-            return
-        err = worker.error
-        meta = self._worker_meta.pop(worker, None)
-        if meta is not None:
-            side, serial = meta
-            if isinstance(err, SearchCancelled) or serial <= self.applied[side] or serial != self.requested[side]:
-                return
-            self.applied[side] = serial
-            self.shown_final[side] = True
-            self.rerank_progress[side] = None
-            self.responses[side] = None
-            self.response_queries[side] = None
-            if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
-                self.errors[side] = str(err) or type(err).__name__
-            else:
-                msg = str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}"
-                self.errors[side] = f"Search failed: {msg}"
-                self.notify(self.errors[side], severity="error", markup=False, timeout=8)
-            self.results_signal.publish(side)
-            return
-        if worker.group == "index":
-            self.index_progress = None
-            self.show_index_state(None)
-            self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)
-
     async def action_quit(self) -> None:
         self.save_judgments()  # unsaved judgments are never lost on exit
         self.exit()
 
-    # ------------------------------------------------------------ results -> panes
-
-    def refresh_side(self, side: str) -> None:
-        """Push a side's current response (or error) into the result pane(s) of the active screen."""
-        from groove_tui.tui.screens.compare import CompareScreen
-        from groove_tui.tui.widgets.results import ResultsPane
-
-        screen = self.screen
-        busy = self._busy_timers.get(side)
-        if busy is not None and self.applied[side] >= self.requested[side]:
-            busy.stop()
-        if isinstance(screen, CompareScreen):
-            screen.refresh_comparison()
-            return
-        for pane in screen.query(ResultsPane):
-            if pane.side != side:
-                continue
-            if self.errors[side]:
-                pane.show(None)
-                pane.set_message(self.errors[side], error=True)
-            else:
-                pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
-
-    def rerank_markers(self, side: str):
-        """Rank changes of a reranked response against the fused order it replaced (None otherwise)."""
-        resp, fused = self.responses[side], self.fused_responses[side]
-        if resp is None or fused is None or resp is fused or not resp.reranked:
-            return None
-        from groove_tui.tui.compare import markers
-
-        return markers([h.chunk_id for h in resp.results], [h.chunk_id for h in fused.results])
+    def index_failed(self, err: BaseException | None) -> None:
+        """The index worker failed (reported by the one worker-error handler, in search_runs.py)."""
+        self.index_progress = None
+        self.show_index_state(None)
+        self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)
 
     # ------------------------------------------------------------ actions
 
@@ -562,32 +326,6 @@ class GrooveApp(CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App)
             self.screen.query_one("#query").focus()
         except Exception:  # noqa: BLE001 - screens without a query input
             pass
-
-    def action_toggle(self, what: str) -> None:
-        side = self.active_side if self.compare_active else "left"
-        rc = self.run_configs[side]
-        if what == "reranker" and not self.reranker_model:
-            self.notify(NO_RERANKER, severity="warning", markup=False)
-            return
-        if what == "fusion":  # more than two methods: the toggle cycles through them
-            self.action_set_fusion(next_fusion(rc.fusion))
-            return
-        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
-        new = replace(rc, **{field: not getattr(rc, field)})
-        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
-        self._apply_toggle(side, new, f"{label} {'on' if getattr(new, field) else 'off'}")
-
-    def action_set_fusion(self, method: str) -> None:
-        """Fusion `method` on the current side (F12's next method, or the palette's choice)."""
-        side = self.active_side if self.compare_active else "left"
-        self._apply_toggle(side, replace(self.run_configs[side], fusion=method), f"Fusion: {fusion_label(method)}")
-
-    def _apply_toggle(self, side: str, new: RunConfig, message: str) -> None:
-        self.set_run_config(side, new)
-        self.notify(message + (f" ({side})" if self.compare_active else ""), markup=False, timeout=1.5)
-
-    def action_set_lambda(self, value: float, side: str = "left") -> None:
-        self.set_run_config(side, replace(self.run_configs[side], lam=float(value)))
 
     def action_detail(self) -> None:
         from groove_tui.tui.screens.detail import DetailScreen

@@ -8,7 +8,7 @@ A mixin, like the app's other parts: the searches, the palette and the compare s
 
 from __future__ import annotations
 
-from groove_tui.tui.runconfig import NO_RERANKER, PRESETS
+from groove_tui.tui.runconfig import NO_RERANKER, PRESETS, SIDES
 
 
 class CompareMode:
@@ -16,6 +16,11 @@ class CompareMode:
 
     def _init_compare_mode(self) -> None:
         self.compare_active = False
+
+    @property
+    def active_sides(self) -> tuple[str, ...]:
+        """The sides that search and score now: both in compare mode, else the left."""
+        return SIDES if self.compare_active else ("left",)
 
     def action_compare(self) -> None:
         from groove_tui.tui.screens.compare import CompareScreen
