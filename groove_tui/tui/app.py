@@ -8,13 +8,14 @@ the engine, the signals screens subscribe to) and delegates the rest:
   golden_metrics.py   live golden metrics and judgments
   export.py           JSON export, $EDITOR, clipboard, screenshots
   bindings.py         the global keys and when each applies; commands.py is the palette
-  screens/, widgets/  what is drawn
+  themes.py           theme files, registered on mount
+  screens/, widgets/  what is drawn; screens/__init__.py says how to add a screen
 
 Each part is a mixin with one concern and its own state (set up by its `_init_*`), because screens,
 widgets, the palette and tests reach that state as `app.<name>` and Textual sends actions and messages
 to the App: a mixin keeps that surface with no forwarding layer. Parts call each other only through
-`self`. As plain classes they name handlers `on_<message>`; Textual's `@on` registers only on its own
-classes.
+`self` (an import-linter contract keeps them from importing each other or this module). As plain
+classes they name handlers `on_<message>`; Textual's `@on` registers only on its own classes.
 
 Threading: every engine call runs in a thread worker (groups "index", "search-left", "search-right",
 "eval-left", "eval-right"); results come back only as messages carrying a serial, and a result older than
@@ -110,7 +111,9 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         return MainScreen()
 
     def on_mount(self) -> None:
-        self._register_themes()
+        from groove_tui.tui.themes import register_themes
+
+        register_themes(self)
         if self.config.tui.keymap:
             self.set_keymap(dict(self.config.tui.keymap))
         self.start_indexing()
@@ -122,28 +125,6 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         if ready_file:  # benchmark hook (tests/tui/bench_keystroke.py): report first paint, then exit
             Path(ready_file).write_text(repr(time.time()), encoding="utf-8")
             self.exit()
-
-    def _register_themes(self) -> None:
-        from groove_tui.tui.themes import FALLBACK_THEME, load_themes, shipped_theme_dir, user_theme_dir
-
-        loaded = load_themes(shipped_theme_dir(), self.user_theme_dir or user_theme_dir())
-        if not any(t.name == "groove" for t in loaded.themes):
-            self.register_theme(FALLBACK_THEME)
-        for t in loaded.themes:
-            self.register_theme(t)
-        # ctrl+t and the palette offer these: the shipped themes and the user's files, not Textual's own
-        names = [t.name for t in loaded.themes]
-        self.own_themes = tuple(dict.fromkeys(["groove", *sorted(n for n in names if n.startswith("groove")),
-                                               *sorted(n for n in names if not n.startswith("groove"))]))
-        self.theme_errors = loaded.errors
-        for err in loaded.errors:
-            self.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)
-        wanted = self.config.tui.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.notify(f"Unknown theme {wanted!r}; using 'groove'", severity="warning", markup=False)
-            self.theme = "groove"
 
     @property
     def engine(self) -> Any:
