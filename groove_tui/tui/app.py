@@ -28,12 +28,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 from textual.signal import Signal
+from textual.timer import Timer
 
 from groove_tui.config import Config
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
@@ -125,6 +127,20 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         if ready_file:  # benchmark hook (tests/tui/bench_keystroke.py): report first paint, then exit
             Path(ready_file).write_text(repr(time.time()), encoding="utf-8")
             self.exit()
+
+    def debounced(self, timers: dict[str, Timer | None], side: str, delay: float | None,
+                  start: Callable[[str], None]) -> None:
+        """Restart a side's timer in `timers`: `start(side)` after `delay` seconds (the typing debounce
+        if None), at once if 0. Searches and golden scoring both wait like this."""
+        timer = timers.get(side)
+        if timer is not None:
+            timer.stop()
+        delay = self.debounce if delay is None else delay
+        if delay <= 0:
+            timers[side] = None
+            start(side)
+        else:
+            timers[side] = self.set_timer(delay, partial(start, side))
 
     @property
     def engine(self) -> Any:

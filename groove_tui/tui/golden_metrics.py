@@ -86,15 +86,7 @@ class GoldenMetrics:
         """(Re)score the golden set for a side's current settings, debounced like searches."""
         if self.golden_session is None:
             return
-        timer = self._eval_timers.get(side)
-        if timer is not None:
-            timer.stop()
-        delay = self.debounce if delay is None else delay
-        if delay <= 0:
-            self._eval_timers[side] = None
-            self.start_eval(side)
-        else:
-            self._eval_timers[side] = self.set_timer(delay, partial(self.start_eval, side))
+        self.debounced(self._eval_timers, side, delay, self.start_eval)
 
     def start_eval(self, side: str) -> None:
         from groove_tui.tui.golden import eval_params, rescore
@@ -126,11 +118,7 @@ class GoldenMetrics:
         from groove_tui.tui.golden import run_golden
 
         worker = get_current_worker()
-        for event in (self._engine_ready, self._searchable):
-            while not event.wait(0.05):
-                if worker.is_cancelled:
-                    return
-        if self._engine is None or worker.is_cancelled:
+        if not self.wait_until_searchable(worker) or self._engine is None:
             return
         step = max(1, len(golden.queries) // 50)
 

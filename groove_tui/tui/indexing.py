@@ -23,8 +23,8 @@ from groove_tui.tui.runconfig import SIDES, RunConfig
 
 
 class KbIndexing:
-    """App mixin. Owns the engine-ready and searchable events the search workers wait on, the open
-    error, and the index progress, report and counts."""
+    """App mixin. Owns the engine-ready and searchable events the search and golden workers wait on
+    (through `wait_until_searchable`), the open error, and the index progress, report and counts."""
 
     def _init_kb_indexing(self) -> None:
         self._engine_ready = threading.Event()
@@ -34,6 +34,15 @@ class KbIndexing:
         self.index_report = None
         self.indexing = False
         self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
+
+    def wait_until_searchable(self, worker) -> bool:
+        """Worker thread: block until the engine is open and the index can answer (nothing was stale, or
+        the embedding phase began); False if `worker` was cancelled meanwhile."""
+        for event in (self._engine_ready, self._searchable):
+            while not event.wait(0.05):
+                if worker.is_cancelled:
+                    return False
+        return not worker.is_cancelled
 
     def start_indexing(self) -> None:
         """On mount: the counts of an engine given ready-made, then the open/index worker."""

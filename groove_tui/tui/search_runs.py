@@ -47,15 +47,7 @@ class SearchRuns:
         self._interactive_lock = threading.Lock()
 
     def schedule_search(self, side: str, delay: float | None = None) -> None:
-        timer = self._debounce_timers.get(side)
-        if timer is not None:
-            timer.stop()
-        delay = self.debounce if delay is None else delay
-        if delay <= 0:
-            self._debounce_timers[side] = None
-            self.start_search(side)
-        else:
-            self._debounce_timers[side] = self.set_timer(delay, partial(self.start_search, side))
+        self.debounced(self._debounce_timers, side, delay, self.start_search)
 
     def search_now(self) -> None:
         for side in self.active_sides:
@@ -96,11 +88,7 @@ class SearchRuns:
     def _search(self, side: str, serial: int, query: str, rc: RunConfig, params: SearchParams) -> None:
         """Worker thread: wait until the engine can search, run it, post the result with its serial."""
         worker = get_current_worker()
-        for event in (self._engine_ready, self._searchable):
-            while not event.wait(0.05):
-                if worker.is_cancelled:
-                    return
-        if worker.is_cancelled:
+        if not self.wait_until_searchable(worker):
             return
         if self._engine is None:
             raise EngineError(f"the knowledge base could not be opened: {self._open_error}")
