@@ -128,6 +128,8 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
             Path(ready_file).write_text(repr(time.time()), encoding="utf-8")
             self.exit()
 
+    # ------------------------------------------------------------ what the parts share
+
     def debounced(self, timers: dict[str, Timer | None], side: str, delay: float | None,
                   start: Callable[[str], None]) -> None:
         """Restart a side's timer in `timers`: `start(side)` after `delay` seconds (the typing debounce
