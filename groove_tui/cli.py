@@ -14,7 +14,7 @@ from pathlib import Path
 
 from groove_tui.config import FUSION_METHODS
 
-COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "models")
+COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models")
 
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
@@ -25,6 +25,7 @@ EPILOG = """commands:
   groove-tui sweep KB --param S       the golden set at every value of a setting (--plot charts it)
   groove-tui bench KB                 latency per stage, p50/p95
   groove-tui status KB                what the index holds
+  groove-tui config show              the effective settings and where each came from
   groove-tui models [list|pull NAME]  the embedders and rerankers, and installing them
 
 Run `groove-tui COMMAND --help` for a command's options."""
@@ -156,6 +157,15 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
     st.add_argument("--format", choices=("text", "json"), default="text")
+
+    cf = sub.add_parser("config", help="the effective configuration")
+    cf_sub = cf.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    cs = cf_sub.add_parser("show", help="every setting with where it came from (default, groove.toml, flag)")
+    cs.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
+    cs.add_argument("--model", help="embedding model (overrides [embedding] model)")
+    cs.add_argument("--format", choices=("text", "json", "toml"), default="text",
+                    help="toml: the ranking settings as a groove.toml fragment")
+    _pipeline_flags(cs)
 
     from groove_tui.modelscmd import add_parser as add_models_parser
 
@@ -352,6 +362,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return run_sweep_command(engine, args, _params(engine, args))
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from groove_tui.configcmd import run_config_command
+
+    return run_config_command(_config(args), args)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from groove_tui.bench import run_bench_command
 
@@ -404,6 +420,7 @@ HANDLERS = {
     "search": cmd_search,
     "eval": cmd_eval,
     "sweep": cmd_sweep,
+    "config": cmd_config,
     "bench": cmd_bench,
     "status": cmd_status,
     "models": cmd_models,
