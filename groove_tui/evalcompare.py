@@ -20,7 +20,7 @@ from groove_tui.engine.knobs import KnobError, apply_settings, describe, parse_s
 from groove_tui.engine.sweep import score_golden
 from groove_tui.engine.types import json_text
 from groove_tui.engine.winloss import WinLoss, metric_label, wins_losses
-from groove_tui.evalrun import EvalError, parse_k_values, resolve_golden
+from groove_tui.evalrun import EvalError, _shorten, parse_k_values, resolve_golden
 
 if TYPE_CHECKING:
     import argparse
@@ -139,11 +139,6 @@ def format_text(out: CompareOutcome, *, max_rows: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def to_json(out: CompareOutcome) -> dict[str, Any]:
     return {
         "golden": str(out.golden_path),
@@ -155,13 +150,9 @@ def to_json(out: CompareOutcome) -> dict[str, Any]:
 
 
 def run_compare_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.progress import ProgressLine
+    from groove_tui.progress import with_progress
 
-    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
-    try:
-        out = compare_kb(engine, args, params, progress=lambda done, total: bar.step("compare", done, total))
-    finally:
-        bar.close()
+    out = with_progress("compare", lambda progress: compare_kb(engine, args, params, progress=progress))
     if getattr(args, "format", "text") == "json":
         print(json_text(to_json(out), allow_nan=False))
     else:

@@ -115,13 +115,9 @@ def _v(value: Any) -> str:
 
 
 def run_sweep_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.progress import ProgressLine
+    from groove_tui.progress import with_progress
 
-    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
-    try:
-        result = sweep_kb(engine, args, params, progress=lambda done, total: bar.step("sweep", done, total))
-    finally:
-        bar.close()
+    result = with_progress("sweep", lambda progress: sweep_kb(engine, args, params, progress=progress))
     metric = getattr(args, "metric", "ndcg")
     if getattr(args, "format", "text") == "json":
         print(json_text(result.to_json(), allow_nan=False))

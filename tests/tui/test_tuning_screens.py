@@ -66,6 +66,21 @@ async def _sweep(pilot, widget: str = "#left-lambda"):
     return app.screen
 
 
+async def _wins_losses(pilot):
+    """Compare mode, the right side at MMR λ 0.2, then the wins-and-losses screen."""
+    app = pilot.app
+    await settle(app, pilot)
+    await pilot.press("f5")
+    await settle(app, pilot)
+    app.set_run_config("right", replace(app.run_configs["left"], mmr=True, lam=0.2))
+    await settle(app, pilot)
+    await pilot.press("ctrl+b")
+    await settle(app, pilot)
+    app.clear_notifications()  # the golden file's toast names a tmp path
+    await pilot.pause()
+    return app.screen
+
+
 async def test_a_lambda_sweep_equals_separate_runs_and_b_uses_the_best(tmp_path):
     app = make_app(tmp_path, golden=str(write_golden(tmp_path, GOLDEN)))
     async with app.run_test(size=SIZE) as pilot:
@@ -136,14 +151,7 @@ async def test_without_a_golden_file_the_keys_say_what_is_missing(tmp_path):
 async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(tmp_path):
     app = make_app(tmp_path, golden=str(write_golden(tmp_path, GOLDEN)))
     async with app.run_test(size=SIZE) as pilot:
-        await settle(app, pilot)
-        await pilot.press("f5")
-        await settle(app, pilot)
-        app.set_run_config("right", replace(app.run_configs["left"], mmr=True, lam=0.2))
-        await settle(app, pilot)
-        await pilot.press("ctrl+b")
-        await settle(app, pilot)
-        screen = app.screen
+        screen = await _wins_losses(pilot)
         assert isinstance(screen, WinLossScreen)
         golden = load_golden(app.golden_session.path)
         want = wins_losses(side_results(_expected(golden, app.run_configs["left"], app.base_params), golden),
@@ -197,16 +205,7 @@ def test_snapshot_sweep_at(snap_compare, tmp_path, size):
 @pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
 def test_snapshot_wins_losses_at(snap_compare, tmp_path, size):
     async def run_before(pilot):
-        app = pilot.app
-        await settle(app, pilot)
-        await pilot.press("f5")
-        await settle(app, pilot)
-        app.set_run_config("right", replace(app.run_configs["left"], mmr=True, lam=0.2))
-        await settle(app, pilot)
-        await pilot.press("ctrl+b")
-        await settle(app, pilot)
-        app.clear_notifications()  # the golden file's toast names a tmp path
-        await pilot.pause()
+        await _wins_losses(pilot)
 
     app = make_app(tmp_path, golden=str(write_golden(tmp_path, GOLDEN)))
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

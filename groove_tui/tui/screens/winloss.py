@@ -86,7 +86,8 @@ class WinLossScreen(Screen):
         table.clear()
         for r in t.rows:
             style = "green" if r.outcome == "improved" else "red" if r.outcome == "worsened" else "dim"
-            table.add_row(Text(f"{r.delta:+.4f}", style=style), Text(f"{r.left:.4f}"), Text(f"{r.right:.4f}"),
+            delta = "—" if r.outcome == "unchanged" else f"{r.delta:+.4f}"
+            table.add_row(Text(delta, style=style, justify="right"), Text(f"{r.left:.4f}"), Text(f"{r.right:.4f}"),
                           Text(" ".join(r.query.split())), key=r.query)
         if t.rows:
             table.move_cursor(row=min(row, len(t.rows) - 1))
