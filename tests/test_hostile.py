@@ -116,7 +116,7 @@ def test_a_five_megabyte_line_is_indexed_in_bounded_chunks_and_printed_bounded(t
         report = eng.index()
         longest = eng.store.conn().execute("SELECT max(length(CAST(content AS BLOB))) FROM chunks").fetchone()[0]
         assert longest <= eng.config.chunking.max_chunk_bytes  # was one 5 MB chunk
-        assert report.pending_embeddings == 0 and max(seen) <= 1500
+        assert report.pending_embeddings == 0 and max(seen) <= eng.config.chunking.max_chunk_bytes
         resp = eng.search("needle")
         assert resp.results and len(format_response(resp, color=False)) < 10 * BODY_MAX_CHARS
 

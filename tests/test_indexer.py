@@ -288,3 +288,36 @@ def test_engine_import_loads_no_ui_toolkit():
     code = "import sys, groove_tui.engine, groove_tui.engine.search; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vectors(tmp_path):
+    """Unchanged files are never re-read, so without this a new `[chunking] max_chunk_bytes` would apply
+    only to files edited afterwards and one index would mix two cuts."""
+    from groove_tui.config import ChunkingConfig
+    from groove_tui.engine import Engine
+
+    long_note = "# Long\n\n" + "\n\n".join(f"Paragraph {i} about tokio tasks and runtimes. " * 4 for i in range(12))
+    kb = write_kb(tmp_path / "kb", {"long.md": long_note, "short.md": "# Short\n\nA short note on sqlite.\n"})
+
+    def run(cap: int):
+        eng = Engine.open(kb, config=hashing_config(chunking=ChunkingConfig(max_chunk_bytes=cap)),
+                          index_dir=tmp_path / "idx")
+        try:
+            report = eng.index()
+            rows = eng.store.conn().execute("SELECT d.path, count(*) FROM chunks c JOIN documents d "
+                                            "ON d.id = c.document_id GROUP BY d.path").fetchall()
+            return report, dict(rows)
+        finally:
+            eng.close()
+
+    first, small = run(400)
+    assert small["long.md"] > 3 and small["short.md"] == 1 and not first.notes
+    again, same = run(400)
+    assert same == small and again.unchanged == 2 and again.embedded == 0 and not again.notes
+    bigger, big = run(4000)
+    assert big == {"long.md": 1, "short.md": 1}
+    assert any("chunk size cap changed (400 → 4000 bytes)" in n for n in bigger.notes)
+    assert bigger.embedded == 1  # the long note's one new chunk; the short note's vector was kept
+    assert bigger.metadata_only == 1 and bigger.updated == 2
+    settled, _ = run(4000)
+    assert settled.unchanged == 2 and not settled.notes

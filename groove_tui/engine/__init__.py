@@ -171,7 +171,7 @@ class Engine:
         self._searcher.legs_cache.clear()
         if first is not None:
             report = _merged(first, report)
-        return replace(report, notes=tuple(notes)) if notes else report
+        return replace(report, notes=report.notes + tuple(notes)) if notes else report
 
     def _indexer(self):
         from groove_tui.engine.indexer import Indexer
@@ -291,6 +291,7 @@ def _merged(first: IndexReport, second: IndexReport) -> IndexReport:
         second,
         added=first.added, updated=first.updated, unchanged=first.unchanged, renamed=first.renamed,
         deleted=first.deleted, skipped=first.skipped, degraded=first.degraded, metadata_only=first.metadata_only,
+        notes=first.notes + second.notes,
         seconds=first.seconds + second.seconds, fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
     )
 

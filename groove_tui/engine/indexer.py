@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import stat
 import threading
 import time
@@ -36,6 +37,7 @@ ProgressFn = Callable[[IndexProgress], None]
 
 # index_meta: documents added, updated or deleted since the full-text segments were last merged.
 UNMERGED_KEY = "fulltext_unmerged_changes"
+CHUNK_CAP_KEY = "max_chunk_bytes"  # the cap the chunks were cut with
 
 
 class IndexCancelled(EngineError):
@@ -175,7 +177,7 @@ def decode_markdown(raw: bytes) -> str:
 
 # Models read at most 512 tokens (a few thousand characters) and truncate the rest, but tokenising a
 # 5 MB chunk first took 18 GB with USE: what a model is handed is cut here. Far above any chunk the
-# default cap (1500 bytes) makes, so it only bites on huge `max_chunk_bytes` or an uncapped index.
+# default cap (3000 bytes) makes, so it only bites on huge `max_chunk_bytes` or an uncapped index.
 MODEL_INPUT_MAX_CHARS = 8192
 
 
@@ -231,6 +233,7 @@ class _Counts:
     embedded: int = 0
     skipped: list[FileIssue] = field(default_factory=list)
     degraded: list[FileIssue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 class Indexer:
@@ -289,6 +292,7 @@ class Indexer:
             seconds=end - started,
             fulltext_seconds=fulltext_done - started,
             embed_seconds=end - fulltext_done,
+            notes=tuple(report.notes),
         )
 
     # ------------------------------------------------------------ bookkeeping
@@ -432,6 +436,7 @@ class Indexer:
             if n % 200 == 0:
                 notify(IndexProgress("scan", n, len(paths), printable_name(rel)))
 
+        rechunk = self._chunk_cap_changed(conn, force, report)
         renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
         reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
         if not force:
@@ -444,7 +449,7 @@ class Indexer:
                 raise IndexCancelled("indexing cancelled")
             notify(IndexProgress("fulltext", n, total, rel))
             existing = stored.get(rel)
-            if existing is not None and existing[1] == f.content_hash and not force and rel not in reparse:
+            if existing is not None and existing[1] == f.content_hash and not force and not rechunk and rel not in reparse:
                 if rel not in renamed_to:
                     report.unchanged += 1
                 continue
@@ -489,11 +494,35 @@ class Indexer:
                 if outcome == "metadata":
                     report.metadata_only += 1
         notify(IndexProgress("fulltext", total, total))
+        if rechunk:  # only now are all chunks cut with the new cap (a run stopped before cuts again)
+            self.store.set_meta(CHUNK_CAP_KEY, str(self.config.chunking.max_chunk_bytes))
 
         gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
+
+    def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:
+        """Whether every document must be cut again: `[chunking] max_chunk_bytes` differs from the cap the
+        index was cut with (an index from before the cap was recorded counts as changed). Unchanged files
+        are otherwise never re-read, so a new cap would apply only to the files edited since. The cut is
+        cheap; chunks whose text comes out the same keep their vectors (see `_write_document`)."""
+        cap = str(self.config.chunking.max_chunk_bytes)
+        recorded = self.store.get_meta(CHUNK_CAP_KEY, conn)
+        if recorded == cap:
+            return False
+        if force or conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None:
+            # Every chunk this run writes is cut with the cap: record it now, so a run killed halfway
+            # does not make the next one cut the finished documents again.
+            self.store.set_meta(CHUNK_CAP_KEY, cap)
+            return False
+        if recorded is None:
+            report.notes.append(f"the index now records its chunk size cap ({int(cap):,} bytes): every document "
+                                "was cut again once; chunks that came out the same kept their vectors")
+        else:
+            report.notes.append(f"the chunk size cap changed ({recorded} → {cap} bytes): every document was cut "
+                                "again; chunks that came out the same kept their vectors")
+        return True
 
     def _detect_renames(
         self,

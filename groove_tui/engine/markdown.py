@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Sequence
 
 import yaml
 
+from groove_tui.config import DEFAULT_MAX_CHUNK_BYTES
 from groove_tui.engine.types import Chunk, ParsedDocument
 
 MERGE_MIN_BYTES = 50  # groove's minimum chunk size (§A.6), in UTF-8 bytes
@@ -563,7 +564,7 @@ def parse_markdown(
     text: str,
     *,
     exclude_headings: Sequence[str] = (),
-    max_chunk_bytes: int = 1500,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     contextual: bool = False,
 ) -> ParsedDocument:
     """Parse one Markdown file (already decoded) into document metadata and chunks.
