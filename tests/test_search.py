@@ -128,14 +128,17 @@ def test_low_confidence_at_exactly_the_ratio_is_not_low():
     assert _low_confidence([3.0, 1.0], 1.4999999) is False
 
 
-def test_dbsf_low_confidence_asks_whether_the_best_hit_stands_out():
+def test_dbsf_low_confidence_needs_a_flat_page_and_a_best_hit_that_does_not_stand_out():
     # two legs of weight 1: a hit at mean + 3 sd in both scores 2.0, the line between sure and unsure
-    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 1.5) is True
+    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 1.5) is True  # flat, and nothing stands out
     assert _dbsf_low_confidence([1.7, 2.1, 1.0], 2.0, 1.5) is False  # max, not the first (MMR reorders)
     assert _dbsf_low_confidence([2.0, 1.9], 2.0, 1.5) is False  # exactly at the top of the range is sure
-    # groove's max/mean calls this page flat (2.2 / 2.03 < 1.5); dbsf sees a hit far above its windows
+    # groove's max/mean calls this page flat (2.2 / 2.03 < 1.5), but its best hit is far above its windows
     assert _low_confidence([2.2, 2.0, 1.9], 1.5) is True
     assert _dbsf_low_confidence([2.2, 2.0, 1.9], 2.0, 1.5) is False
+    # under the top of the range, yet the page is not flat: one hit leads the rest by far
+    assert _low_confidence([1.8, 0.3, 0.2], 1.5) is False
+    assert _dbsf_low_confidence([1.8, 0.3, 0.2], 2.0, 1.5) is False
     assert _dbsf_low_confidence([0.3, 0.2], 2.0, 0.0) is False  # ratio 0 turns the flag off everywhere
     assert _dbsf_low_confidence([0.3], 2.0, 1.5) is False  # one hit: nothing to compare with
     assert _dbsf_low_confidence([0.3, 0.2], 0.0, 1.5) is False  # no leg returned anything

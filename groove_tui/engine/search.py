@@ -792,14 +792,14 @@ def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
 
 
 def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
-    """Ours, for dbsf: the ranking is unsure when its best hit does not stand out of the legs' windows —
-    its fused score is under `full`, i.e. on average over the legs it sits below mean + 3 sd, where dbsf
-    maps a window's top. groove's max/mean reads a page of dbsf scores as flat for most queries (they
-    sit in 0..2 with the page's tail close behind), so it fired on almost every short-page query;
-    this rule fires mostly when the first hit is wrong (docs/evaluation.md). `ratio` 0 still disables."""
-    if len(scores) < 2 or ratio == 0.0 or not full > 0.0:
+    """Ours, for dbsf: groove's flat page (max/mean under `ratio`) *and* a best hit that does not stand
+    out of the legs' windows — its fused score under `full`, i.e. on average over the legs below mean +
+    3 sd, where dbsf maps a window's top. Either alone fires as often when the first hit is right as
+    when it is wrong on one of scifact, jsquad and tldr pages; together, mostly when it is wrong on all
+    three (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd is dbsf's own scale."""
+    if not full > 0.0 or not max(scores, default=0.0) < full:
         return False
-    return bool(max(scores) < full)
+    return _low_confidence(scores, ratio)
 
 
 def _low_confidence(scores: Sequence[float], ratio: float) -> bool:

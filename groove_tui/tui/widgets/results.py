@@ -212,6 +212,9 @@ class ResultsPane(Vertical):
             self.list.set_options(options)
             if highlighted is not None and options:
                 self.list.highlighted = min(highlighted, len(options) - 1)
+        # New rows can bring or take away the scrollbar, which narrows the content region without
+        # resizing the list (so no on_resize): fit again once that layout pass is done.
+        self.call_after_refresh(self.fit_width)
 
     def _badge(self, row: Row) -> Text:
         """Two cells: the current query's judgment of the hit (✓ expected, ✓2 graded, ✗ judged 0)."""
