@@ -265,14 +265,13 @@ class PrunedFulltext:
             return []
         avgdl = float(n_tokens) / float(n_rows)
         phrases = []
+        groups = _column_groups(weights)
+        sizes: dict[str, int] = {}
         for slot, (raw, text) in enumerate(zip(parsed.positive, folded)):
-            df = self._df(conn, table, raw, weights, gen)
-            if df == 0:
-                continue
-            idf = math.log((n_rows - df + 0.5) / (df + 0.5))  # fts5Bm25GetData, to the letter
-            if idf <= 0.0:
-                idf = 1e-6
             overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
+            idf, sizes[raw] = self._idf(conn, table, raw, text, overlaps, weights, groups, gen, n_rows, avgdl)
+            if idf is None:
+                continue  # matches nothing
             phrases.append(_Phrase(slot, raw, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
         if not phrases:
             return []
@@ -304,7 +303,7 @@ class PrunedFulltext:
             if safe and rest[j] < TIGHT * theta:
                 break
             cached = self.impacts_cache.get((table, phrase.raw, weights, gen))
-            if safe and cached is None and self._df(conn, table, phrase.raw, weights, gen) > affordable:
+            if safe and cached is None and sizes[phrase.raw] > affordable:
                 break
             rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, weights, gen)
             if excluded is not None and len(excluded):
@@ -360,18 +359,55 @@ class PrunedFulltext:
         values = _varints(row[0])
         return values[0], sum(values[1:])
 
-    def _df(self, conn, table: str, phrase: str, weights, gen: int) -> int:
-        """Rows matching `phrase` alone: FTS5's n for its idf (it counts them the same way)."""
-        cached = self.df_cache.get((table, phrase, gen))
+    def _idf(self, conn, table, phrase, text, overlaps, weights, groups, gen, n_rows, avgdl):
+        """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
+        matches, estimated when only the idf was needed)."""
+        key = (table, phrase, gen)
+        cached = self.df_cache.get(key)
         if cached is not None:
             return cached[0]
         impacts = self.impacts_cache.get((table, phrase, weights, gen))
         if impacts is not None:
-            df = len(impacts[0][0])
+            value = (_idf(n_rows, len(impacts[0][0])), len(impacts[0][0]))
         else:
-            df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
-        self.df_cache.put((table, phrase, gen), df)
-        return df
+            value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl) if text else None
+            if value is None:
+                df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
+                value = (_idf(n_rows, df), df)
+        self.df_cache.put(key, value)
+        return value
+
+    def _idf_from_one_row(self, conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl):
+        """The idf FTS5 uses, read back from its bm25 of one matching row: `count(*)` would walk every
+        match through the VDBE (~10× slower for a phrase such as "the"), while bm25 counts them inside
+        FTS5. The row's term is idf · q with q from its text; the idf is taken only if recomputing
+        idf · q from it (from a row count, or the 1e-6 floor) gives FTS5's double back bit for bit."""
+        first = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", (phrase,)).fetchone()
+        if first is None:
+            return None, 0
+        rid = first[0]
+        (s,) = conn.execute(
+            f"SELECT bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ? AND rowid = ?", (*weights, phrase, rid)
+        ).fetchone()
+        row = conn.execute(
+            f"SELECT c.heading, c.context_text, c.content, d.sz FROM chunks c JOIN {table}_docsize d ON d.id = c.id "
+            "WHERE c.id = ?", (rid,),
+        ).fetchone()
+        if row is None:
+            return None
+        texts = _group_texts(row[:3], groups)
+        q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(_varints(row[3]))), avgdl)
+        y = -s
+        if not q > 0.0 or not y > 0.0:
+            return None
+        if 1e-6 * q == y:
+            return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
+        e = math.exp(y / q)
+        guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
+        for df in sorted({guess + d for d in range(-3, 4)}):
+            if 0 < df <= n_rows and _idf(n_rows, df) * q == y:
+                return _idf(n_rows, df), df
+        return None
 
     def _impacts(self, conn, table: str, phrase: str, weights, gen: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
@@ -388,7 +424,6 @@ class PrunedFulltext:
         order = np.argsort(rows, kind="stable")
         value = (rows[order], terms[order])
         self.impacts_cache.put(key, value, max(1, len(found)))
-        self.df_cache.put((table, phrase, gen), len(found))
         return value
 
     def _excluded(self, conn, table: str, expr: str, gen: int) -> np.ndarray:
@@ -400,6 +435,51 @@ class PrunedFulltext:
         rows = np.sort(np.fromiter((r for (r,) in found), dtype=np.int64, count=len(found)))
         self.excluded_cache.put(key, rows, max(1, len(rows)))
         return rows
+
+
+def _idf(n_rows: int, df: int) -> float:
+    """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
+    idf = math.log((n_rows - df + 0.5) / (df + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
+
+
+def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
+    """(first column, last column, weight) of runs of adjacent columns with equal weights: counted as one
+    text (see _group_texts), FTS5 adding that weight once per instance either way."""
+    groups: list[tuple[int, int, float]] = []
+    for col, w in enumerate(weights):
+        if groups and groups[-1][2] == w:
+            groups[-1] = (groups[-1][0], col, w)
+        else:
+            groups.append((col, col, w))
+    return groups
+
+
+def _group_texts(columns, groups) -> list[str]:
+    # Folded first, then joined: NUL folds away, so a folded phrase never holds one and cannot match
+    # across the join (joined before folding, the columns would run together).
+    return ["\0".join(_FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
+
+
+def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern | None, groups) -> float:
+    """f: the column weight summed over the phrase's instances, added in column order as FTS5 adds it."""
+    if overlaps is None:
+        counts = [t.count(phrase) for t in texts]
+    else:
+        counts = [sum(1 for _ in overlaps.finditer(t)) for t in texts]
+    f = 0.0
+    for n, (_a, _b, w) in zip(counts, groups):
+        if n and w == int(w) and abs(w) < 2**20:
+            f += n * w  # integers: exact, whatever the order
+        else:
+            for _ in range(n):
+                f += w
+    return f
+
+
+def _tf_part(f: float, D: float, avgdl: float) -> float:
+    """fts5Bm25Function's factor of idf, in its order of operations."""
+    return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * D / avgdl))
 
 
 def _merge(pool: np.ndarray, partial: np.ndarray, rows: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -419,15 +499,7 @@ class _Scorer:
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
         self.taken = taken
         self.from_text = [p for p in self.phrases if p.slot not in taken]
-        # Adjacent columns of equal weight are counted as one text joined by NUL (which folds away, so
-        # no phrase spans the join): FTS5 adds that weight once per instance either way.
-        self.groups: list[tuple[int, int, float]] = []  # (first column, last column, weight)
-        for col, w in enumerate(weights):
-            if self.groups and self.groups[-1][2] == w:
-                self.groups[-1] = (self.groups[-1][0], col, w)
-            else:
-                self.groups.append((col, col, w))
-        self.integral = all(w == int(w) and abs(w) < 2**20 for w in weights)
+        self.groups = _column_groups(weights)
         self.avgdl = avgdl
         self.exact: dict[int, float] = {}
 
@@ -438,11 +510,13 @@ class _Scorer:
         # Each row's taken terms, per phrase in expression order (0.0 where the phrase is absent).
         known = {}
         for slot, (rows, terms) in self.taken.items():
-            pos = np.minimum(np.searchsorted(rows, rowids), max(len(rows) - 1, 0))
-            hit = rows[pos] == rowids if len(rows) else np.zeros(len(rowids), dtype=bool)
-            known[slot] = np.where(hit, terms[pos] if len(rows) else 0.0, 0.0)
+            if not len(rows):
+                known[slot] = np.zeros(len(rowids))
+                continue
+            pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
+            known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
         texts: dict[int, list[str]] = {}
-        lengths: dict[int, int] = {}
+        lengths: dict[int, float] = {}
         if self.from_text:
             ids = rowids.tolist()
             for start in range(0, len(ids), 500):
@@ -453,36 +527,19 @@ class _Scorer:
                     f"JOIN {self.table}_docsize d ON d.id = c.id WHERE c.id IN ({marks})",
                     batch,
                 ):
-                    cols = (heading, context, content)
-                    texts[rid] = [_FOLD.fold("\0".join(c for c in cols[a : b + 1] if c)) for a, b, _w in self.groups]
-                    lengths[rid] = sum(_varints(sz))
+                    texts[rid] = _group_texts((heading, context, content), self.groups)
+                    lengths[rid] = float(sum(_varints(sz)))
         for i, rid in enumerate(rowids.tolist()):
             score = 0.0
             for p in self.phrases:
                 if p.slot in known:
                     term = float(known[p.slot][i])
                 else:
-                    term = self._term(p, texts[rid], lengths[rid])
+                    f = _frequency(texts[rid], p.text, p.overlaps, self.groups)
+                    term = p.idf * _tf_part(f, lengths[rid], self.avgdl) if f else 0.0
                 if term != 0.0:  # an absent phrase adds idf * 0.0 = +0.0, which changes nothing
                     score += term
             self.exact[rid] = -1.0 * score
-
-    def _term(self, p: _Phrase, texts: list[str], n_tok: int) -> float:
-        if p.overlaps is None:
-            counts = [t.count(p.text) for t in texts]
-        else:
-            counts = [sum(1 for _ in p.overlaps.finditer(t)) for t in texts]
-        if not any(counts):
-            return 0.0
-        if self.integral:
-            f = float(sum(n * g[2] for n, g in zip(counts, self.groups)))
-        else:  # FTS5 adds the weight once per instance, in column order
-            f = 0.0
-            for n, g in zip(counts, self.groups):
-                for _ in range(n):
-                    f += g[2]
-        D = float(n_tok)
-        return p.idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * D / self.avgdl)))
 
 
 _CALIBRATED: bool | None = None
