@@ -67,8 +67,8 @@ MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything
 MAX_SCORED = 6000  # rows scored exactly before giving up on pruning (then the plain statement runs)
 MAX_PHRASES = 64
 LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 bytes each)
-AFFORDABLE_ROWS = 20_000  # an uncached impact list this long is fetched only while the bound needs it
-TIGHT = 0.05  # past correctness, cheap phrases are taken until the rest's bound is under 5% of θ
+TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
+TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 TABLES = ("fts_chunks", "fts_bigram")
 
@@ -289,13 +289,13 @@ class PrunedFulltext:
         # lower bound of its score's magnitude: every term is >= 0). θ, the limit-th best of these sums,
         # is then no more than the final limit-th score; once the phrases not taken cannot add up to θ,
         # no row outside the pool can reach the final list or tie its last row. Past that point a phrase
-        # is still taken while it is cheap (cached, or rare enough) and the bound of the rest is loose,
-        # because every row left within reach of θ must be scored from its text.
+        # whose list is cached is still taken while the bound of the rest is loose (it is free, and every
+        # row left within reach of θ must be scored from its text).
         size = self._max_rowid(conn, gen) + 1
         acc = np.zeros(size, dtype=np.float64)
         taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
         theta = 0.0
-        affordable = max(AFFORDABLE_ROWS, n_rows // 8)
         j = 0
         for j, phrase in enumerate(order):
             # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
@@ -303,7 +303,9 @@ class PrunedFulltext:
             if safe and rest[j] < TIGHT * theta:
                 break
             cached = self.impacts_cache.get((table, phrase.raw, weights, gen))
-            if safe and cached is None and sizes[phrase.raw] > affordable:
+            # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
+            # an uncached list is fetched only while it would leave many rows to score.
+            if safe and cached is None and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
             rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, weights, gen)
             if excluded is not None and len(excluded):
@@ -315,7 +317,15 @@ class PrunedFulltext:
             taken[phrase.slot] = (rows, terms)
             sums = acc[acc > 0.0]  # (partitioning the zeros too is many times slower)
             if len(sums) >= limit:
-                theta = float(np.partition(sums, len(sums) - limit)[len(sums) - limit]) / (1.0 + MARGIN)
+                theta = max(theta, _kth(sums, limit))
+            nxt = order[j + 1] if j + 1 < len(order) else None
+            if nxt is not None and nxt.text is not None and rest[j + 1] >= theta and len(sums) >= limit \
+                    and len(scorer.exact) < 2 * limit:
+                # The rows' full scores are far above their partial sums (the common phrases add up):
+                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk.
+                pool = np.flatnonzero(acc)
+                scorer.score(pool[np.argsort(-acc[pool], kind="stable")][:limit])
+                theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         else:
             j = len(order)
         if j == len(order) and rest[j] >= theta:
@@ -329,15 +339,12 @@ class PrunedFulltext:
         upper = acc[hopeful] + left
         hopeful = hopeful[np.argsort(-upper, kind="stable")]
         upper = upper[np.argsort(-upper, kind="stable")]
-        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
         step = max(limit // 2, 16)
         for start in range(0, len(hopeful), step):
             if len(scorer.exact) >= limit and upper[start] < theta:
                 break
             scorer.score(hopeful[start : start + step])
-            if len(scorer.exact) >= limit:
-                mags = np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64, count=len(scorer.exact))
-                theta = max(theta, float(np.partition(mags, len(mags) - limit)[len(mags) - limit]) / (1.0 + MARGIN))
+            theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         self.stats["scored"] += len(scorer.exact)
         return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
 
@@ -437,6 +444,14 @@ class PrunedFulltext:
         return rows
 
 
+def _kth(values: np.ndarray, k: int) -> float:
+    """The k-th largest value less the margin (0.0 when there are fewer than k): a lower bound of the
+    final k-th score whenever `values` are lower bounds of some rows' scores."""
+    if len(values) < k:
+        return 0.0
+    return float(np.partition(values, len(values) - k)[len(values) - k]) / (1.0 + MARGIN)
+
+
 def _idf(n_rows: int, df: int) -> float:
     """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
     idf = math.log((n_rows - df + 0.5) / (df + 0.5))
@@ -497,8 +512,7 @@ class _Scorer:
         self.conn = conn
         self.table = table
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
-        self.taken = taken
-        self.from_text = [p for p in self.phrases if p.slot not in taken]
+        self.taken = taken  # filled as phrases are taken: looked up at each call
         self.groups = _column_groups(weights)
         self.avgdl = avgdl
         self.exact: dict[int, float] = {}
@@ -517,7 +531,7 @@ class _Scorer:
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
         texts: dict[int, list[str]] = {}
         lengths: dict[int, float] = {}
-        if self.from_text:
+        if any(p.slot not in self.taken for p in self.phrases):
             ids = rowids.tolist()
             for start in range(0, len(ids), 500):
                 batch = ids[start : start + 500]
