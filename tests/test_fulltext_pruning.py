@@ -18,7 +18,7 @@ from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine import fulltext_pruning as fp
 from groove_tui.engine.bigram import compile_bigram
 from groove_tui.engine.query import parse_query
-from groove_tui.engine.store import Store
+from groove_tui.engine.store import Store, fulltext_rows
 
 from helpers import hashing_config, write_kb
 
@@ -217,3 +217,40 @@ def test_engine_results_do_not_change_with_pruning(tmp_path):
                 stats = eng._searcher.pruned.stats
                 assert stats["pruned"] > 0
     assert answers[True] == answers[False]
+
+
+def test_statistics_do_not_outlive_an_index_change(tmp_path):
+    """Cached phrase statistics belong to one index generation: after an edit the pruned leg answers
+    for the new index (document counts, idf and lengths all moved), exactly as the plain statement."""
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
+    query, params = "the cells and protein expression", SearchParams(limit=10, legs="fts", min_quality=0)
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        eng.search(query, params)  # fills the statistics
+        for i in range(0, 60, 3):
+            (kb / f"sub/n{i + 1:03}.md").write_text("# protein\n\nprotein expression of the cells " * (i % 5 + 1))
+        (kb / "n000.md").unlink()
+        eng.index()
+        pruned = [(h.chunk_id, h.score) for h in eng.search(query, params).results]
+        assert eng._searcher.pruned.stats["pruned"] >= 2
+    with Engine.open(kb, config=plain_cfg, index_dir=tmp_path / "idx") as eng:
+        assert pruned == [(h.chunk_id, h.score) for h in eng.search(query, params).results]
+
+
+def test_a_full_text_row_without_its_chunk_falls_back(tables):
+    store = tables[1]
+    pruned = fp.PrunedFulltext()
+    expr = '"the" OR "cells" OR "protein"'
+    with store.transaction() as conn:  # an orphan full-text row that matches everything the query does
+        store.insert_fulltext([(10_000, None, None, "the cells protein protein protein " * 3)], conn)
+    try:
+        got = pruned.ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), 10, store.generation() + 1)
+        assert got is None or got == _plain(store, "fts_chunks", expr, (2.0, 1.0, 1.0), 10)
+    finally:
+        trigram, bigram = fulltext_rows([(10_000, None, None, "the cells protein protein protein " * 3)])
+        with store.transaction() as conn:
+            for table, row in (("fts_chunks", trigram[0]), ("fts_bigram", bigram[0])):
+                conn.execute(f"INSERT INTO {table}({table}, rowid, heading, context, content) VALUES "
+                             "('delete', ?, ?, ?, ?)", row)

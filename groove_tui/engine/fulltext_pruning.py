@@ -230,9 +230,11 @@ class PrunedFulltext:
     # ------------------------------------------------------------ entry
 
     def ranked(
-        self, conn: sqlite3.Connection, table: str, expr: str, weights: Sequence[float], limit: int, generation: int
+        self, conn: sqlite3.Connection, table: str, expr: str, weights: Sequence[float], limit: int,
+        generation: int | None = None,
     ) -> list[tuple[int, float]] | None:
-        """The plain statement's first `limit` rows, or None when the caller should run it instead."""
+        """The plain statement's first `limit` rows, or None when the caller should run it instead.
+        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see."""
         if table not in TABLES or not 0 < limit <= MAX_LIMIT or min(weights) <= 0:
             return None  # (a zero weight lets a matching row score 0, which the pool below leaves out)
         parsed = parse_or_expression(expr)
@@ -250,7 +252,12 @@ class PrunedFulltext:
             return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
         try:
+            if generation is None:
+                row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+                generation = int(row[0]) if row else 0
             out = self._ranked(conn, table, parsed, folded, tuple(float(w) for w in weights), limit, generation)
+        except _Inconsistent:
+            out = None
         finally:
             if conn.in_transaction:  # an interrupted statement may have ended it already
                 conn.execute("COMMIT")
@@ -503,6 +510,10 @@ def _merge(pool: np.ndarray, partial: np.ndarray, rows: np.ndarray, terms: np.nd
     return ids, np.bincount(inverse, weights=np.concatenate([partial, terms]), minlength=len(ids))
 
 
+class _Inconsistent(Exception):
+    """The tables disagree (a full-text row without its chunk): the plain statement answers instead."""
+
+
 class _Scorer:
     """Exact bm25 of single rows, as fts5Bm25Function computes it (module docstring): the terms of the
     taken phrases come from FTS5 itself (their impact lists), the others from the row's folded text."""
@@ -543,6 +554,8 @@ class _Scorer:
                 ):
                     texts[rid] = _group_texts((heading, context, content), self.groups)
                     lengths[rid] = float(sum(_varints(sz)))
+            if len(texts) < len(ids):
+                raise _Inconsistent("a full-text row without its chunk")
         for i, rid in enumerate(rowids.tolist()):
             score = 0.0
             for p in self.phrases:

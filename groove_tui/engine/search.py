@@ -474,7 +474,7 @@ class Searcher:
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         conn = self.store.conn()
         if self.config.search.fulltext_pruning and fulltext_pruning.calibrated():
-            found = self.pruned.ranked(conn, table, expr, weights, limit, self.store.generation())
+            found = self.pruned.ranked(conn, table, expr, weights, limit)
             if found is not None:
                 return found
         return conn.execute(
