@@ -34,6 +34,15 @@ VOCAB = (
 PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _prune_small_tables():
+    """The engine leaves tables under MIN_ROWS to the plain statement (as fast there); these tests
+    generate small ones, so the floor is lifted for them."""
+    saved, fp.MIN_ROWS = fp.MIN_ROWS, 0
+    yield
+    fp.MIN_ROWS = saved
+
+
 def _text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(VOCAB) for _ in range(n))
 
@@ -163,6 +172,12 @@ def test_expressions_outside_the_compilers_shapes_fall_back(tables):
 
 def test_the_platform_computes_bm25_as_the_pruned_path_does():
     assert fp.calibrated()
+
+
+def test_small_tables_are_left_to_the_plain_statement(tables, monkeypatch):
+    monkeypatch.setattr(fp, "MIN_ROWS", 1_000)
+    store = tables[1]  # 600 rows
+    assert fp.PrunedFulltext().ranked(store.conn(), "fts_chunks", '"the" OR "cells"', (2.0, 1.0, 1.0), 10) is None
 
 
 # ---------------------------------------------------------------- through the engine
