@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from groove_tui.engine import SearchCancelled, SearchParams
 from groove_tui.engine.filters import FilterError
 from groove_tui.engine.query import QueryError
-from groove_tui.engine.search import _low_confidence
+from groove_tui.engine.search import _dbsf_low_confidence, _low_confidence
+
+from helpers import hashing_config, write_kb
 
 
 
@@ -124,6 +126,42 @@ def test_low_confidence_at_exactly_the_ratio_is_not_low():
     assert _low_confidence([3.0, 1.0], 1.5) is False
     assert _low_confidence([3.0, 1.0], 1.5000001) is True  # the next f32 above 1.5
     assert _low_confidence([3.0, 1.0], 1.4999999) is False
+
+
+def test_dbsf_low_confidence_asks_whether_the_best_hit_stands_out():
+    # two legs of weight 1: a hit at mean + 3 sd in both scores 2.0, the line between sure and unsure
+    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 1.5) is True
+    assert _dbsf_low_confidence([1.7, 2.1, 1.0], 2.0, 1.5) is False  # max, not the first (MMR reorders)
+    assert _dbsf_low_confidence([2.0, 1.9], 2.0, 1.5) is False  # exactly at the top of the range is sure
+    # groove's max/mean calls this page flat (2.2 / 2.03 < 1.5); dbsf sees a hit far above its windows
+    assert _low_confidence([2.2, 2.0, 1.9], 1.5) is True
+    assert _dbsf_low_confidence([2.2, 2.0, 1.9], 2.0, 1.5) is False
+    assert _dbsf_low_confidence([0.3, 0.2], 2.0, 0.0) is False  # ratio 0 turns the flag off everywhere
+    assert _dbsf_low_confidence([0.3], 2.0, 1.5) is False  # one hit: nothing to compare with
+    assert _dbsf_low_confidence([0.3, 0.2], 0.0, 1.5) is False  # no leg returned anything
+
+
+def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tmp_path):
+    """tldr-like short pages: a how-to shared by twenty look-alike pages has no right first hit; the one
+    page that names a rare tool does. Under RRF groove's rule is kept as it is."""
+    from groove_tui.engine import Engine
+
+    files = {f"tools/tool{i}.md": f"# tool{i}\n\n> A command line tool number {i}.\n\n"
+             f"- Display the help of the tool:\n\n`tool{i} --help`\n" for i in range(20)}
+    files["tools/zebra.md"] = ("# zebracopy\n\n> Copy zebra striped archives between quagga hosts.\n\n"
+                               "- Copy an archive:\n\n`zebracopy src dst`\n")
+    write_kb(tmp_path / "kb", files)
+    eng = Engine.open(tmp_path / "kb", config=hashing_config(), index_dir=tmp_path / "idx")
+    eng.index()
+    try:
+        shared = eng.search("Display the help of the tool", SearchParams(limit=10, fusion="dbsf"))
+        unique = eng.search("copy zebra striped archives between quagga hosts", SearchParams(limit=10, fusion="dbsf"))
+        assert len(shared.results) == 10 and shared.low_confidence is True
+        assert unique.results[0].path == "tools/zebra.md" and unique.low_confidence is False
+        rrf = eng.search("Display the help of the tool", SearchParams(limit=10, fusion="rrf"))
+        assert rrf.low_confidence is _low_confidence([h.score for h in rrf.results], 1.5)
+    finally:
+        eng.close()
 
 
 def test_scores_are_in_order_and_json_keeps_them_in_f32(engine):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import sqlean as sqlite3
 
-from groove_tui.config import Config, check_fusion_method, check_unit
+from groove_tui.config import Config, FusionConfig, check_fusion_method, check_unit
 from groove_tui.engine import fulltext_pruning
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import ParamError, SearchCancelled
@@ -251,7 +251,11 @@ class Searcher:
                 _check(cancel)
             fused = fused[:limit]
 
-            low_confidence = _low_confidence([c.score for c in fused], ratio)
+            if method == "dbsf" and not reranked:
+                full = _fused_weight(legs, self.config.search.fusion)
+                low_confidence = _dbsf_low_confidence([c.score for c in fused], full, ratio)
+            else:
+                low_confidence = _low_confidence([c.score for c in fused], ratio)
 
             hits = [self._to_hit(c, params.explain) for c in fused]
             if params.parent_retriever and hits:
@@ -794,6 +798,24 @@ def _ms(t: float) -> float:
 def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ...] | None:
     spans = match_spans(query, content, cjk_bigram=cjk_bigram)
     return None if spans is None else tuple(Span(s, e) for s, e in spans)
+
+
+def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
+    """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
+    weight), counting only the legs that returned candidates."""
+    return (fusion.vector_weight * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
+            + fusion.fts_weight * bool(legs.bigram))
+
+
+def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
+    """Ours, for dbsf: the ranking is unsure when its best hit does not stand out of the legs' windows —
+    its fused score is under `full`, i.e. on average over the legs it sits below mean + 3 sd, where dbsf
+    maps a window's top. groove's max/mean reads a page of dbsf scores as flat for most queries (they
+    sit in 0..2 with the page's tail close behind), so it fired on almost every short-page query;
+    this rule fires mostly when the first hit is wrong (docs/evaluation.md). `ratio` 0 still disables."""
+    if len(scores) < 2 or ratio == 0.0 or not full > 0.0:
+        return False
+    return bool(max(scores) < full)
 
 
 def _low_confidence(scores: Sequence[float], ratio: float) -> bool:

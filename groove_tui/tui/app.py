@@ -1,79 +1,64 @@
-"""GrooveApp: the explorer shell. Owns the engine, the per-side RunConfigs, the search workers and the
-single worker-error handler; screens and widgets only render what it publishes.
+"""GrooveApp: the explorer shell. It builds the app from its parts, owns what they all share (the config,
+the engine, the signals screens subscribe to) and delegates the rest:
 
-Threading: every engine call runs in a thread worker (groups "open"/"index", "search-left",
-"search-right"); results come back only as messages carrying a serial, and a result older than the newest
-one shown for its side is dropped.
+  search_settings.py  the query and each side's RunConfig, and the keys that change them
+  search_runs.py      debounced search workers, serials, progressive rerank, the worker-error handler
+  indexing.py         opening the KB, the index worker, counts and the header line
+  compare_mode.py     compare mode, presets, swapping sides
+  golden_metrics.py   live golden metrics and judgments
+  export.py           JSON export, $EDITOR, clipboard, screenshots
+  bindings.py         the global keys and when each applies; commands.py is the palette
+  themes.py           theme files, registered on mount
+  screens/, widgets/  what is drawn; screens/__init__.py says how to add a screen
+
+Each part is a mixin with one concern and its own state (set up by its `_init_*`), because screens,
+widgets, the palette and tests reach that state as `app.<name>` and Textual sends actions and messages
+to the App: a mixin keeps that surface with no forwarding layer. Parts call each other only through
+`self` (an import-linter contract keeps them from importing each other or this module). As plain
+classes they name handlers `on_<message>`; Textual's `@on` registers only on its own classes.
+
+Threading: every engine call runs in a thread worker (groups "index", "search-left", "search-right",
+"eval-left", "eval-right"); results come back only as messages carrying a serial, and a result older than
+the newest one shown for its side is dropped.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import on
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
-from textual.worker import Worker, WorkerState, get_current_worker
-from rich.text import Text
 
 from groove_tui.config import Config
-from groove_tui.engine.errors import EngineError, SearchCancelled
-from groove_tui.engine.types import SearchParams, SearchResponse
+from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
+from groove_tui.tui.compare_mode import CompareMode
+from groove_tui.tui.export import ExportActions, editor_command
+from groove_tui.tui.golden_metrics import GoldenMetrics
 from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.messages import (EngineReady, EvalFinished, EvalProgressed, IndexFinished, IndexProgressed,
-                                     RerankProgressed, SearchFinished)
-from groove_tui.tui.runconfig import PRESETS, SIDES, RunConfig, fusion_label, next_fusion
-from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
+from groove_tui.tui.indexing import KbIndexing
+from groove_tui.tui.search_runs import SearchRuns
+from groove_tui.tui.search_settings import SearchSettings
 
 _START = time.perf_counter()
-NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
-               "[reranker] model in groove.toml")
 
 EngineFactory = Callable[[], Any]
+__all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(App):
+class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions,
+                KeyAvailability, App):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
-    BINDINGS = [
-        Binding("f1", "help", "Help", tooltip="Every key, where it applies", id="app.help"),
-        Binding("f2", "toggle('mmr')", "MMR", tooltip="MMR on / off (diversify the results)", id="search.toggle_mmr"),
-        Binding("f3", "toggle('parent')", "Parent", tooltip="Parent retriever on / off (merge neighbouring chunks)",
-                id="search.toggle_parent"),
-        Binding("f4", "toggle('reranker')", "Rerank", tooltip="Reranker on / off (cross-encoder)",
-                id="search.toggle_reranker"),
-        Binding("f5", "compare", "Compare", tooltip="Compare mode: the query under two configurations", id="view.compare"),
-        # F6-F10 belong to the screens (explain, compare presets); F11 is often the terminal's full screen
-        Binding("f12", "toggle('fusion')", "Fusion", tooltip="Next fusion method: DBSF → relative → RRF",
-                id="search.toggle_fusion"),
-        Binding("ctrl+s", "export", "Export", tooltip="Export the results as JSON", id="export.json"),
-        Binding("ctrl+g", "save_judgments", "Save judgments", tooltip="Save the judgments to the golden file",
-                id="eval.save"),
-        Binding("ctrl+o", "open_editor", "Editor", tooltip="Open the focused hit in the editor", show=False,
-                id="hit.editor"),
-        Binding("ctrl+y", "copy_path", "Copy path", tooltip="Copy the focused hit's path", show=False,
-                id="hit.copy_path"),
-        Binding("ctrl+t", "cycle_theme", "Theme", tooltip="Next theme", show=False, id="view.theme"),
-        Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(self, engine: Any | None = None, *, engine_factory: EngineFactory | None = None,
                  config: Config | None = None, kb_path: Path | None = None, history_path: Path | None = None,
@@ -95,55 +80,23 @@ class GrooveApp(App):
         self.debounce = max(0, ms) / 1000.0
         self.warmup = warmup
         self.user_theme_dir = user_theme_dir
-        self.golden_arg = golden  # a path from --golden (or [eval] golden), loaded on mount
-        self.golden_session = None  # tui.golden.GoldenSession once loaded or once judging starts
-        self.eval_outcomes: dict[str, Any] = {s: None for s in SIDES}  # tui.golden.EvalOutcome per side
-        self.eval_previous: dict[str, Any] = {s: None for s in SIDES}  # the Aggregate shown before it
-        self.eval_progress: dict[str, tuple[int, int] | None] = {s: None for s in SIDES}
-        self.eval_requested: dict[str, int] = {s: 0 for s in SIDES}
-        self._eval_timers: dict[str, Timer | None] = {s: None for s in SIDES}
-
-        self.query_text = ""
-        self.base_params = SearchParams()
-        self.default_fusion = self.config.search.fusion.method  # what SearchParams.fusion=None means
-        rc = RunConfig.from_params(self.base_params, self.default_fusion)
-        self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
-        self.responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
-        # while a reranker runs: the fused response shown meanwhile, and how far the reranker is
-        self.fused_responses: dict[str, SearchResponse | None] = {s: None for s in SIDES}
-        self.rerank_progress: dict[str, tuple[int, int] | None] = {s: None for s in SIDES}
-        self.shown_final: dict[str, bool] = {s: True for s in SIDES}
-        self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
-        self.errors: dict[str, str | None] = {s: None for s in SIDES}
-        self.focused_rows: dict[str, Row | None] = {s: None for s in SIDES}
-        self.active_side = "left"
-        self.compare_active = False
-        self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
-        self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
-        self.search_count = 0
-        self._debounce_timers: dict[str, Timer | None] = {s: None for s in SIDES}
-        self._busy_timers: dict[str, Timer | None] = {s: None for s in SIDES}
-        self._worker_meta: dict[Worker, tuple[str, int]] = {}
-        self._engine_ready = threading.Event()
-        self._searchable = threading.Event()
-        self._open_error: BaseException | None = None
-        self._interactive = 0  # search threads running now (golden scoring yields to them)
-        self._interactive_lock = threading.Lock()
-        self.index_progress = None
-        self.index_report = None
-        self.indexing = False
         self.ready_seconds: float | None = None
-        self.last_export: Path | None = None
         self._pulled_reranker: str | None | bool = False  # False: not looked up yet
         self.own_themes: tuple[str, ...] = ("groove",)
         self.theme_errors: tuple[str, ...] = ()
-        self.run_editor: Callable[[list[str]], int] = subprocess.call
 
         self.run_config_signal: Signal[str] = Signal(self, "run-config")
         self.results_signal: Signal[str] = Signal(self, "results")
         self.eval_signal: Signal[str] = Signal(self, "eval")
         self.header_signal: Signal[str] = Signal(self, "header")
-        self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
+
+        self._init_search_settings()
+        self._init_search_runs()
+        self._init_kb_indexing()
+        self._init_compare_mode()
+        self._init_golden_metrics(golden)
+        self._init_export_actions()
+        self._init_key_availability()
         if engine is not None:
             self._adopt_engine(engine)
 
@@ -160,16 +113,13 @@ class GrooveApp(App):
         return MainScreen()
 
     def on_mount(self) -> None:
-        self._register_themes()
+        from groove_tui.tui.themes import register_themes
+
+        register_themes(self)
         if self.config.tui.keymap:
             self.set_keymap(dict(self.config.tui.keymap))
-        if self._engine is not None:
-            self._read_index_counts()
-        self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
-                        exit_on_error=False)
-        golden = self.golden_arg or self._configured_golden()
-        if golden:
-            self.load_golden(golden)
+        self.start_indexing()
+        self.load_startup_golden()
 
     def on_ready(self) -> None:
         self.ready_seconds = time.perf_counter() - _START
@@ -178,44 +128,21 @@ class GrooveApp(App):
             Path(ready_file).write_text(repr(time.time()), encoding="utf-8")
             self.exit()
 
-    def _register_themes(self) -> None:
-        from groove_tui.tui.themes import FALLBACK_THEME, load_themes, shipped_theme_dir, user_theme_dir
+    # ------------------------------------------------------------ what the parts share
 
-        loaded = load_themes(shipped_theme_dir(), self.user_theme_dir or user_theme_dir())
-        if not any(t.name == "groove" for t in loaded.themes):
-            self.register_theme(FALLBACK_THEME)
-        for t in loaded.themes:
-            self.register_theme(t)
-        # ctrl+t and the palette offer these: the shipped themes and the user's files, not Textual's own
-        names = [t.name for t in loaded.themes]
-        self.own_themes = tuple(dict.fromkeys(["groove", *sorted(n for n in names if n.startswith("groove")),
-                                               *sorted(n for n in names if not n.startswith("groove"))]))
-        self.theme_errors = loaded.errors
-        for err in loaded.errors:
-            self.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)
-        wanted = self.config.tui.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
+    def debounced(self, timers: dict[str, Timer | None], side: str, delay: float | None,
+                  start: Callable[[str], None]) -> None:
+        """Restart a side's timer in `timers`: `start(side)` after `delay` seconds (the typing debounce
+        if None), at once if 0. Searches and golden scoring both wait like this."""
+        timer = timers.get(side)
+        if timer is not None:
+            timer.stop()
+        delay = self.debounce if delay is None else delay
+        if delay <= 0:
+            timers[side] = None
+            start(side)
         else:
-            self.notify(f"Unknown theme {wanted!r}; using 'groove'", severity="warning", markup=False)
-            self.theme = "groove"
-
-    def _adopt_engine(self, engine: Any) -> None:
-        self._engine = engine
-        try:
-            self.base_params = engine.default_params()
-        except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
-            self.base_params = SearchParams()
-        if self.base_params.reranker is not None and not self.reranker_model:
-            self.base_params = replace(self.base_params, reranker=None)
-        # the engine resolves fusion=None from its own config, so that is the method the sides start with
-        engine_config = getattr(engine, "config", None)
-        if engine_config is not None:
-            self.default_fusion = engine_config.search.fusion.method
-        rc = RunConfig.from_params(self.base_params, self.default_fusion)
-        if not any(self.responses.values()):
-            self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
-        self._engine_ready.set()
+            timers[side] = self.set_timer(delay, partial(start, side))
 
     @property
     def engine(self) -> Any:
@@ -233,620 +160,7 @@ class GrooveApp(App):
             self._pulled_reranker = pulled_reranker()
         return self._pulled_reranker
 
-    def _open_and_index(self) -> None:
-        """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
-        worker = get_current_worker()
-        if self._engine is None:
-            try:
-                engine = self._engine_factory()
-            except Exception as exc:
-                self._open_error = exc
-                self._engine_ready.set()
-                self._searchable.set()
-                raise
-            self._adopt_engine(engine)
-            self.post_message(EngineReady())
-        eng = self._engine
-        needs = bool(eng.needs_index())
-        pending = 0
-        if not needs:
-            try:
-                pending = eng.status().pending_embeddings
-            except Exception:  # noqa: BLE001
-                pending = 0
-        if not needs:
-            self._searchable.set()
-        if needs or pending:
-            self.indexing = True
-
-            def progress(p) -> None:
-                if p.phase in ("embed", "done"):
-                    first = not self._searchable.is_set()
-                    self._searchable.set()
-                    if first:
-                        self.call_from_thread(self.search_now)
-                self.post_message(IndexProgressed(p))
-
-            try:
-                report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
-            finally:
-                self._searchable.set()
-                self.indexing = False
-            self.post_message(IndexFinished(report))
-        if self.warmup and not worker.is_cancelled:
-            # load the embedding model now, in this background thread, so the first query does not wait
-            warm = getattr(eng, "warm_up", None) or getattr(eng, "embedder", None)
-            try:
-                if callable(warm):
-                    warm()
-            except Exception:  # noqa: BLE001 - the first real search reports model problems
-                pass
-
-    def on_engine_ready(self, _msg: EngineReady) -> None:
-        self._read_index_counts()
-        for side in SIDES:
-            self.run_config_signal.publish(side)
-        if self.query_text.strip():
-            self.search_now()
-
-    def on_index_progressed(self, msg: IndexProgressed) -> None:
-        self.index_progress = msg.progress
-        self.show_index_state(None)
-        self.header_signal.publish("index")
-
-    def on_index_finished(self, msg: IndexFinished) -> None:
-        self.index_report = msg.report
-        self.index_progress = None
-        self.show_index_state(None)
-        self._read_index_counts()
-        r = msg.report
-        if r is not None:
-            text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
-                    f"{r.chunks} chunks in {r.seconds:.1f}s")
-            if r.pending_embeddings:
-                text += f"; {r.pending_embeddings} chunks still without vectors"
-            if r.skipped:
-                text += f"; {len(r.skipped)} files skipped"
-            self.notify(text, markup=False)
-            for note in r.notes:  # the model chosen for the KB, a hint, a language warning
-                self.notify(note, markup=False, timeout=10,
-                            severity="warning" if note.startswith("warning") else "information")
-        if self.query_text.strip():
-            self.search_now()  # now with vectors for every chunk
-
-    def _read_index_counts(self) -> None:
-        try:
-            st = self._engine.status()
-            self.index_counts = (st.documents, st.chunks, st.pending_embeddings)
-        except Exception:  # noqa: BLE001 - the header then shows no counts; searches report real errors
-            self.index_counts = None
-        self.header_signal.publish("index")
-
-    def header_text(self) -> Text:
-        """KB · model · index state · reranker, for the header line."""
-        from groove_tui.tui.widgets.status import PHASES
-
-        t = Text()
-        t.append(render_one_line(self.kb_path.name or str(self.kb_path)), style="bold")
-        model = getattr(self._engine, "model_id", None) or self.config.embedding.model
-        t.append(f" · model {render_one_line(str(model))}", style="")
-        p = self.index_progress
-        if p is not None and p.phase != "done":
-            t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
-        elif self.index_counts is not None and self.index_counts[0] == 0 and not self.indexing:
-            t.append("  · no Markdown files indexed (*.md outside excluded folders)", style="italic")
-        elif self.index_counts is not None:
-            docs, chunks, pending = self.index_counts
-            t.append(f"  · {docs:,} docs, {chunks:,} chunks")
-            if pending:
-                t.append(f", {pending:,} awaiting vectors", style="italic")
-        elif self._engine is None:
-            t.append("  · opening…", style="italic")
-        rr = self.reranker_model
-        t.append(f"  · rerank {render_one_line(rr) if rr else 'none (groove-tui models pull ms-marco-l12)'}",
-                 style="" if rr else "dim")
-        return t
-
-    def show_index_state(self, screen: Screen | None) -> None:
-        from groove_tui.tui.widgets.status import IndexStatusBar
-
-        screens = [screen] if screen is not None else list(self.screen_stack)
-        for s in screens:
-            for bar in s.query(IndexStatusBar):
-                if self.index_progress is not None:
-                    bar.show_progress(self.index_progress)
-                else:
-                    bar.finish()
-
-    # ------------------------------------------------------------ state changes
-
-    def set_query(self, query: str) -> None:
-        if query == self.query_text:
-            return
-        had = self._bindings_state()
-        self.query_text = query
-        if self._bindings_state() != had:
-            self.refresh_bindings()
-        for side in self.active_sides:
-            self.schedule_search(side)
-
-    @property
-    def active_sides(self) -> tuple[str, ...]:
-        return SIDES if self.compare_active else ("left",)
-
-    def set_run_config(self, side: str, rc: RunConfig, *, sync: bool = True) -> None:
-        """Replace a side's RunConfig wholesale, publish it, and re-run that side (debounced)."""
-        if rc == self.run_configs[side]:
-            return
-        self.run_configs[side] = rc
-        self.run_config_signal.publish(side)
-        if side in self.active_sides:
-            self.schedule_search(side)
-            self.schedule_eval(side)
-
-    def schedule_search(self, side: str, delay: float | None = None) -> None:
-        timer = self._debounce_timers.get(side)
-        if timer is not None:
-            timer.stop()
-        delay = self.debounce if delay is None else delay
-        if delay <= 0:
-            self._debounce_timers[side] = None
-            self.start_search(side)
-        else:
-            self._debounce_timers[side] = self.set_timer(delay, partial(self.start_search, side))
-
-    def search_now(self) -> None:
-        for side in self.active_sides:
-            self.schedule_search(side, 0)
-
-    def start_search(self, side: str) -> None:
-        self._debounce_timers[side] = None
-        self.requested[side] += 1
-        serial = self.requested[side]
-        query = self.query_text
-        if not query.strip():
-            self.applied[side] = serial
-            self.responses[side] = None
-            self.response_queries[side] = None
-            self.errors[side] = None
-            self.workers.cancel_group(self, f"search-{side}")
-            self.results_signal.publish(side)
-            return
-        rc = self.run_configs[side]
-        params = rc.to_params(self.base_params, self.reranker_model)
-        worker = self.run_worker(partial(self._search, side, serial, query, rc, params),
-                                 name=f"search-{side}-{serial}", group=f"search-{side}", thread=True,
-                                 exclusive=True, exit_on_error=False)
-        self._worker_meta[worker] = (side, serial)
-        busy = self._busy_timers.get(side)
-        if busy is not None:
-            busy.stop()
-        self._busy_timers[side] = self.set_timer(0.15, partial(self._show_busy, side, serial))
-
-    def _show_busy(self, side: str, serial: int) -> None:
-        if self.applied[side] < serial == self.requested[side]:
-            from groove_tui.tui.widgets.results import ResultsPane
-
-            for pane in self.screen.query(ResultsPane):
-                if pane.side == side:
-                    pane.set_busy(True)
-
-    def _search(self, side: str, serial: int, query: str, rc: RunConfig, params: SearchParams) -> None:
-        """Worker thread: wait until the engine can search, run it, post the result with its serial."""
-        worker = get_current_worker()
-        for event in (self._engine_ready, self._searchable):
-            while not event.wait(0.05):
-                if worker.is_cancelled:
-                    return
-        if worker.is_cancelled:
-            return
-        if self._engine is None:
-            raise EngineError(f"the knowledge base could not be opened: {self._open_error}")
-        t0 = time.perf_counter()
-        with self._interactive_lock:
-            self._interactive += 1
-        try:
-            fused = None
-            if params.reranker is not None:
-                # The fused order paints at once; the cross-encoder (seconds on 2 cores) replaces it.
-                fused = self._engine.search(query, replace(params, reranker=None), cancel=worker.cancelled_event)
-                if worker.is_cancelled:
-                    return
-                self.post_message(SearchFinished(side, serial, query, rc, fused,
-                                                 (time.perf_counter() - t0) * 1000, final=False))
-
-                def progress(_stage: str, done: int, total: int) -> None:
-                    self.post_message(RerankProgressed(side, serial, done, total))
-
-                resp = self._engine.search(query, params, cancel=worker.cancelled_event, progress=progress)
-            else:
-                resp = self._engine.search(query, params, cancel=worker.cancelled_event)
-        finally:
-            with self._interactive_lock:
-                self._interactive -= 1
-        elapsed = (time.perf_counter() - t0) * 1000
-        if not worker.is_cancelled:
-            self.post_message(SearchFinished(side, serial, query, rc, resp, elapsed, fused=fused))
-
-    def on_search_finished(self, msg: SearchFinished) -> None:
-        side = msg.side
-        if msg.serial < self.applied[side] or (msg.serial == self.applied[side] and self.shown_final[side]):
-            return  # an older search finished after a newer one was shown
-        self.applied[side] = msg.serial
-        self.shown_final[side] = msg.final
-        self.fused_responses[side] = msg.fused if msg.final else msg.response
-        self.rerank_progress[side] = None if msg.final else (0, 0)
-        if msg.final:
-            self.search_count += 1
-        had = self._bindings_state()
-        self.responses[side] = msg.response
-        self.response_queries[side] = msg.query
-        self.errors[side] = None
-        self.results_signal.publish(side)
-        if self._bindings_state() != had:
-            self.refresh_bindings()
-
-    def on_rerank_progressed(self, msg: RerankProgressed) -> None:
-        side = msg.side
-        if msg.serial != self.applied[side] or self.shown_final[side]:
-            return
-        self.rerank_progress[side] = (msg.done, msg.total)
-        from groove_tui.tui.widgets.results import ResultsPane
-
-        for pane in self.screen.query(ResultsPane):
-            if pane.side == side:
-                pane.set_note(self.rerank_note(side))
-
-    def rerank_note(self, side: str) -> Text | None:
-        """What the reranker is doing for a side's shown results: running (with progress), or the reason
-        it did not run; None when nothing needs saying."""
-        progress = self.rerank_progress[side]
-        if progress is not None:
-            done, total = progress
-            counted = f" {done}/{total} pairs" if total else ""
-            return Text(f"fused order · reranking{counted}…", style="italic")
-        resp = self.responses[side]
-        if resp is not None and resp.rerank_skipped and resp.rerank_skipped.startswith("not reranked"):
-            return Text(render_one_line(resp.rerank_skipped), style="dim")
-        return None
-
-    def same_query_shown(self) -> bool:
-        """Both sides show a response to the current query text (compare mode may mark them)."""
-        q = self.query_text
-        return all(self.responses[s] is not None and self.response_queries[s] == q for s in SIDES)
-
-    @on(Worker.StateChanged)
-    def handle_worker_state(self, event: Worker.StateChanged) -> None:
-        """The one place worker errors are reported."""
-        worker = event.worker
-        if event.state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
-            self._worker_meta.pop(worker, None)
-            return
-        if event.state != WorkerState.ERROR:
-            return
-        err = worker.error
-        meta = self._worker_meta.pop(worker, None)
-        if meta is not None:
-            side, serial = meta
-            if isinstance(err, SearchCancelled) or serial <= self.applied[side] or serial != self.requested[side]:
-                return
-            self.applied[side] = serial
-            self.shown_final[side] = True
-            self.rerank_progress[side] = None
-            self.responses[side] = None
-            self.response_queries[side] = None
-            if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
-                self.errors[side] = str(err) or type(err).__name__
-            else:
-                msg = str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}"
-                self.errors[side] = f"Search failed: {msg}"
-                self.notify(self.errors[side], severity="error", markup=False, timeout=8)
-            self.results_signal.publish(side)
-            return
-        if worker.group == "index":
-            self.index_progress = None
-            self.show_index_state(None)
-            self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)
-
-    # ------------------------------------------------------------ golden set: live metrics + judgments
-
-    def _configured_golden(self) -> str | None:
-        configured = self.config.eval.golden
-        if not configured:
-            return None
-        p = Path(configured).expanduser()
-        if not p.is_absolute() and self.config.source:
-            p = Path(self.config.source).expanduser().resolve().parent / p
-        return str(p)
-
-    def load_golden(self, path: str | os.PathLike[str]) -> bool:
-        """Load a golden file (replacing the current set; unsaved judgments are saved first) and score it."""
-        from groove_tui.engine.eval import GoldenError
-        from groove_tui.tui.golden import GoldenSession
-
-        if self.golden_session is not None and self.golden_session.dirty:
-            self.save_judgments()
-        try:
-            session = GoldenSession.load(path, self.config.eval.k_values, kb_path=self.kb_path,
-                                         validate_query=_query_validator())
-        except (GoldenError, OSError) as exc:
-            self.notify(f"Golden file not loaded: {exc}", severity="error", markup=False, timeout=10)
-            return False
-        self._set_golden_session(session)
-        note = f"Golden file {session.loaded_from}: {len(session.golden.queries)} queries"
-        if session.path != session.loaded_from:
-            note += f" (inside the KB: judgments will save to {session.path})"
-        self.notify(note, markup=False, timeout=4)
-        return True
-
-    def _set_golden_session(self, session) -> None:
-        self.golden_session = session
-        for side in SIDES:
-            self.workers.cancel_group(self, f"eval-{side}")
-            self.eval_outcomes[side] = None
-            self.eval_previous[side] = None
-            self.eval_progress[side] = None
-        for side in self.active_sides:
-            self.schedule_eval(side, 0)
-        self._refresh_judgment_views()
-
-    def schedule_eval(self, side: str, delay: float | None = None) -> None:
-        """(Re)score the golden set for a side's current settings, debounced like searches."""
-        if self.golden_session is None:
-            return
-        timer = self._eval_timers.get(side)
-        if timer is not None:
-            timer.stop()
-        delay = self.debounce if delay is None else delay
-        if delay <= 0:
-            self._eval_timers[side] = None
-            self.start_eval(side)
-        else:
-            self._eval_timers[side] = self.set_timer(delay, partial(self.start_eval, side))
-
-    def start_eval(self, side: str) -> None:
-        from groove_tui.tui.golden import eval_params, rescore
-
-        self._eval_timers[side] = None
-        session = self.golden_session
-        if session is None:
-            return
-        self.eval_requested[side] += 1
-        serial = self.eval_requested[side]
-        params = eval_params(self.run_configs[side].to_params(self.base_params, self.reranker_model,
-                                                               explain=False), session.k_values)
-        old = self.eval_outcomes[side]
-        cache = old.hits if old is not None and old.params == params else None
-        if old is not None and old.params == params:
-            again = rescore(old, session.golden, session.k_values)
-            if again is not None:  # a judgment: cached hits cover every query, no search needed
-                self.workers.cancel_group(self, f"eval-{side}")
-                self._apply_eval(side, again)
-                return
-        self.eval_progress[side] = (0, len(session.golden.queries))
-        self.run_worker(partial(self._eval, side, serial, session.golden, params, session.k_values, cache),
-                        name=f"eval-{side}-{serial}", group=f"eval-{side}", thread=True, exclusive=True,
-                        exit_on_error=False)
-        self.eval_signal.publish(side)
-
-    def _eval(self, side: str, serial: int, golden, params: SearchParams, ks, cache) -> None:
-        """Worker thread: run the golden queries (cancellable between queries), post the outcome."""
-        from groove_tui.tui.golden import run_golden
-
-        worker = get_current_worker()
-        for event in (self._engine_ready, self._searchable):
-            while not event.wait(0.05):
-                if worker.is_cancelled:
-                    return
-        if self._engine is None or worker.is_cancelled:
-            return
-        step = max(1, len(golden.queries) // 50)
-
-        def progress(done: int, total: int) -> None:
-            if done % step == 0 and not worker.is_cancelled:
-                self.post_message(EvalProgressed(side, serial, done, total))
-
-        def pace() -> None:  # typing comes first: wait (bounded) while an interactive search runs
-            deadline = time.monotonic() + 2.0
-            while self._interactive and time.monotonic() < deadline and not worker.is_cancelled:
-                time.sleep(0.005)
-
-        try:
-            outcome = run_golden(self._engine.search, golden, params, ks, cache=cache,
-                                 cancel=worker.cancelled_event, progress=progress, pace=pace)
-        except SearchCancelled:
-            return
-        if outcome is not None and not worker.is_cancelled:
-            self.post_message(EvalFinished(side, serial, outcome))
-
-    def on_eval_progressed(self, msg: EvalProgressed) -> None:
-        if msg.serial == self.eval_requested[msg.side] and self.eval_progress[msg.side] is not None:
-            self.eval_progress[msg.side] = (msg.done, msg.total)
-            self.eval_signal.publish(msg.side)
-
-    def on_eval_finished(self, msg: EvalFinished) -> None:
-        if msg.serial != self.eval_requested[msg.side]:
-            return  # superseded by a newer settings change
-        self._apply_eval(msg.side, msg.outcome)
-
-    def _apply_eval(self, side: str, outcome) -> None:
-        old = self.eval_outcomes[side]
-        if old is not None and old.aggregate != outcome.aggregate:
-            # the bar shows the change since the last value that differed: a change that moves nothing
-            # (e.g. a grade-0 judgment of a hit no query expects) keeps the last movement visible
-            self.eval_previous[side] = old.aggregate
-        self.eval_outcomes[side] = outcome
-        self.eval_progress[side] = None
-        self.eval_signal.publish(side)
-
-    def query_metrics(self, side: str):
-        """The current query's own metrics on a side, from the hits shown (None if not in the set)."""
-        from groove_tui.engine.eval import evaluate_query, ranked_hits
-
-        session = self.golden_session
-        resp = self.responses.get(side)
-        if session is None or resp is None or self.response_queries.get(side) != self.query_text:
-            return None
-        q = session.golden.find(self.query_text)
-        if q is None:
-            return None
-        return evaluate_query(q, ranked_hits(resp.results), session.k_values)
-
-    def grade_of(self, hit) -> int | None:
-        """The current query's judgment of a hit (None: unjudged or no golden set)."""
-        session = self.golden_session
-        if session is None or not self.query_text.strip():
-            return None
-        return session.grade_of(self.query_text, hit.path, hit.heading)
-
-    def action_judge(self, grade: int) -> None:
-        """Grade the focused hit for the current query (0 irrelevant … 3 highly relevant)."""
-        from groove_tui.engine.eval import GoldenError
-        from groove_tui.tui.golden import GoldenSession
-
-        row = self.focused_row
-        query = self.query_text
-        if row is None or row.gone or not query.strip():
-            self.notify("Focus a hit of a query to judge it", severity="warning", markup=False)
-            return
-        if self.golden_session is None:
-            try:
-                session = GoldenSession.new(self.config.eval.k_values)
-            except (GoldenError, OSError) as exc:
-                self.notify(f"Cannot record judgments: {exc}", severity="error", markup=False, timeout=10)
-                return
-            self._set_golden_session(session)
-            self.notify(f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)",
-                        markup=False, timeout=6)
-        had = self._bindings_state()
-        try:
-            self.golden_session.judge(query, row.hit.path, row.hit.heading, int(grade))
-        except ValueError as exc:
-            self.notify(str(exc), severity="error", markup=False)
-            return
-        if self._bindings_state() != had:
-            self.refresh_bindings()
-        self._refresh_judgment_views()
-        for side in self.active_sides:
-            self.schedule_eval(side, 0)
-
-    def _refresh_judgment_views(self) -> None:
-        from groove_tui.tui.widgets.results import ResultsPane
-
-        for screen in self.screen_stack:
-            for pane in screen.query(ResultsPane):
-                pane.refresh_judgments()
-        self.eval_signal.publish("left")
-
-    def save_judgments(self) -> Path | None:
-        """Write the golden set (groove-compatible) if it has unsaved judgments; notify where."""
-        from groove_tui.engine.eval import GoldenError
-
-        session = self.golden_session
-        if session is None or not session.dirty:
-            return None
-        try:
-            target = session.save()
-        except (GoldenError, OSError) as exc:
-            self.notify(f"Judgments not saved: {exc}", severity="error", markup=False, timeout=15)
-            return None
-        self.notify(f"Judgments saved to {target} ({len(session.golden.queries)} queries)", markup=False)
-        self.refresh_bindings()
-        self.eval_signal.publish("left")
-        return target
-
-    def action_save_judgments(self) -> None:
-        if self.golden_session is None or not self.golden_session.dirty:
-            self.notify("No unsaved judgments", markup=False, timeout=2)
-            return
-        self.save_judgments()
-
-    def action_load_golden(self) -> None:
-        from groove_tui.tui.screens.export import PathScreen
-
-        def done(path: str | None) -> None:
-            if path:
-                self.load_golden(path)
-
-        default = str(self.golden_session.loaded_from or "") if self.golden_session else ""
-        self.push_screen(PathScreen("Load a golden file", "Golden YAML (relative paths are in the current "
-                                    "directory):", default, accept="load"), callback=done)
-
-    async def action_quit(self) -> None:
-        self.save_judgments()  # unsaved judgments are never lost on exit
-        self.exit()
-
-    # ------------------------------------------------------------ results -> panes
-
-    def refresh_side(self, side: str) -> None:
-        """Push a side's current response (or error) into the result pane(s) of the active screen."""
-        from groove_tui.tui.screens.compare import CompareScreen
-        from groove_tui.tui.widgets.results import ResultsPane
-
-        screen = self.screen
-        busy = self._busy_timers.get(side)
-        if busy is not None and self.applied[side] >= self.requested[side]:
-            busy.stop()
-        if isinstance(screen, CompareScreen):
-            screen.refresh_comparison()
-            return
-        for pane in screen.query(ResultsPane):
-            if pane.side != side:
-                continue
-            if self.errors[side]:
-                pane.show(None)
-                pane.set_message(self.errors[side], error=True)
-            else:
-                pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
-
-    def rerank_markers(self, side: str):
-        """Rank changes of a reranked response against the fused order it replaced (None otherwise)."""
-        resp, fused = self.responses[side], self.fused_responses[side]
-        if resp is None or fused is None or resp is fused or not resp.reranked:
-            return None
-        from groove_tui.tui.compare import markers
-
-        return markers([h.chunk_id for h in resp.results], [h.chunk_id for h in fused.results])
-
-    def focus_row(self, side: str, row: Row | None, *, activate: bool = True) -> None:
-        had = self._bindings_state()
-        self.focused_rows[side] = row
-        if activate:
-            self.active_side = side
-        if self._bindings_state() != had:
-            # only when an action's availability changed: every refresh makes the Footer recompose
-            self.refresh_bindings()
-
-    def _bindings_state(self) -> tuple:
-        """What `check_action` depends on (beyond static config)."""
-        row = self.focused_row
-        return (self.active_side, row is not None and not row.gone,
-                any(self.responses[s] is not None for s in self.active_sides),
-                self.golden_session is not None and self.golden_session.dirty, bool(self.query_text.strip()))
-
-    @property
-    def focused_row(self) -> Row | None:
-        """The hit the keys act on. A focused result list's own cursor comes first: its highlight
-        message may still be queued behind the key that acts on it (`j` then `0` in one burst)."""
-        focused = self.focused
-        if isinstance(focused, ResultsList) and isinstance(focused.parent, ResultsPane):
-            return focused.parent.highlighted_row
-        return self.focused_rows.get(self.active_side)
-
-    # ------------------------------------------------------------ actions
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("open_editor", "copy_path", "copy_content", "detail"):
-            row = self.focused_row
-            return row is not None and not row.gone
-        if action == "export":
-            return any(self.responses[s] is not None for s in self.active_sides)
-        if action == "save_judgments":
-            return self.golden_session is not None and self.golden_session.dirty
-        if action == "judge":
-            row = self.focused_row
-            return row is not None and not row.gone and bool(self.query_text.strip())
-        return True
+    # ------------------------------------------------------------ app-wide actions (each part has its own)
 
     def action_help(self) -> None:
         from groove_tui.tui.screens.help import HelpScreen
@@ -860,79 +174,6 @@ class GrooveApp(App):
         except Exception:  # noqa: BLE001 - screens without a query input
             pass
 
-    def action_toggle(self, what: str) -> None:
-        side = self.active_side if self.compare_active else "left"
-        rc = self.run_configs[side]
-        if what == "reranker" and not self.reranker_model:
-            self.notify(NO_RERANKER, severity="warning", markup=False)
-            return
-        if what == "fusion":  # more than two methods: the toggle cycles through them
-            self.action_set_fusion(next_fusion(rc.fusion))
-            return
-        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
-        new = replace(rc, **{field: not getattr(rc, field)})
-        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
-        self._apply_toggle(side, new, f"{label} {'on' if getattr(new, field) else 'off'}")
-
-    def action_set_fusion(self, method: str) -> None:
-        """Fusion `method` on the current side (F12's next method, or the palette's choice)."""
-        side = self.active_side if self.compare_active else "left"
-        self._apply_toggle(side, replace(self.run_configs[side], fusion=method), f"Fusion: {fusion_label(method)}")
-
-    def _apply_toggle(self, side: str, new: RunConfig, message: str) -> None:
-        self.set_run_config(side, new)
-        self.notify(message + (f" ({side})" if self.compare_active else ""), markup=False, timeout=1.5)
-
-    def action_set_lambda(self, value: float, side: str = "left") -> None:
-        self.set_run_config(side, replace(self.run_configs[side], lam=float(value)))
-
-    def action_compare(self) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        if isinstance(self.screen, CompareScreen):
-            self.screen.dismiss(None)
-            return
-        self.enter_compare()
-
-    def enter_compare(self, preset: str | None = None) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        self.compare_active = True
-        if preset is not None:
-            self._apply_preset(preset)
-        self.push_screen(CompareScreen())
-        self.search_now()
-        self.schedule_eval("right", 0)
-
-    def leave_compare(self) -> None:
-        self.compare_active = False
-        self.active_side = "left"
-        self.workers.cancel_group(self, "search-right")
-        self.workers.cancel_group(self, "eval-right")
-        self.eval_progress["right"] = None
-
-    def _apply_preset(self, name: str) -> None:
-        _label, make = PRESETS[name]
-        left, right = make(self.run_configs["left"])
-        if name == "reranker" and not self.reranker_model:
-            self.notify(NO_RERANKER, severity="warning", markup=False)
-        self.set_run_config("left", left)
-        self.set_run_config("right", right)
-
-    def action_preset(self, name: str) -> None:
-        from groove_tui.tui.screens.compare import CompareScreen
-
-        if not isinstance(self.screen, CompareScreen):
-            self.enter_compare(name)
-            return
-        self._apply_preset(name)
-        self.notify(f"Preset: {PRESETS[name][0]}", markup=False, timeout=1.5)
-
-    def action_swap_sides(self) -> None:
-        left, right = self.run_configs["left"], self.run_configs["right"]
-        self.set_run_config("left", right)
-        self.set_run_config("right", left)
-
     def action_detail(self) -> None:
         from groove_tui.tui.screens.detail import DetailScreen
 
@@ -942,113 +183,15 @@ class GrooveApp(App):
         self.history.add(self.query_text)
         self.push_screen(DetailScreen(self.active_side))
 
-    def action_open_editor(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            self.notify("No hit selected", severity="warning", markup=False)
-            return
-        self.history.add(self.query_text)
-        cmd = editor_command(self.kb_path, row.hit.path, row.hit.line)
-        try:
-            with self.suspend():
-                self.run_editor(cmd)
-        except Exception as exc:  # noqa: BLE001 - SuspendNotSupported, missing editor binary, ...
-            self.notify(f"Could not run {cmd[0]}: {exc}", severity="error", markup=False)
-        self.refresh()
-
-    def action_copy_path(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            return
-        path = str(self.kb_path / row.hit.path)
-        self.copy_to_clipboard(path)
-        self.notify(f"Copied {path}", markup=False, timeout=2)
-
-    def action_copy_content(self) -> None:
-        row = self.focused_row
-        if row is None or row.gone:
-            return
-        self.copy_to_clipboard(row.hit.content)
-        self.notify(f"Copied {len(row.hit.content)} characters of {row.hit.path}", markup=False, timeout=2)
-
     def action_cycle_theme(self) -> None:
         order = list(self.own_themes)
         i = order.index(self.theme) if self.theme in order else -1
         self.theme = order[(i + 1) % len(order)]
         self.notify(f"Theme: {self.theme}", markup=False, timeout=1.5)
 
-    def action_save_screenshot(self) -> None:
-        """An SVG of the screen into the user data directory (created if missing), and where it went."""
-        from groove_tui.paths import user_data_dir
-
-        folder = user_data_dir() / "screenshots"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(path=str(folder))
-        except OSError as exc:
-            self.notify(f"Screenshot not saved: {exc}", severity="error", markup=False)
-            return
-        self.notify(f"Screenshot saved: {path}", markup=False, timeout=8)
-
-    # ------------------------------------------------------------ export
-
-    def export_data(self) -> dict[str, Any]:
-        sides = []
-        for side in self.active_sides:
-            resp = self.responses[side]
-            rc = self.run_configs[side]
-            sides.append({
-                "side": side,
-                "run_config": rc.to_dict(),
-                "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
-                "response": resp.to_dict() if resp is not None else None,
-                "error": self.errors[side],
-            })
-        out: dict[str, Any] = {
-            "query": self.query_text,
-            "kb": str(self.kb_path),
-            "exported_at": datetime.now().isoformat(timespec="seconds"),
-            "compare": self.compare_active,
-            "sides": sides,
-        }
-        if self.compare_active and all(self.responses[s] is not None for s in SIDES):
-            from groove_tui.tui.compare import compare
-
-            cmp = compare([h.chunk_id for h in self.responses["left"].results],
-                          [h.chunk_id for h in self.responses["right"].results],
-                          k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
-            s = cmp.summary
-            out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,
-                                 "moved_up": s.moved_up, "moved_down": s.moved_down, "k": s.k,
-                                 "overlap_at_k": s.overlap}
-        return out
-
-    def export_results(self, path: str | os.PathLike[str]) -> Path:
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = Path.cwd() / target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.export_data(), ensure_ascii=False, indent=2), encoding="utf-8")
-        self.last_export = target
-        return target
-
-    def default_export_name(self) -> str:
-        return f"groove-results-{datetime.now():%Y%m%d-%H%M%S}.json"
-
-    def action_export(self) -> None:
-        from groove_tui.tui.screens.export import ExportScreen
-
-        def done(path: str | None) -> None:
-            if not path:
-                return
-            try:
-                target = self.export_results(path)
-            except OSError as exc:
-                self.notify(f"Export failed: {exc}", severity="error", markup=False)
-                return
-            self.notify(f"Exported to {target}", markup=False)
-
-        self.push_screen(ExportScreen(self.default_export_name()), callback=done)
+    async def action_quit(self) -> None:
+        self.save_judgments()  # unsaved judgments are never lost on exit
+        self.exit()
 
     # ------------------------------------------------------------ palette
 
@@ -1062,30 +205,6 @@ class GrooveApp(App):
                                     lambda: self.set_timer(0.1, self.action_save_screenshot))
             elif cmd.title not in ("Theme",):
                 yield cmd
-
-
-def _params_dict(p: SearchParams) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    d = asdict(p)
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
-
-
-def _query_validator():
-    """groove refuses exclusion-only golden queries; so does the loader (as `groove-tui eval` does)."""
-    from groove_tui.engine.eval import validate_query
-
-    return validate_query
-
-
-def editor_command(kb: Path, rel_path: str, line: int, editor: str | None = None) -> list[str]:
-    """`$VISUAL`/`$EDITOR` (split like a shell would) + `+LINE` + the file's absolute path; `vi` if unset."""
-    editor = editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    try:
-        argv = shlex.split(editor)
-    except ValueError:
-        argv = [editor]
-    return [*(argv or ["vi"]), f"+{max(1, int(line))}", str(Path(kb) / rel_path)]
 
 
 def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None,

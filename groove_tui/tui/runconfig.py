@@ -10,6 +10,8 @@ from groove_tui.engine.types import SearchParams
 
 SIDES = ("left", "right")
 DEFAULT_FUSION = FusionConfig().method  # ours: what [search.fusion] method is when groove.toml says nothing
+NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
+               "[reranker] model in groove.toml")  # F4 or the reranker preset without a model
 FUSION_LABELS = {"dbsf": "DBSF", "relative": "relative", "rrf": "RRF"}  # one per config.FUSION_METHODS
 FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the method reads
     "dbsf": "DBSF (scores by spread)",

@@ -158,3 +158,27 @@ FALLBACK_THEME = Theme(
     error="#E76F51", success="#6CC08B", foreground="#E3E6EA", background="#14171C", surface="#1B1F26",
     panel="#232A33", dark=True, variables=dict(VARIABLE_DEFAULTS),
 )
+
+
+def register_themes(app) -> None:
+    """On mount: the shipped themes and the user's files on `app` (the fallback if `groove` is missing),
+    files that failed reported, and the configured theme chosen; sets `app.own_themes` (what ctrl+t and
+    the palette offer) and `app.theme_errors`."""
+    loaded = load_themes(shipped_theme_dir(), app.user_theme_dir or user_theme_dir())
+    if not any(t.name == "groove" for t in loaded.themes):
+        app.register_theme(FALLBACK_THEME)
+    for t in loaded.themes:
+        app.register_theme(t)
+    # ctrl+t and the palette offer these: the shipped themes and the user's files, not Textual's own
+    names = [t.name for t in loaded.themes]
+    app.own_themes = tuple(dict.fromkeys(["groove", *sorted(n for n in names if n.startswith("groove")),
+                                          *sorted(n for n in names if not n.startswith("groove"))]))
+    app.theme_errors = loaded.errors
+    for err in loaded.errors:
+        app.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)
+    wanted = app.config.tui.theme
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        app.notify(f"Unknown theme {wanted!r}; using 'groove'", severity="warning", markup=False)
+        app.theme = "groove"

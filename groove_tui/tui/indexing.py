@@ -1,0 +1,201 @@
+"""Opening the knowledge base and keeping its index fresh: the open/index worker (the engine from its
+factory, then a stale index updated in two phases while searches wait for the first), its progress
+messages, the document/chunk counts and the header line that shows them.
+
+A mixin, like the app's other parts: the header and status bar read `app.index_progress` and
+`app.header_text()`, and Textual delivers EngineReady / IndexProgressed / IndexFinished to the App.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+from textual.screen import Screen
+from textual.worker import get_current_worker
+from rich.text import Text
+
+from groove_tui.engine.types import SearchParams
+from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
+from groove_tui.tui.render import one_line as render_one_line
+from groove_tui.tui.runconfig import SIDES, RunConfig
+
+
+class KbIndexing:
+    """App mixin. Owns the engine-ready and searchable events the search and golden workers wait on
+    (through `wait_until_searchable`), the open error, and the index progress, report and counts."""
+
+    def _init_kb_indexing(self) -> None:
+        self._engine_ready = threading.Event()
+        self._searchable = threading.Event()
+        self._open_error: BaseException | None = None
+        self.index_progress = None
+        self.index_report = None
+        self.indexing = False
+        self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
+
+    def wait_until_searchable(self, worker) -> bool:
+        """Worker thread: block until the engine is open and the index can answer (nothing was stale, or
+        the embedding phase began); False if `worker` was cancelled meanwhile."""
+        for event in (self._engine_ready, self._searchable):
+            while not event.wait(0.05):
+                if worker.is_cancelled:
+                    return False
+        return not worker.is_cancelled
+
+    def start_indexing(self) -> None:
+        """On mount: the counts of an engine given ready-made, then the open/index worker."""
+        if self._engine is not None:
+            self._read_index_counts()
+        self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def _adopt_engine(self, engine: Any) -> None:
+        self._engine = engine
+        try:
+            self.base_params = engine.default_params()
+        except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
+            self.base_params = SearchParams()
+        if self.base_params.reranker is not None and not self.reranker_model:
+            self.base_params = replace(self.base_params, reranker=None)
+        # the engine resolves fusion=None from its own config, so that is the method the sides start with
+        engine_config = getattr(engine, "config", None)
+        if engine_config is not None:
+            self.default_fusion = engine_config.search.fusion.method
+        rc = RunConfig.from_params(self.base_params, self.default_fusion)
+        if not any(self.responses.values()):
+            self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
+        self._engine_ready.set()
+
+    def _open_and_index(self) -> None:
+        """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
+        worker = get_current_worker()
+        if self._engine is None:
+            try:
+                engine = self._engine_factory()
+            except Exception as exc:
+                self._open_error = exc
+                self._engine_ready.set()
+                self._searchable.set()
+                raise
+            self._adopt_engine(engine)
+            self.post_message(EngineReady())
+        eng = self._engine
+        needs = bool(eng.needs_index())
+        pending = 0
+        if not needs:
+            try:
+                pending = eng.status().pending_embeddings
+            except Exception:  # noqa: BLE001
+                pending = 0
+        if not needs:
+            self._searchable.set()
+        if needs or pending:
+            self.indexing = True
+
+            def progress(p) -> None:
+                if p.phase in ("embed", "done"):
+                    first = not self._searchable.is_set()
+                    self._searchable.set()
+                    if first:
+                        self.call_from_thread(self.search_now)
+                self.post_message(IndexProgressed(p))
+
+            try:
+                report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
+            finally:
+                self._searchable.set()
+                self.indexing = False
+            self.post_message(IndexFinished(report))
+        if self.warmup and not worker.is_cancelled:
+            # load the embedding model now, in this background thread, so the first query does not wait
+            warm = getattr(eng, "warm_up", None) or getattr(eng, "embedder", None)
+            try:
+                if callable(warm):
+                    warm()
+            except Exception:  # noqa: BLE001 - the first real search reports model problems
+                pass
+
+    def on_engine_ready(self, _msg: EngineReady) -> None:
+        self._read_index_counts()
+        for side in SIDES:
+            self.run_config_signal.publish(side)
+        if self.query_text.strip():
+            self.search_now()
+
+    def on_index_progressed(self, msg: IndexProgressed) -> None:
+        self.index_progress = msg.progress
+        self.show_index_state(None)
+        self.header_signal.publish("index")
+
+    def on_index_finished(self, msg: IndexFinished) -> None:
+        self.index_report = msg.report
+        self.index_progress = None
+        self.show_index_state(None)
+        self._read_index_counts()
+        r = msg.report
+        if r is not None:
+            text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
+                    f"{r.chunks} chunks in {r.seconds:.1f}s")
+            if r.pending_embeddings:
+                text += f"; {r.pending_embeddings} chunks still without vectors"
+            if r.skipped:
+                text += f"; {len(r.skipped)} files skipped"
+            self.notify(text, markup=False)
+            for note in r.notes:  # the model chosen for the KB, a hint, a language warning
+                self.notify(note, markup=False, timeout=10,
+                            severity="warning" if note.startswith("warning") else "information")
+        if self.query_text.strip():
+            self.search_now()  # now with vectors for every chunk
+
+    def _read_index_counts(self) -> None:
+        try:
+            st = self._engine.status()
+            self.index_counts = (st.documents, st.chunks, st.pending_embeddings)
+        except Exception:  # noqa: BLE001 - the header then shows no counts; searches report real errors
+            self.index_counts = None
+        self.header_signal.publish("index")
+
+    def header_text(self) -> Text:
+        """KB · model · index state · reranker, for the header line."""
+        from groove_tui.tui.widgets.status import PHASES
+
+        t = Text()
+        t.append(render_one_line(self.kb_path.name or str(self.kb_path)), style="bold")
+        model = getattr(self._engine, "model_id", None) or self.config.embedding.model
+        t.append(f" · model {render_one_line(str(model))}", style="")
+        p = self.index_progress
+        if p is not None and p.phase != "done":
+            t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+        elif self.index_counts is not None and self.index_counts[0] == 0 and not self.indexing:
+            t.append("  · no Markdown files indexed (*.md outside excluded folders)", style="italic")
+        elif self.index_counts is not None:
+            docs, chunks, pending = self.index_counts
+            t.append(f"  · {docs:,} docs, {chunks:,} chunks")
+            if pending:
+                t.append(f", {pending:,} awaiting vectors", style="italic")
+        elif self._engine is None:
+            t.append("  · opening…", style="italic")
+        rr = self.reranker_model
+        t.append(f"  · rerank {render_one_line(rr) if rr else 'none (groove-tui models pull ms-marco-l12)'}",
+                 style="" if rr else "dim")
+        return t
+
+    def show_index_state(self, screen: Screen | None) -> None:
+        from groove_tui.tui.widgets.status import IndexStatusBar
+
+        screens = [screen] if screen is not None else list(self.screen_stack)
+        for s in screens:
+            for bar in s.query(IndexStatusBar):
+                if self.index_progress is not None:
+                    bar.show_progress(self.index_progress)
+                else:
+                    bar.finish()
+
+
+    def index_failed(self, err: BaseException | None) -> None:
+        """The index worker failed (reported by the one worker-error handler, in search_runs.py)."""
+        self.index_progress = None
+        self.show_index_state(None)
+        self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)
