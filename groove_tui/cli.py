@@ -14,15 +14,18 @@ from pathlib import Path
 
 from groove_tui.config import FUSION_METHODS
 
-COMMANDS = ("index", "search", "eval", "bench", "status", "models")
+COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models")
 
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
   groove-tui index KB [--force]       (re)index headlessly
   groove-tui search KB "query"        search; --format json gives groove's response shape
   groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
+  groove-tui eval KB --compare A B    the same, two settings query by query (wins and losses)
+  groove-tui sweep KB --param S       the golden set at every value of a setting (--plot charts it)
   groove-tui bench KB                 latency per stage, p50/p95
   groove-tui status KB                what the index holds
+  groove-tui config show              the effective settings and where each came from
   groove-tui models [list|pull NAME]  the embedders and rerankers, and installing them
 
 Run `groove-tui COMMAND --help` for a command's options."""
@@ -114,7 +117,26 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a metric regressed")
     ev.add_argument("--no-history", action="store_true", help="do not record this run")
     ev.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
+    ev.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
+                    help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
+                    "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test")
+    ev.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg",
+                    help="--compare: the per-query metric (at the largest k; default ndcg)")
     _pipeline_flags(ev, limit_help="results per query (default: the largest k)")
+
+    sw = sub.add_parser("sweep", help="score a golden file at every value of one or two settings")
+    _common(sw)
+    sw.add_argument("--golden", help="golden YAML (default [eval] golden)")
+    sw.add_argument("--param", action="append", default=[], metavar="NAME=SPEC",
+                    help="a setting and its values: START:STOP:STEP or V1,V2,... (mmr_lambda, mmr_same_doc_penalty, "
+                    "vector_weight, fts_weight, rrf_k, bm25_*_weight, fusion, rerank_pool, rerank_blend, mmr, "
+                    "parent_retriever); twice for a grid")
+    sw.add_argument("--k", default=None, help="comma-separated k values (default 1,5,10)")
+    sw.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg", help="what 'best' means")
+    sw.add_argument("--plot", action="store_true", help="draw the sweep in the terminal above the table")
+    sw.add_argument("--format", choices=("text", "json"), default="text")
+    sw.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
+    _pipeline_flags(sw, limit_help="unused: a sweep returns the largest k per query")
 
     be = sub.add_parser("bench", help="latency per stage (p50/p95) and indexing throughput")
     _common(be)
@@ -137,6 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
     st.add_argument("--format", choices=("text", "json"), default="text")
+
+    cf = sub.add_parser("config", help="the effective configuration")
+    cf_sub = cf.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    cs = cf_sub.add_parser("show", help="every setting with where it came from (default, groove.toml, flag)")
+    cs.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
+    cs.add_argument("--model", help="embedding model (overrides [embedding] model)")
+    cs.add_argument("--format", choices=("text", "json", "toml"), default="text",
+                    help="toml: the ranking settings as a groove.toml fragment")
+    _pipeline_flags(cs)
 
     from groove_tui.modelscmd import add_parser as add_models_parser
 
@@ -318,7 +349,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     with _load(args) as engine:
         _require_index(engine)
+        if args.compare:
+            from groove_tui.evalcompare import run_compare_command
+
+            return run_compare_command(engine, args, _params(engine, args))
         return run_eval_command(engine, args, _params(engine, args))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from groove_tui.sweepcmd import run_sweep_command
+
+    with _load(args) as engine:
+        _require_index(engine)
+        return run_sweep_command(engine, args, _params(engine, args))
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from groove_tui.configcmd import run_config_command
+
+    return run_config_command(_config(args), args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -372,6 +421,8 @@ HANDLERS = {
     "index": cmd_index,
     "search": cmd_search,
     "eval": cmd_eval,
+    "sweep": cmd_sweep,
+    "config": cmd_config,
     "bench": cmd_bench,
     "status": cmd_status,
     "models": cmd_models,

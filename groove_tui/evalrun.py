@@ -421,13 +421,9 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
 
 def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
     from groove_tui.textout import use_color
-    from groove_tui.progress import ProgressLine
+    from groove_tui.progress import with_progress
 
-    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
-    try:
-        outcome = evaluate_kb(engine, args, params, progress=lambda done, total: bar.step("eval", done, total))
-    finally:
-        bar.close()
+    outcome = with_progress("eval", lambda progress: evaluate_kb(engine, args, params, progress=progress))
     if getattr(args, "format", "text") == "json":
         print(json_text(to_json(outcome), allow_nan=False))
     else:

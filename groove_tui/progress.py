@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO, TypeVar
 
 from groove_tui.engine.types import IndexProgress
 
+T = TypeVar("T")
 PHASE_LABELS = {"scan": "scanning", "fulltext": "full text", "embed": "embedding", "done": "done"}
 
 
@@ -46,3 +48,12 @@ class ProgressLine:
         if self._drawn:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
+
+
+def with_progress(label: str, run: Callable[[Callable[[int, int], None]], T]) -> T:
+    """`run(progress)` with a bar on stderr when it is a terminal, erased afterwards (also on errors)."""
+    bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
+    try:
+        return run(lambda done, total: bar.step(label, done, total))
+    finally:
+        bar.close()

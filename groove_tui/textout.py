@@ -89,7 +89,7 @@ def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
 def format_response(resp: SearchResponse, *, color: bool, explain: bool = False) -> str:
     lines: list[str] = []
     if resp.low_confidence:
-        lines.append("[low_confidence: the scores are flat — no result stands out]")
+        lines.append("[low_confidence: no result stands out — the first hit may well be wrong]")
     if resp.filter_applied:
         lines.append("filters: " + ", ".join(f"{k}={v}" for k, v in resp.filter_applied.items()))
     if resp.pending_embeddings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import os
 import threading
 from pathlib import Path
@@ -476,7 +477,8 @@ def test_text_output_shows_hostile_names_escaped(spoof_engine):
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
     assert len(resp.results) == 4
-    text = format_response(resp, color=False)
+    # the page-level banners (low_confidence, filters) are not what this test reads: only the hits
+    text = format_response(replace(resp, low_confidence=False, filter_applied={}), color=False)
     heads = [block.split("\n")[1] for block in text.split("\n---\n")]
     assert "evil\\nrank: 1  score: 9.9999.md#Spoof" in heads  # one line, the newline visible
     assert "invoice\\u202edm.exe.md#Spoof" in heads

@@ -79,6 +79,8 @@ class Engine:
         self._embedder = None
         self._embedder_lock = threading.Lock()
         self._searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
+        self._variants: dict[Config, Searcher] = {}  # ranking_variant's, by config
+        self._legs_caches: dict[tuple, object] = {}  # variants' legs caches, by what the legs fetch
 
     # ------------------------------------------------------------ opening
 
@@ -230,6 +232,35 @@ class Engine:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
+    def ranking_variant(self, config: Config):
+        """A searcher over this index with other ranking settings — `[search]` and the reranker's pool,
+        blend and model — sharing this engine's caches, so a sweep or a comparison recomputes only the
+        stages a setting feeds. The retrieval legs are shared unless the setting changes what they
+        fetch (bm25 column weights, merged parts, the bigram leg). Its `search` is `Engine.search`'s."""
+        from groove_tui.engine.search import LRU, Searcher
+
+        base = self._searcher
+        rr_fixed = ("max_tokens", "threads", "batch_size")
+        if (replace(config, search=self.config.search, reranker=self.config.reranker, source=self.config.source)
+                != self.config
+                or any(getattr(config.reranker, f) != getattr(self.config.reranker, f) for f in rr_fixed)):
+            raise EngineError("a ranking variant may change only [search] and the reranker's model, pool and blend")
+        with self._embedder_lock:
+            found = self._variants.get(config)
+            if found is not None:
+                return found
+            searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
+            searcher.query_vectors = base.query_vectors
+            searcher.rerank_scores = base.rerank_scores
+            searcher.embeddings = base.embeddings
+            legs_key = _legs_signature(config)
+            if legs_key == _legs_signature(self.config):
+                searcher.legs_cache = base.legs_cache
+            else:
+                searcher.legs_cache = self._legs_caches.setdefault(legs_key, LRU(base.legs_cache.size))
+            self._variants[config] = searcher
+            return searcher
+
     # ------------------------------------------------------------ status
 
     def status(self) -> IndexStatus:
@@ -276,3 +307,9 @@ def _shell_quote(path: Path) -> str:
     import shlex
 
     return shlex.quote(str(path))
+
+
+def _legs_signature(config: Config) -> tuple:
+    """The settings that change what the retrieval legs fetch (everything else acts after them)."""
+    f, s = config.search.fusion, config.search
+    return (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, s.merge_parts, s.cjk_bigram)

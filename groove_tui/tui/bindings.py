@@ -31,6 +31,12 @@ APP_BINDINGS = [
     Binding("ctrl+y", "copy_path", "Copy path", tooltip="Copy the focused hit's path", show=False,
             id="hit.copy_path"),
     Binding("ctrl+t", "cycle_theme", "Theme", tooltip="Next theme", show=False, id="view.theme"),
+    Binding("ctrl+r", "sweep", "Sweep", tooltip="Chart the golden set over the setting under the cursor",
+            show=False, id="eval.sweep"),
+    Binding("ctrl+b", "wins_losses", "Wins and losses", tooltip="Compare mode: each golden query, left against "
+            "right", show=False, id="eval.wins_losses"),
+    Binding("ctrl+f", "save_settings", "Save settings", tooltip="The settings as a groove.toml fragment",
+            show=False, id="export.settings"),
     Binding("ctrl+l", "focus_query", "Query", show=False, id="app.focus_query"),
     Binding("ctrl+q", "quit", "Quit", id="app.quit"),
 ]

@@ -79,11 +79,26 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
             yield SystemCommand(f"eval: judge the focused hit {grade} ({what})",
                                 f"{escape_name(row.hit.path)} for this query (key {grade} in the result list)",
                                 partial(app.action_judge, grade))
+    yield from tuning_commands(app, in_compare, where)
     yield SystemCommand("view: help", "All key bindings (F1)", app.action_help)
     for name in app.own_themes:
         if name != app.theme:
             yield SystemCommand(f"theme: {name}", "Switch the colour theme (ctrl+t cycles)",
                                 partial(setattr, app, "theme", name))
+
+
+def tuning_commands(app, in_compare: bool, where: str) -> Iterable[SystemCommand]:
+    """Sweeps, wins and losses, settings saved back (issue 15)."""
+    if app.golden_session is not None:
+        yield SystemCommand(f"eval: sweep the setting under the cursor{where}",
+                            "Chart recall / MRR / nDCG and distinct documents over its values (ctrl+r)",
+                            app.action_sweep)
+        if in_compare:
+            yield SystemCommand("compare: wins and losses per golden query",
+                                "Each query's metric left and right, sorted by the change, with a sign test (ctrl+b)",
+                                app.action_wins_losses)
+    yield SystemCommand(f"export: settings as a groove.toml fragment{where}",
+                        "To a file or the clipboard; groove-tui-only keys are marked (ctrl+f)", app.action_save_settings)
 
 
 def _with(rc, **changes):

@@ -85,6 +85,11 @@ class ExportActions:
 
         self.push_screen(ExportScreen(self.default_export_name()), callback=done)
 
+    def action_save_settings(self) -> None:
+        from groove_tui.tui.screens.save_settings import open_save_settings
+
+        open_save_settings(self)
+
     def action_open_editor(self) -> None:
         row = self.focused_row
         if row is None or row.gone:

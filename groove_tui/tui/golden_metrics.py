@@ -241,6 +241,16 @@ class GoldenMetrics:
             return
         self.save_judgments()
 
+    def action_sweep(self) -> None:
+        from groove_tui.tui.screens.sweep import open_sweep
+
+        open_sweep(self)
+
+    def action_wins_losses(self) -> None:
+        from groove_tui.tui.screens.winloss import open_wins_losses
+
+        open_wins_losses(self)
+
     def action_load_golden(self) -> None:
         from groove_tui.tui.screens.export import PathScreen
 

@@ -70,6 +70,39 @@ async def shoot(out: Path) -> list[Path]:
                 path = out / "golden.svg"
                 path.write_text(app.export_screenshot(title="groove-tui — golden"), encoding="utf-8")
                 written.append(path)
+        written += await _tuning(out)
+    return written
+
+
+async def _tuning(out: Path) -> list[Path]:
+    """The sweep chart and the wins-and-losses table (docs/guide.md, "Tuning")."""
+    from .test_tuning_screens import GOLDEN
+    from .test_golden import write_golden
+
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        app = make_app(Path(tmp), golden=str(write_golden(Path(tmp), GOLDEN)))
+        async with app.run_test(size=SIZE) as pilot:
+            async def save(name: str) -> None:
+                await settle(app, pilot)
+                app.clear_notifications()  # they name temporary paths
+                await settle(app, pilot)
+                path = out / f"{name}.svg"
+                path.write_text(app.export_screenshot(title=f"groove-tui — {name}"), encoding="utf-8")
+                written.append(path)
+
+            await settle(app, pilot)
+            app.screen.query_one("#left-lambda").focus()
+            await pilot.press("ctrl+r")
+            await settle(app, pilot)
+            await save("sweep")
+            await pilot.press("escape")
+            await pilot.press("f5")
+            await settle(app, pilot)
+            app.set_run_config("right", replace(app.run_configs["left"], mmr=True, lam=0.2))
+            await settle(app, pilot)
+            await pilot.press("ctrl+b")
+            await save("wins-losses")
     return written
 
 

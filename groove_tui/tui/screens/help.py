@@ -20,6 +20,8 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
     from groove_tui.tui.screens.compare import CompareScreen
     from groove_tui.tui.screens.detail import DetailScreen
     from groove_tui.tui.screens.main import MainScreen
+    from groove_tui.tui.screens.sweep import SweepScreen
+    from groove_tui.tui.screens.winloss import WinLossScreen
     from groove_tui.tui.widgets.query_input import QueryInput
     from groove_tui.tui.widgets.results import ResultsList
     from groove_tui.tui.widgets.slider import Slider
@@ -28,7 +30,8 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
     groups = []
     for title, cls in (("Global", type(app)), ("Main screen", MainScreen), ("Query", QueryInput),
                        ("Results list", ResultsList), ("Detail screen", DetailScreen),
-                       ("Compare screen", CompareScreen), ("Sliders", Slider)):
+                       ("Compare screen", CompareScreen), ("Sweep chart", SweepScreen),
+                       ("Wins and losses", WinLossScreen), ("Sliders", Slider)):
         rows = []
         for b in cls.BINDINGS:
             if not isinstance(b, Binding):

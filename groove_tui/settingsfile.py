@@ -1,0 +1,160 @@
+"""Settings as groove.toml text, and where each effective value came from.
+
+`fragment(effective_config(config, params))` writes the ranking settings a person tuned (in the explorer
+or with flags) as a groove.toml fragment under groove's key names; keys groove does not know are marked
+`# groove-tui only` (groove rejects unknown keys, so they are the lines to delete for groove itself).
+The fragment reads back through `config.parse_config` to the same settings.
+
+`provenance(...)` lists every effective key with its source: the default, the config file, or a flag.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Iterator, Mapping
+
+from groove_tui.config import Config
+from groove_tui.engine.types import SearchParams
+
+OURS = "# groove-tui only"
+COMMENT_COLUMN = 36
+
+
+def effective_config(config: Config, params: SearchParams) -> Config:
+    """`config` with the per-call settings of `params` written into it: what a groove.toml would need to
+    say so that the default search is this one."""
+    s = config.search
+    search = replace(
+        s,
+        fusion=replace(s.fusion, method=params.fusion or s.fusion.method),
+        mmr=replace(s.mmr, enabled=params.mmr, lambda_=float(params.mmr_lambda),
+                    same_doc_penalty=float(params.mmr_same_doc_penalty)),
+        parent_retriever=replace(s.parent_retriever, enabled=params.parent_retriever),
+    )
+    rr = config.reranker
+    reranker = replace(rr, model=params.reranker or rr.model, rerank_by_default=params.reranker is not None)
+    return replace(config, search=search, reranker=reranker)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} has no TOML form here")
+        return repr(value)  # shortest round-tripping form; always has a '.' or an exponent
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON's escapes are TOML basic-string escapes
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def _line(key: str, value: Any, ours: bool = False) -> str:
+    text = f"{key} = {toml_value(value)}"
+    return f"{text:<{COMMENT_COLUMN - 1}} {OURS}" if ours else text
+
+
+def fragment(config: Config, *, title: str = "ranking settings written by groove-tui") -> str:
+    """The `[search]` tables and the reranker of `config` as groove.toml text."""
+    s = config.search
+    f, m, p, rr = s.fusion, s.mmr, s.parent_retriever, config.reranker
+    out = [f"# {title}", "# Paste over the same tables of your groove.toml. Lines marked groove-tui only are",
+           "# keys groove itself rejects: delete them there.", ""]
+    if rr.model is None:
+        out.append(_line("reranker", "none"))
+        out.append(_line("rerank_by_default", rr.rerank_by_default))
+    else:
+        out.append(_line("rerank_by_default", rr.rerank_by_default))
+    out += ["", "[search]", _line("min_confidence_ratio", s.min_confidence_ratio),
+            _line("cjk_bigram", s.cjk_bigram, True), _line("merge_parts", s.merge_parts, True)]
+    out += ["", "[search.fusion]",
+            _line("method", f.method, True),
+            _line("rrf_k", f.rrf_k),
+            _line("bm25_heading_weight", f.bm25_heading_weight),
+            _line("bm25_context_weight", f.bm25_context_weight),
+            _line("bm25_content_weight", f.bm25_content_weight),
+            _line("vector_weight", f.vector_weight, True),
+            _line("fts_weight", f.fts_weight, True)]
+    out += ["", "[search.mmr]", _line("enabled", m.enabled), _line("lambda", m.lambda_),
+            _line("same_doc_penalty", m.same_doc_penalty)]
+    out += ["", "[search.parent_retriever]", _line("enabled", p.enabled),
+            _line("whole_doc_threshold_tokens", p.whole_doc_threshold_tokens),
+            _line("max_expanded_tokens", p.max_expanded_tokens)]
+    if rr.model is not None:
+        out += ["", f"{OURS}: groove names its reranker with a top-level reranker = \"bge-v2-m3\" (or jina-v2-ml,",
+                "# bge-base) instead of this table", "[reranker]",
+                _line("model", rr.model, True), _line("pool", rr.pool, True), _line("blend", rr.blend, True)]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- provenance
+
+_TOML_NAMES = {"lambda_": "lambda"}
+_SKIP = {"source", "explicit"}
+
+
+def flatten(config: Config) -> Iterator[tuple[str, Any]]:
+    """(dotted groove.toml key, value) for every setting of `config`, in declaration order."""
+    yield from _walk(config, "")
+
+
+def _walk(obj: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    for fl in fields(obj):
+        if fl.name in _SKIP:
+            continue
+        value = getattr(obj, fl.name)
+        key = prefix + _TOML_NAMES.get(fl.name, fl.name)
+        if is_dataclass(value):
+            yield from _walk(value, key + ".")
+        elif fl.name == "contextual" and not prefix:
+            yield "contextual.enabled", value
+        elif fl.name == "keymap":
+            for k, v in value:
+                yield f"{key}.{k}", v
+        else:
+            yield key, value
+
+
+# groove's top-level spellings of keys we keep in tables
+_ALIASES = {"model": "embedding.model", "reranker": "reranker.model", "rerank_by_default": "reranker.rerank_by_default"}
+
+
+def file_keys(data: Mapping[str, Any]) -> set[str]:
+    """The dotted keys a parsed groove.toml sets, under the names `flatten` uses."""
+    out: set[str] = set()
+
+    def walk(table: Mapping[str, Any], prefix: str) -> None:
+        for k, v in table.items():
+            key = prefix + k
+            if isinstance(v, dict) and key not in ("tui.keymap",):
+                walk(v, key + ".")
+            elif isinstance(v, dict):
+                out.update(f"{key}.{name}" for name in v)
+            else:
+                out.add(_ALIASES.get(key, key) if not prefix else key)
+
+    walk(data, "")
+    return out
+
+
+def provenance(config: Config, data: Mapping[str, Any] | None, flags: Mapping[str, str]) -> list[tuple[str, Any, str]]:
+    """(key, value, source) for every effective setting; source is "default", the config file's path or
+    "flag --x". `flags` maps a dotted key to the flag that set it."""
+    in_file = file_keys(data or {})
+    rows = []
+    for key, value in flatten(config):
+        if key in flags:
+            source = f"flag {flags[key]}"
+        elif key in in_file:
+            source = config.source or "groove.toml"
+        else:
+            source = "default"
+        rows.append((key, value, source))
+    return rows
+
+
