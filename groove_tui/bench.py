@@ -205,22 +205,44 @@ def bench_search(
 
 
 def cold_searches(
-    engine: Engine, queries: Sequence[str], repeat: int, params, notify: Callable[[str, int, int], None]
-) -> tuple[dict[str, list[float]], list[float]]:
+    engine: Engine, queries: Sequence[str], repeat: int, params, notify: Callable[[str, int, int], None],
+    *, vector_first: bool = False, forget_phrases: bool = False,
+) -> tuple[dict[str, list[float]], list[float]] | tuple[dict[str, list[float]], list[float], list]:
     """`repeat` passes over the queries with the caches cleared before each search: the samples of every
     stage, and of everything but the query embedding, in run order.
 
     "Everything but the embedding" is the wall-clock total of the same search run again with only the
     retrieval caches cleared, so the query vector comes from its cache: the legs run in parallel, so
-    summing their stage times would count the shorter one twice."""
+    summing their stage times would count the shorter one twice. With `vector_first` (scale mode) the
+    query is embedded first, outside the timing, and one search gives both, so no statistic the first run
+    left behind (the full-text leg's phrase statistics) can flatter the second; it also returns each
+    query's results, to compare configurations. `forget_phrases` clears those statistics too."""
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
     minus_embed: list[float] = []
+    answers: list = []
     total_runs = repeat * len(queries)
-    legs_cache = getattr(getattr(engine, "_searcher", None), "legs_cache", None)
+    searcher = getattr(engine, "_searcher", None)
+    legs_cache = getattr(searcher, "legs_cache", None)
     for r in range(repeat):
         for i, q in enumerate(queries):
             notify("search", r * len(queries) + i, total_runs)
             _clear_caches(engine)
+            if forget_phrases:
+                _clear_phrase_stats(engine)
+            if vector_first:
+                from groove_tui.engine.query import parse_query
+
+                text = parse_query(q).positive_text
+                import numpy as np
+
+                searcher.query_vectors.put(text, np.asarray(engine.embedder().embed_query(text), dtype=np.float32))
+                resp = engine.search(q, params)
+                for s in STAGES:
+                    if s in resp.timings_ms:
+                        stages[s].append(resp.timings_ms[s])
+                minus_embed.append(resp.timings_ms["total"])
+                answers.append([(h.chunk_id, h.score) for h in resp.results])
+                continue
             t = engine.search(q, params).timings_ms
             for s in STAGES:
                 if s in t:
@@ -228,6 +250,8 @@ def cold_searches(
             if legs_cache is not None:
                 legs_cache.clear()
             minus_embed.append(engine.search(q, params).timings_ms["total"])
+    if vector_first:
+        return stages, minus_embed, answers
     return stages, minus_embed
 
 
@@ -528,49 +552,97 @@ def bench_scale(
     repeat: int,
     *,
     progress: Callable[[str, int, int], None] | None = None,
+    keep_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Synthesise a KB of ~`target` chunks and an index of it in a temporary directory (removed after),
-    then time cold searches over it. The given KB and its index are only read."""
+    """Synthesise a KB of ~`target` chunks and an index of it (in `keep_dir`, reused when it already holds
+    them, else in a temporary directory removed after), then time cold searches over it. The given KB
+    and its index are only read."""
+    notify = progress or (lambda _label, _done, _total: None)
+    if keep_dir is not None:
+        keep_dir.mkdir(parents=True, exist_ok=True)
+        return _bench_scale_in(kb, config, target, queries, repeat, notify, keep_dir)
+    with tempfile.TemporaryDirectory(prefix="groove-tui-scale-") as tmp:
+        return _bench_scale_in(kb, config, target, queries, repeat, notify, Path(tmp))
+
+
+# The configurations scale mode compares, pass by pass: the default (full-text leg pruned, its phrase
+# statistics kept across searches as in a session), the plain FTS5 statement, and pruned with the phrase
+# statistics forgotten before every search (each query as if it were the first of a session).
+SCALE_VARIANTS = ("pruned", "plain", "pruned_cold")
+
+
+def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> dict[str, Any]:
+    from dataclasses import replace as dc_replace
+
     from groove_tui.engine import Engine as EngineCls
 
-    notify = progress or (lambda _label, _done, _total: None)
-    out: dict[str, Any] = {"target_chunks": target}
-    with tempfile.TemporaryDirectory(prefix="groove-tui-scale-") as tmp:
-        synth, idx = Path(tmp) / "kb", Path(tmp) / "idx"
-        t0 = time.perf_counter()
+    out: dict[str, Any] = {"target_chunks": target, "kept_in": str(root) if root.exists() else None}
+    synth, idx = root / "kb", root / "idx"
+    t0 = time.perf_counter()
+    if not synth.exists() or not any(synth.iterdir()):
         out["synthesised"] = synthesise_kb(kb, synth, target, config, notify)
-        out["synthesise_s"] = round(time.perf_counter() - t0, 2)
-        with EngineCls.open(synth, config=config, index_dir=idx) as eng:
-            rep = eng.index(progress=lambda p: notify(p.phase, p.done, p.total))
-            docs, chunks, pending = eng.store.counts()
-            out["index"] = {
-                "documents": docs,
-                "chunks": chunks,
-                "pending_embeddings": pending,
-                "phase_one_s": round(rep.fulltext_seconds, 2),
-                "embed_s": round(rep.embed_seconds, 2),
-                "seconds": round(rep.seconds, 2),
-            }
-            base = eng.default_params(reranker=None, mmr=False, parent_retriever=False, explain=False)
+        (root / "synthesised.json").write_text(__import__("json").dumps(out["synthesised"]))
+    else:  # reused: the record of what was made
+        out["synthesised"] = __import__("json").loads((root / "synthesised.json").read_text())
+    out["synthesise_s"] = round(time.perf_counter() - t0, 2)
+    plain_config = dc_replace(config, search=dc_replace(config.search, fulltext_pruning=False))
+    with EngineCls.open(synth, config=config, index_dir=idx) as eng, \
+            EngineCls.open(synth, config=plain_config, index_dir=idx) as plain:
+        rep = eng.index(progress=lambda p: notify(p.phase, p.done, p.total))
+        docs, chunks, pending = eng.store.counts()
+        out["index"] = {
+            "documents": docs,
+            "chunks": chunks,
+            "pending_embeddings": pending,
+            "phase_one_s": round(rep.fulltext_seconds, 2),
+            "embed_s": round(rep.embed_seconds, 2),
+            "seconds": round(rep.seconds, 2),
+        }
+        engines = {"pruned": eng, "plain": plain, "pruned_cold": eng}
+        base = eng.default_params(reranker=None, mmr=False, parent_retriever=False, explain=False)
+        for e in (eng, plain):
             for q in (queries[0], *queries[:3]):  # warm-up: model, pages (not measured)
-                _clear_caches(eng)
-                eng.search(q, base)
-            stages, minus_embed = cold_searches(eng, queries, repeat, base, notify)
-        # Size after close: the last connection's close checkpoints the WAL into the database file.
+                _clear_caches(e)
+                e.search(q, base)
+        _clear_phrase_stats(eng)
+        stages: dict[str, dict[str, list[float]]] = {}
+        minus_embed: dict[str, list[float]] = {v: [] for v in SCALE_VARIANTS}
+        answers: dict[str, list] = {}
+        for r in range(repeat):  # alternating passes, so machine noise hits every variant alike
+            for variant in SCALE_VARIANTS:
+                st, me, ans = cold_searches(engines[variant], queries, 1, base, notify, vector_first=True,
+                                            forget_phrases=variant == "pruned_cold")
+                for name, samples in st.items():
+                    stages.setdefault(variant, {s: [] for s in STAGES})[name].extend(samples)
+                minus_embed[variant].extend(me)
+                answers.setdefault(variant, ans)
         out["index"]["bytes"] = sum(f.stat().st_size for f in idx.rglob("*") if f.is_file())
+        out["pruning"] = dict(eng._searcher.pruned.stats) if hasattr(eng, "_searcher") else None
     n = len(queries)
-    totals = stages["total"]
+    same = sum(a == b == c for a, b, c in zip(answers["pruned"], answers["plain"], answers["pruned_cold"]))
     out["search"] = {
         "queries": n,
         "repeat": repeat,
-        "stages_ms": {s: percentiles(v) for s, v in stages.items()},
-        "total_minus_embed_ms": percentiles(minus_embed),
-        # p50 of each pass over the queries: how much the passes agree on a shared machine.
-        "total_minus_embed_p50_per_repeat": [percentiles(minus_embed[r * n:(r + 1) * n])["p50"] for r in range(repeat)],
-        "total_p50_per_repeat": [percentiles(totals[r * n:(r + 1) * n])["p50"] for r in range(repeat)],
+        "stages_ms": {s: percentiles(v) for s, v in stages["pruned"].items()},
+        "total_minus_embed_ms": percentiles(minus_embed["pruned"]),
+        "total_minus_embed_p50_per_repeat": [percentiles(minus_embed["pruned"][r * n:(r + 1) * n])["p50"]
+                                             for r in range(repeat)],
+        "total_p50_per_repeat": [percentiles(stages["pruned"]["total"][r * n:(r + 1) * n])["p50"] for r in range(repeat)],
+        "variants": {
+            v: {"total_minus_embed_ms": percentiles(minus_embed[v]), "fts_ms": percentiles(stages[v]["fts"]),
+                "bigram_ms": percentiles(stages[v]["bigram"]), "vector_ms": percentiles(stages[v]["vector"])}
+            for v in SCALE_VARIANTS
+        },
+        "identical_results": {"queries": n, "same": same},
     }
     notify("done", 1, 1)
     return out
+
+
+def _clear_phrase_stats(engine) -> None:
+    pruned = getattr(getattr(engine, "_searcher", None), "pruned", None)
+    if pruned is not None:
+        pruned.clear()
 
 
 def _loadavg() -> list[float] | None:
@@ -592,8 +664,9 @@ def run_scale(kb: Path, config, args: argparse.Namespace, *, progress=None) -> d
         "cpus": os.cpu_count(),
         "load_before": _loadavg(),
     }
+    keep = getattr(args, "scale_dir", None)
     result["scale"] = bench_scale(kb, config, args.scale, load_queries(getattr(args, "queries", None)), repeat,
-                                  progress=progress)
+                                  progress=progress, keep_dir=Path(keep).expanduser() if keep else None)
     result["load_after"] = _loadavg()
     result["targets"] = verdicts(result)
     return result
@@ -663,11 +736,13 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
         "",
         f"scale: {syn['source_documents']:,} docs / {syn['source_chunks']:,} chunks replicated "
         f"{syn['copies']}× under rep{{i}}/ → {ix['documents']:,} docs, {ix['chunks']:,} chunks "
-        f"(target {sc['target_chunks']:,}), temporary KB and index (removed)",
+        f"(target {sc['target_chunks']:,}), " + (f"kept in {sc['kept_in']}" if sc.get("kept_in") and
+                                                  "groove-tui-scale-" not in sc["kept_in"] else "temporary KB and index (removed)"),
         f"  embedder {model}{note}",
         f"  index: phase one {ix['phase_one_s']:.1f} s, embedding {ix['embed_s']:.1f} s, "
         f"total {ix['seconds']:.1f} s; size {ix['bytes'] / 1e6:,.1f} MB",
-        f"  search: {s['queries']} queries × {s['repeat']}, default params, no reranker, caches cleared before each",
+        f"  search: {s['queries']} queries × {s['repeat']}, default params, no reranker, retrieval caches cleared before "
+        "each; passes alternate pruned (phrase stats kept, as in a session) / plain / pruned cold",
         f"  {'stage':<18} {'p50 ms':>9} {'p95 ms':>9} {'n':>6}",
     ]
     for name in STAGES:
@@ -677,6 +752,15 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
     tm = s["total_minus_embed_ms"]
     lines.append(f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
                  "wall clock, query vector cached")
+    for v, label in (("plain", "plain FTS5 statement"), ("pruned_cold", "pruned, phrase stats cold")):
+        vs = s.get("variants", {}).get(v)
+        if vs:
+            lines.append(f"  {'total − embed':<18} {_fmt(vs['total_minus_embed_ms']['p50']):>9} "
+                         f"{_fmt(vs['total_minus_embed_ms']['p95']):>9} {vs['total_minus_embed_ms']['n']:>6}   {label} "
+                         f"(fts {_fmt(vs['fts_ms']['p50'])} / {_fmt(vs['fts_ms']['p95'])})")
+    if s.get("identical_results"):
+        same = s["identical_results"]
+        lines.append(f"  results identical in all three: {same['same']} of {same['queries']} queries")
     per = ", ".join(_fmt(x) for x in s["total_minus_embed_p50_per_repeat"])
     lines.append(f"  p50 of each pass: total − embed {per}; total "
                  + ", ".join(_fmt(x) for x in s["total_p50_per_repeat"]))

@@ -153,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
     be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
                     "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
+    be.add_argument("--scale-dir", metavar="DIR", default=None, help="scale mode: keep the synthesised KB and index in "
+                    "DIR and reuse them on the next run (default: a temporary directory, removed)")
 
     st = sub.add_parser("status", help="what the index holds")
     _common(st)

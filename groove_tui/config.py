@@ -130,6 +130,8 @@ class SearchConfig:
     """Use the character-bigram side index for CJK text (false = groove's trigram-only behaviour)."""
     merge_parts: bool = True
     """Fuse the parts of a section split at `[chunking] max_chunk_bytes` as one hit (false: each part alone)."""
+    fulltext_pruning: bool = True
+    """Rank the full-text leg by exact top-k pruning (same rows, scores and order; false: FTS5 scores every match)."""
     fusion: FusionConfig = field(default_factory=FusionConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)
     parent_retriever: ParentConfig = field(default_factory=ParentConfig)
@@ -400,10 +402,12 @@ def _parse_reranker(model: str | None, rerank_by_default: bool, rr: dict[str, An
 
 
 def _parse_search(s: dict[str, Any]) -> SearchConfig:
-    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fusion", "mmr", "parent_retriever"})
+    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fulltext_pruning", "fusion", "mmr",
+                         "parent_retriever"})
     ratio = check_range("search.min_confidence_ratio", s.get("min_confidence_ratio", 1.5), 0.0, math.inf)
     cjk = _bool("search.cjk_bigram", s.get("cjk_bigram", True))
     merge_parts = _bool("search.merge_parts", s.get("merge_parts", True))
+    pruning = _bool("search.fulltext_pruning", s.get("fulltext_pruning", True))
 
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
@@ -445,6 +449,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         min_confidence_ratio=float(ratio),
         cjk_bigram=cjk,
         merge_parts=merge_parts,
+        fulltext_pruning=pruning,
         fusion=fusion,
         mmr=mmr,
         parent_retriever=parent,

@@ -22,6 +22,7 @@ import numpy as np
 import sqlean as sqlite3
 
 from groove_tui.config import Config, FusionConfig, check_fusion_method, check_unit
+from groove_tui.engine import fulltext_pruning
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.filters import DocFilter
@@ -146,6 +147,7 @@ class Searcher:
         self.query_vectors = LRU(256)
         self.rerank_scores = LRU(20_000)
         self.embeddings = LRU(20_000)
+        self.pruned = fulltext_pruning.PrunedFulltext()  # per-generation phrase statistics live here
 
     # ------------------------------------------------------------ entry
 
@@ -461,14 +463,28 @@ class Searcher:
         # so a few extra rows are far cheaper than a second statement when two parts share the page.
         limit = max(first_page(per_leg, cap), 2 * per_leg) if merge else first_page(per_leg, cap)
         while True:
-            found = self.store.conn().execute(
-                f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
-                (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, expr, limit),
-            ).fetchall()
+            found = self.ranked_fulltext(table, expr, limit)
             kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
             if units >= per_leg or len(found) < limit or limit >= most:
                 return kept
             limit = cap if limit < cap else min(limit * 4, most)
+
+    def ranked_fulltext(self, table: str, expr: str, limit: int) -> list[tuple[int, float]]:
+        """The first `limit` rows of `table`'s bm25 statement for `expr`: (rowid, bm25), best first.
+
+        Pruned (engine/fulltext_pruning.py) when that is possible and on, which gives the very same rows,
+        scores and tie order; else the plain statement, the one definition of the leg's ranking."""
+        f = self.config.search.fusion
+        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        conn = self.store.conn()
+        if self.config.search.fulltext_pruning and fulltext_pruning.calibrated():
+            found = self.pruned.ranked(conn, table, expr, weights, limit)
+            if found is not None:
+                return found
+        return conn.execute(
+            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
+            (*weights, expr, limit),
+        ).fetchall()
 
     def _keep(
         self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict

@@ -3,7 +3,7 @@ cold start → first paint, on the scifact KB with the USE index.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m tests.tui.bench_keystroke [--queries 50] [--cold 5]
         [--kb ../shared/data/scifact/kb] [--golden ../shared/data/scifact/golden-train.yml]
-        [--index-dir /tmp/evalidx/use] [--model use-multilingual] [--profile out.prof]
+        [--index-dir /tmp/evalidx/use] [--model use-multilingual] [--profile out.prof] [--no-pruning]
 
 The built index (--index-dir) is copied to a temporary directory first and only the copy is opened.
 
@@ -45,10 +45,14 @@ def percentile(values: list[float], p: float) -> float:
     return s[i]
 
 
+PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison (issue 16)
+
+
 def _config(model: str):
     from groove_tui.config import Config, EmbeddingConfig
 
-    return replace(Config(), embedding=EmbeddingConfig(model=model))
+    cfg = replace(Config(), embedding=EmbeddingConfig(model=model))
+    return replace(cfg, search=replace(cfg.search, fulltext_pruning=PRUNING))
 
 
 def prepare_index(kb: Path, source: str, model: str, into: Path) -> str:
@@ -215,7 +219,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--cold", type=int, default=5, help="cold-start runs (0 skips)")
     ap.add_argument("--profile", help="write a cProfile of the keystroke run here")
+    ap.add_argument("--no-pruning", action="store_true", help="rank the full-text leg with the plain statement")
     args = ap.parse_args()
+    global PRUNING
+    PRUNING = not args.no_pruning
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     tmp = tempfile.TemporaryDirectory(prefix="groove-bench-")

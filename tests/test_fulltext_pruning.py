@@ -1,0 +1,271 @@
+"""Exact top-k pruning of the full-text leg (engine/fulltext_pruning.py): on generated tables and random
+queries it must return exactly the plain bm25 statement's rows — ids, scores to the last bit, tie order —
+at several limits and weights, with exclusions, on the trigram and the bigram tables; and a search through
+the engine must not change at all when it is switched on (filters, exclusions, both legs)."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groove_tui.engine import Engine, SearchParams
+from groove_tui.engine import fulltext_pruning as fp
+from groove_tui.engine.bigram import compile_bigram
+from groove_tui.engine.query import parse_query
+from groove_tui.engine.store import Store, fulltext_rows
+
+from helpers import hashing_config, write_kb
+
+# Common words (match most rows), rarer ones, words that contain each other (trigram substrings), text
+# the fold must get right (case, diacritics, ß, İ, Greek final sigma, combining marks), self-overlapping
+# phrases, and Japanese for the bigram table.
+VOCAB = (
+    "the the the and and of with for cells cell cellular protein proteins expression express tokio "
+    "runtime spawn sqlite vector search trigram banana bananas aaaa aaa abab ababab Éclair éclair ECLAIR "
+    "straße STRASSE İstanbul istanbul σοφός ΣΟΦΟΣ cafe\u0301 café naïve 東京 東京都 設定 設定ファイル 検索 "
+    "ランキング 評価 の は を"
+).split()
+PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _prune_small_tables():
+    """The engine leaves tables under MIN_ROWS to the plain statement (as fast there); these tests
+    generate small ones, so the floor is lifted for them."""
+    saved, fp.MIN_ROWS = fp.MIN_ROWS, 0
+    yield
+    fp.MIN_ROWS = saved
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def _fill(store: Store, rng: random.Random, docs: int) -> None:
+    """`docs` chunks, a third of them exact copies of another (copies tie: the tie order is tested)."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO documents(id, path, content_hash, last_indexed) VALUES (1, 'a.md', 'x', 'now')"
+        )
+        rows: list[tuple] = []
+        for i in range(1, docs + 1):
+            if rows and rng.random() < 0.33:
+                _cid, heading, context, content = rng.choice(rows)
+            else:
+                heading = _text(rng, rng.randint(0, 3)) or None
+                context = _text(rng, rng.randint(1, 6)) if rng.random() < 0.3 else None
+                content = _text(rng, rng.randint(1, 80))
+            rows.append((i, heading, context, content))
+            conn.execute(
+                "INSERT INTO chunks(id, document_id, chunk_index, heading, content, context_text) VALUES (?, 1, ?, ?, ?, ?)",
+                (i, i, heading, content, context),
+            )
+        store.insert_fulltext(rows, conn)
+
+
+def _plain(store: Store, table: str, expr: str, weights, limit: int) -> list[tuple[int, float]]:
+    return [tuple(r) for r in store.conn().execute(PLAIN.format(t=table), (*weights, expr, limit)).fetchall()]
+
+
+WEIGHTS = st.sampled_from([(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.3, 0.7, 0.9), (3.0, 2.0, 1.0)])
+LIMITS = st.sampled_from([1, 3, 10, 50, 100, 400])
+
+
+@st.composite
+def _queries(draw) -> str:
+    words = draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=12))
+    out = []
+    for w in words:
+        kind = draw(st.sampled_from(["word", "word", "word", "cut", "exclude", "quote"]))
+        if kind == "cut" and len(w) > 3:  # a substring: matches inside longer words
+            start = draw(st.integers(0, len(w) - 3))
+            w = w[start : start + draw(st.integers(3, len(w) - start))]
+        out.append({"exclude": f"-{w}", "quote": f'"{w} {draw(st.sampled_from(VOCAB))}"'}.get(kind, w))
+    return " ".join(out)
+
+
+def _expressions(query: str) -> list[tuple[str, str]]:
+    out = []
+    try:
+        pq = parse_query(query)
+    except ValueError:
+        return out
+    if pq.match_expr:
+        out.append(("fts_chunks", pq.match_expr))
+    bq = compile_bigram(query)
+    if bq is not None and bq.match_expr:
+        out.append(("fts_bigram", bq.match_expr))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tables():
+    """Three generated tables: small (fewer matches than the limit is common), medium, and one that
+    mostly holds copies, where ties decide most places."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = []
+        for seed, docs in ((1, 40), (2, 600), (3, 1500)):
+            store = Store(Path(tmp) / f"s{seed}" / "index.db")
+            _fill(store, random.Random(seed), docs)
+            stores.append(store)
+        yield stores
+        for store in stores:
+            store.close()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=_queries(), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2), warm=st.booleans())
+def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, which, warm):
+    store = tables[which]
+    pruned = fp.PrunedFulltext()
+    for table, expr in _expressions(query):
+        expected = _plain(store, table, expr, weights, limit)
+        if warm:  # caches filled by another limit first: must not leak into this answer
+            pruned.ranked(store.conn(), table, expr, weights, max(1, limit // 3), store.generation())
+        got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
+        assert got is None or got == expected, (table, expr, limit)
+
+
+def test_pruning_really_runs_and_prunes(tables):
+    """Not a vacuous pass: on the larger table most queries are answered by the pruned path (not the
+    fallback), with far fewer rows scored than match, for both tables."""
+    store = tables[2]
+    pruned = fp.PrunedFulltext()
+    rng = random.Random(7)
+    matched = {"fts_chunks": 0, "fts_bigram": 0}
+    answered = {"fts_chunks": 0, "fts_bigram": 0}
+    for _ in range(60):
+        query = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(2, 8)))
+        for table, expr in _expressions(query):
+            got = pruned.ranked(store.conn(), table, expr, (2.0, 1.0, 1.0), 10, store.generation())
+            assert got is None or got == _plain(store, table, expr, (2.0, 1.0, 1.0), 10)
+            answered[table] += got is not None
+            matched[table] += store.conn().execute(
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (expr,)
+            ).fetchone()[0]
+    assert answered["fts_chunks"] >= 40 and answered["fts_bigram"] >= 10
+    assert pruned.stats["scored"] < matched["fts_chunks"] / 5
+
+
+def test_the_fold_is_the_tokenizers():
+    """Text scoring folds as the trigram tokenizer does, learnt from SQLite itself."""
+    fold = fp.TrigramFold()
+    assert fold.fold("ÉCLAIR Straße İ ΣΟΦΟΣ") == "eclair straße i σοφοσ"
+    assert fold.fold("cafe\u0301") == "cafe"  # the combining acute is dropped
+    assert fold.fold("a\0b") == "ab"
+
+
+def test_expressions_outside_the_compilers_shapes_fall_back(tables):
+    store = tables[1]
+    pruned = fp.PrunedFulltext()
+    for expr in ('"the" AND "cells"', 'NEAR("the" "cells")', '"ab" OR "cells"', "the*", '"cell" *'):
+        assert pruned.ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), 10, 0) is None
+    assert pruned.ranked(store.conn(), "fts_chunks", '"the"', (2.0, 0.0, 1.0), 10, 0) is None  # a zero weight
+    assert fp.parse_or_expression('("a" OR "b""c") NOT ("d")') == fp.OrExpression(('"a"', '"b""c"'), ('"d"',))
+
+
+def test_the_platform_computes_bm25_as_the_pruned_path_does():
+    assert fp.calibrated()
+
+
+def test_small_tables_are_left_to_the_plain_statement(tables, monkeypatch):
+    monkeypatch.setattr(fp, "MIN_ROWS", 1_000)
+    store = tables[1]  # 600 rows
+    assert fp.PrunedFulltext().ranked(store.conn(), "fts_chunks", '"the" OR "cells"', (2.0, 1.0, 1.0), 10) is None
+
+
+# ---------------------------------------------------------------- through the engine
+
+QUERIES = (
+    "the cells and protein expression",
+    "tokio runtime -sqlite",
+    "banana bananas aaaa abab",
+    '"protein expression" the',
+    "Éclair STRASSE istanbul",
+    "東京 設定ファイルの検索",
+    "検索 -設定",
+    "vector search with the trigram",
+)
+
+
+def _kb(tmp_path: Path) -> Path:
+    rng = random.Random(11)
+    files = {}
+    for i in range(150):
+        tags = rng.sample(["a", "b", "c"], rng.randint(0, 2))
+        front = f"---\ntags: [{', '.join(tags)}]\ndate: 2026-0{1 + i % 9}-01\n---\n" if tags else ""
+        sections = "\n\n".join(f"## {_text(rng, 2)}\n\n{_text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 4)))
+        body = front + f"# {_text(rng, 2)}\n\n{sections}\n"
+        files[f"{'sub/' if i % 3 else ''}n{i:03}.md"] = body
+        if i % 10 == 0:
+            files[f"copy/n{i:03}.md"] = body  # exact copies: ties
+    return write_kb(tmp_path / "kb", files)
+
+
+def test_engine_results_do_not_change_with_pruning(tmp_path):
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+    params = [
+        SearchParams(limit=10),
+        SearchParams(limit=3, legs="fts"),
+        SearchParams(limit=40, legs="fts", min_quality=0),
+        SearchParams(limit=10, path_globs=("sub/**",), legs="fts"),
+        SearchParams(limit=10, tags_any=("a",), date_from="2026-03-01"),
+        SearchParams(limit=10, mmr=True),
+    ]
+    answers = {}
+    for pruning in (False, True):
+        cfg = replace(config, search=replace(config.search, fulltext_pruning=pruning))
+        with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx") as eng:
+            answers[pruning] = [
+                [(h.chunk_id, h.score, h.part) for h in eng.search(q, p).results] for q in QUERIES for p in params
+            ]
+            if pruning:
+                stats = eng._searcher.pruned.stats
+                assert stats["pruned"] > 0
+    assert answers[True] == answers[False]
+
+
+def test_statistics_do_not_outlive_an_index_change(tmp_path):
+    """Cached phrase statistics belong to one index generation: after an edit the pruned leg answers
+    for the new index (document counts, idf and lengths all moved), exactly as the plain statement."""
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
+    query, params = "the cells and protein expression", SearchParams(limit=10, legs="fts", min_quality=0)
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        eng.search(query, params)  # fills the statistics
+        for i in range(0, 60, 3):
+            (kb / f"sub/n{i + 1:03}.md").write_text("# protein\n\nprotein expression of the cells " * (i % 5 + 1))
+        (kb / "n000.md").unlink()
+        eng.index()
+        pruned = [(h.chunk_id, h.score) for h in eng.search(query, params).results]
+        assert eng._searcher.pruned.stats["pruned"] >= 2
+    with Engine.open(kb, config=plain_cfg, index_dir=tmp_path / "idx") as eng:
+        assert pruned == [(h.chunk_id, h.score) for h in eng.search(query, params).results]
+
+
+def test_a_full_text_row_without_its_chunk_falls_back(tables):
+    store = tables[1]
+    pruned = fp.PrunedFulltext()
+    expr = '"the" OR "cells" OR "protein"'
+    with store.transaction() as conn:  # an orphan full-text row that matches everything the query does
+        store.insert_fulltext([(10_000, None, None, "the cells protein protein protein " * 3)], conn)
+    try:
+        got = pruned.ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), 10, store.generation() + 1)
+        assert got is None or got == _plain(store, "fts_chunks", expr, (2.0, 1.0, 1.0), 10)
+    finally:
+        trigram, bigram = fulltext_rows([(10_000, None, None, "the cells protein protein protein " * 3)])
+        with store.transaction() as conn:
+            for table, row in (("fts_chunks", trigram[0]), ("fts_bigram", bigram[0])):
+                conn.execute(f"INSERT INTO {table}({table}, rowid, heading, context, content) VALUES "
+                             "('delete', ?, ?, ?, ?)", row)
