@@ -4,8 +4,9 @@
 
 Runs each query with eval's parameters (limit 10, no filters, no reranker) and records the response's
 `low_confidence`, whether the first hit is an expected one, and the page's scores, so other rules can be
-replayed offline. Prints the firing table for the engine's rule (under dbsf: a flat page whose best hit is also
-below mean + 3 sd of its legs' windows) and for groove's (max/mean below `min_confidence_ratio`), replayed on the same pages.
+replayed offline. Prints the firing table for the engine's rule (under dbsf: a flat page whose best hit
+is also below mean + 3 sd of its legs' windows) and for groove's (max/mean below `min_confidence_ratio`),
+replayed on the same pages.
 """
 
 from __future__ import annotations
