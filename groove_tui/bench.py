@@ -40,6 +40,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from groove_tui import textout
+
 if TYPE_CHECKING:
     import argparse
 
@@ -868,7 +870,7 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
         if docs == 0:
             raise ValueError(
                 f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
-                f"Run: groove-tui index {engine.kb_path}"
+                f"Run: {textout.index_command(args, engine.kb_path)}"
             )
         result["corpus"] = {"documents": docs, "chunks": chunks, "pending_embeddings": pending}
         result["search"] = bench_search(engine, load_queries(getattr(args, "queries", None)), repeat, progress=progress)

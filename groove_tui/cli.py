@@ -219,13 +219,14 @@ def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
     """Both ways out of a model mismatch, as commands with the user's own flags."""
     import shlex
 
-    flags = [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
-             for name in ("config", "index_dir", "model_dir") if getattr(args, name, None)]
-    common = " ".join([shlex.quote(str(args.kb)), *flags])
+    from groove_tui.textout import index_command
+
     named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
     keep = ("drop " + named if named else
             f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
-    rebuild = f"groove-tui index {common} --force --model {shlex.quote(getattr(args, 'model', None) or exc.configured)}"
+    without_model = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "model"})
+    rebuild = index_command(without_model, args.kb, "--force", "--model",
+                            shlex.quote(getattr(args, "model", None) or exc.configured))
     return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
             f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
 
@@ -278,12 +279,14 @@ def _flag_value(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
 
 
-def _require_index(engine) -> None:
+def _require_index(engine, args: argparse.Namespace) -> None:
+    from groove_tui.textout import index_command
+
     docs, _chunks, _pending = engine.store.counts()
     if docs == 0:
         raise CLIError(
             f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
-            f"Run: groove-tui index {engine.kb_path}"
+            f"Run: {index_command(args, engine.kb_path)}"
         )
 
 
@@ -327,7 +330,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     with _load(args) as engine:
-        _require_index(engine)
+        _require_index(engine, args)
         params = _params(engine, args)
         from dataclasses import replace
 
@@ -348,7 +351,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from groove_tui.evalrun import run_eval_command
 
     with _load(args) as engine:
-        _require_index(engine)
+        _require_index(engine, args)
         if args.compare:
             from groove_tui.evalcompare import run_compare_command
 
@@ -360,7 +363,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from groove_tui.sweepcmd import run_sweep_command
 
     with _load(args) as engine:
-        _require_index(engine)
+        _require_index(engine, args)
         return run_sweep_command(engine, args, _params(engine, args))
 
 

@@ -7,6 +7,8 @@ except newline and tab is replaced before printing.
 from __future__ import annotations
 
 import re
+import shlex
+from typing import Any
 
 from groove_tui.engine.types import Hit, IndexReport, SearchResponse
 
@@ -197,3 +199,11 @@ def _names_escaped(r: IndexReport) -> IndexReport:
         return tuple(type(i)(escape_name(i.path), escape_name(i.reason)) for i in issues)
 
     return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))
+
+
+def index_command(args: Any, kb: object, *extra: str) -> str:
+    """`groove-tui index KB` with the user's own --config / --index-dir / --model-dir / --model, so the
+    command an error suggests is the one that fixes it (without them it would build another index)."""
+    flags = [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+             for name in ("config", "index_dir", "model_dir", "model") if getattr(args, name, None)]
+    return " ".join(["groove-tui index", shlex.quote(str(kb)), *flags, *extra])

@@ -79,6 +79,10 @@ def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
 def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
     code, out, err = cli("search", str(kb), "tokio", "--model", "hashing")
     assert code == 1 and "has not been indexed" in err and out == ""
+    assert f"Run: groove-tui index {kb} " in err and "--model hashing" in err  # the user's own flags
+    idx = tmp_path / "an index"
+    code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--index-dir", str(idx))
+    assert code == 1 and f"--index-dir '{idx}'" in err  # not a command that builds an index elsewhere
     cli("index", str(kb), "--model", "hashing", "--quiet")
     code, _, err = cli("search", str(kb), "--model", "hashing", "--", "-tokio")
     assert code == 1 and "query has no positive term" in err
