@@ -810,9 +810,9 @@ def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
 def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
     """Ours, for dbsf: groove's flat page (max/mean under `ratio`) *and* a best hit that does not stand
     out of the legs' windows — its fused score under `full`, i.e. on average over the legs below mean +
-    3 sd, where dbsf maps a window's top. Either alone fires as often when the first hit is right as
-    when it is wrong on one of scifact, jsquad and tldr pages; together, mostly when it is wrong on all
-    three (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd is dbsf's own scale."""
+    3 sd, where dbsf maps a window's top. Either alone, when it fires, finds the first hit right more
+    often than wrong on one of scifact, jsquad and tldr pages; together they fire mostly when it is
+    wrong, on all three (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd is dbsf's own scale."""
     if not full > 0.0 or not max(scores, default=0.0) < full:
         return False
     return _low_confidence(scores, ratio)
