@@ -224,6 +224,7 @@ class PrunedFulltext:
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
         self.stats = {"pruned": 0, "fallback": 0, "scored": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
+        self.check_platform = True  # False only for the calibration itself, which is that check
 
     def clear(self) -> None:
         for cache in (self.df_cache, self.impacts_cache, self.excluded_cache):
@@ -274,6 +275,8 @@ class PrunedFulltext:
             return []
         if n_rows < (MIN_ROWS if self.min_rows is None else self.min_rows):
             return None  # small tables: the plain statement is as fast, and faster for a query's first search
+        if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
+            return None
         avgdl = float(n_tokens) / float(n_rows)
         phrases = []
         groups = _column_groups(weights)
@@ -605,6 +608,7 @@ def _calibrate() -> bool:
         conn.execute("COMMIT")
         pruned = PrunedFulltext()
         pruned.min_rows = 0
+        pruned.check_platform = False
         for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
             for q in ('"the" OR "alpha" OR "eta"', '"kappa" OR "and" OR "zeta" OR "eta"', '("gamma" OR "delt") NOT ("iota")'):
                 plain = conn.execute(

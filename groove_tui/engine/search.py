@@ -477,7 +477,7 @@ class Searcher:
         f = self.config.search.fusion
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         conn = self.store.conn()
-        if self.config.search.fulltext_pruning and fulltext_pruning.calibrated():
+        if self.config.search.fulltext_pruning:
             found = self.pruned.ranked(conn, table, expr, weights, limit)
             if found is not None:
                 return found
