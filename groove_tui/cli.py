@@ -224,9 +224,7 @@ def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
     named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
     keep = ("drop " + named if named else
             f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
-    without_model = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "model"})
-    rebuild = index_command(without_model, args.kb, "--force", "--model",
-                            shlex.quote(getattr(args, "model", None) or exc.configured))
+    rebuild = index_command(args, args.kb, "--force", model=getattr(args, "model", None) or exc.configured)
     return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
             f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
 

@@ -201,9 +201,13 @@ def _names_escaped(r: IndexReport) -> IndexReport:
     return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))
 
 
-def index_command(args: Any, kb: object, *extra: str) -> str:
-    """`groove-tui index KB` with the user's own --config / --index-dir / --model-dir / --model, so the
-    command an error suggests is the one that fixes it (without them it would build another index)."""
-    flags = [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
-             for name in ("config", "index_dir", "model_dir", "model") if getattr(args, name, None)]
-    return " ".join(["groove-tui index", shlex.quote(str(kb)), *flags, *extra])
+def index_command(args: Any, kb: object, *extra: str, model: str | None = None) -> str:
+    """`groove-tui index KB` with the user's own --config / --index-dir / --model-dir / --model (or
+    `model` instead), so the command an error suggests is the one that fixes it (without them it would
+    build another index)."""
+    words = ["groove-tui index", shlex.quote(str(kb))]
+    words += [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+              for name in ("config", "index_dir", "model_dir") if getattr(args, name, None)]
+    words += extra
+    model = model or getattr(args, "model", None)
+    return " ".join(words + ([f"--model {shlex.quote(model)}"] if model else []))
