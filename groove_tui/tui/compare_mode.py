@@ -34,6 +34,7 @@ class CompareMode:
         from groove_tui.tui.screens.compare import CompareScreen
 
         self.compare_active = True
+        self.header_signal.publish("compare")
         if preset is not None:
             self._apply_preset(preset)
         self.push_screen(CompareScreen())
@@ -42,6 +43,7 @@ class CompareMode:
 
     def leave_compare(self) -> None:
         self.compare_active = False
+        self.header_signal.publish("compare")
         self.active_side = "left"
         self.workers.cancel_group(self, "search-right")
         self.workers.cancel_group(self, "eval-right")

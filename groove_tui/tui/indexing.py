@@ -178,8 +178,13 @@ class KbIndexing:
         elif self._engine is None:
             t.append("  · opening…", style="italic")
         rr = self.reranker_model
-        t.append(f"  · rerank {render_one_line(rr) if rr else 'none (groove-tui models pull ms-marco-l12)'}",
-                 style="" if rr else "dim")
+        if not rr:
+            t.append("  · rerank none (groove-tui models pull ms-marco-l12)", style="dim")
+        elif self.compare_active:  # each side's own state is in the compare header
+            t.append(f"  · rerank {render_one_line(rr)}")
+        else:  # the installed model alone would read as "on" while F4 has it off
+            on = self.run_configs["left"].reranker
+            t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
         return t
 
     def show_index_state(self, screen: Screen | None) -> None:

@@ -41,6 +41,7 @@ class SearchSettings:
             return
         self.run_configs[side] = rc
         self.run_config_signal.publish(side)
+        self.header_signal.publish("settings")  # the header says whether the reranker is on
         if side in self.active_sides:
             self.schedule_search(side)
             self.schedule_eval(side)

@@ -126,3 +126,22 @@ async def test_a_pulled_reranker_works_without_a_config_edit(tmp_path, monkeypat
         await settle(app, pilot)
         assert eng.calls[-1][1].reranker == "ms-marco-l12" and isinstance(app.responses["left"], SearchResponse)
         assert app.responses["left"].reranked
+
+
+async def test_the_header_says_whether_the_installed_reranker_is_on(tmp_path):
+    from groove_tui.tui.widgets.status import OrientationHeader
+
+    app = make_app(tmp_path, FakeEngine(config=RERANKER_CFG), config=RERANKER_CFG)
+    async with app.run_test(size=(160, 45)) as pilot:
+
+        def header() -> str:
+            return str(app.screen.query_one(OrientationHeader).content)
+
+        await settle(app, pilot)
+        assert "rerank tiny-ce off (F4)" in header()  # installed is not on
+        await pilot.press("f4")
+        await settle(app, pilot)
+        assert "rerank tiny-ce on" in header() and "off" not in header()
+        app.action_preset("reranker")  # each side's state is in the compare header, not this one
+        await settle(app, pilot)
+        assert header().endswith("rerank tiny-ce")
