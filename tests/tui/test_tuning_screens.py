@@ -160,6 +160,8 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
         assert want.improved + want.worsened > 0  # the sides differ on this set
         table = screen.query_one("#winloss-table")
         assert table.row_count == 4
+        shown = {b.binding.key: b.binding.description for b in screen.active_bindings.values() if b.binding.show}
+        assert shown.get("enter") == "Run query"  # the footer says what enter does
         first = want.rows[0].query
         await pilot.press("enter")
         await settle(app, pilot)

@@ -19,6 +19,14 @@ from groove_tui.tui.tuning import side_results
 METRICS = ("ndcg", "recall", "mrr")
 
 
+class QueryTable(DataTable):
+    """The per-query table: enter runs the row's query in both panes, and the footer says so (the
+    DataTable's own enter binding is hidden)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Run query", tooltip="Run this query in both panes",
+                        id="winloss.run")]
+
+
 class WinLossScreen(Screen):
     BINDING_GROUP_TITLE = "Wins and losses"
     BINDINGS = [
@@ -42,7 +50,7 @@ class WinLossScreen(Screen):
         yield Static(Text("Wins and losses: right against left, per golden query"), id="winloss-title")
         yield Static("", id="winloss-sides")
         yield Static("", id="winloss-summary")
-        yield DataTable(id="winloss-table", cursor_type="row", zebra_stripes=True)
+        yield QueryTable(id="winloss-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
