@@ -415,6 +415,18 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
         ({"min_confidence_ratio": float("nan")}, "min_confidence_ratio"),
         ({"min_confidence_ratio": -0.5}, "min_confidence_ratio"),
         ({"min_confidence_ratio": "1.5"}, "min_confidence_ratio"),
+        # were ConfigError / QueryError / FilterError (ValueErrors only), or accepted: mmr="false" read as on
+        ({"mmr_lambda": float("nan")}, "mmr_lambda"),
+        ({"mmr_lambda": None}, "mmr_lambda"),
+        ({"mmr_same_doc_penalty": float("inf")}, "mmr_same_doc_penalty"),
+        ({"fusion": "RRF"}, "fusion"),
+        ({"legs": "both"}, "legs"),
+        ({"path_globs": "*.md"}, "path_globs"),
+        ({"date_from": 5}, "date_from"),
+        ({"mmr": "false"}, "mmr"),
+        ({"parent_retriever": 1}, "parent_retriever"),
+        ({"explain": None}, "explain"),
+        ({"reranker": 5}, "reranker"),
     ],
 )
 def test_the_api_refuses_bad_parameters_with_the_engines_own_error(ja_engine, change, named):
