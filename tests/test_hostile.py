@@ -453,6 +453,8 @@ def test_the_api_keeps_groove_s_limit_clamp_and_the_none_defaults(ja_engine):
         ("--min-quality", "-1", "expected a number in [0, 1]"),
         ("--limit", "-1", "expected an integer >= 0"),
         ("--min-confidence-ratio", "nan", "expected a finite number >= 0"),
+        ("--lambda", "nan", "expected a number in [0, 1]"),  # was named mmr_lambda, the engine's key
+        ("--same-doc-penalty", "2", "expected a number in [0, 1]"),
     ],
 )
 def test_the_cli_refuses_bad_parameters_with_the_allowed_range(cli, tmp_path, flag, value, allowed):
