@@ -199,7 +199,15 @@ def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
         assert eng.index().added == 1
 
 
-def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("typo", "said"),
+    [
+        ("hashng", "unknown embedding model 'hashng'"),
+        ("hashing-6x", "unknown embedding model 'hashing-6x'"),  # was int()'s "invalid literal for int()"
+        ("hashing-99999", "dimension must be in [1, 8192]"),  # dropped every vector, then a traceback
+    ],
+)
+def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch, capsys, typo, said):
     from groove_tui.cli import main
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY})
@@ -208,8 +216,9 @@ def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["index", str(kb), "--model", "hashing", "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["index", str(kb), "--model", "hashng", "--force", "--quiet"]) == 1
-    assert "unknown embedding model 'hashng'" in capsys.readouterr().err
+    assert main(["index", str(kb), "--model", typo, "--force", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
     assert main(["status", str(kb), "--model", "hashing", "--format", "json"]) == 0
     import json
 
