@@ -253,6 +253,7 @@ def _commands(kb: Path, index_dir: str) -> list[list[str]]:
         ["search", str(kb), "fine", *common],
         ["eval", str(kb), *common, "--golden", str(kb / "g.yml")],
         ["bench", str(kb), *common, "--repeat", "1"],
+        ["sweep", str(kb), *common, "--golden", str(kb / "g.yml"), "--param", "mmr_lambda=0:1:0.5"],
     ]
 
 
