@@ -453,6 +453,9 @@ def test_the_api_keeps_groove_s_limit_clamp_and_the_none_defaults(ja_engine):
     assert len(ja_engine.search("tokio", SearchParams(limit=5000)).results) > 0  # clamped to 1000, like groove
     assert ja_engine.search("tokio", SearchParams(limit=0)).results == ()
     assert ja_engine.search("tokio", SearchParams(min_quality=None, min_confidence_ratio=None)).results
+    for off in ("none", "off", ""):  # groove's "none": off, not "reranker unavailable: … check reranker_enabled()"
+        resp = ja_engine.search("tokio", SearchParams(reranker=off))
+        assert resp.results and not resp.reranked and resp.warnings == () and resp.rerank_skipped is None
 
 
 @pytest.mark.parametrize(

@@ -308,7 +308,11 @@ class Searcher:
         Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
         if name is None:
             return None, None, False
+        from groove_tui.engine.rerank import reranker_enabled
         from groove_tui.engine.scripts import uncovered_reason
+
+        if not reranker_enabled(name):  # groove's "none" / "off": no stage, and no warning about it
+            return None, None, False
 
         try:
             reranker = self._get_reranker(name)
