@@ -240,10 +240,13 @@ def _params(engine, args: argparse.Namespace):
         changes["limit"] = args.limit
     if args.mmr is not None:
         changes["mmr"] = args.mmr
-    if args.mmr_lambda is not None:
-        changes["mmr_lambda"] = args.mmr_lambda
-    if args.same_doc_penalty is not None:
-        changes["mmr_same_doc_penalty"] = args.same_doc_penalty
+    for flag, attr, key in (("--lambda", "mmr_lambda", "mmr_lambda"),
+                            ("--same-doc-penalty", "same_doc_penalty", "mmr_same_doc_penalty")):
+        v = getattr(args, attr)
+        if v is not None:
+            if not (math.isfinite(v) and 0.0 <= v <= 1.0):  # named as typed, like --min-quality
+                raise CLIError(f"{flag} {_flag_value(v)} is invalid: expected a number in [0, 1]")
+            changes[key] = v
     if args.parent is not None:
         changes["parent_retriever"] = args.parent
     if args.reranker is not None:

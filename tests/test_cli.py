@@ -87,7 +87,7 @@ def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
     code, _, err = cli("search", str(kb), "--model", "hashing", "--", "-tokio")
     assert code == 1 and "query has no positive term" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--lambda", "2")
-    assert code == 1 and "mmr_lambda" in err and "[0, 1]" in err
+    assert code == 1 and "--lambda 2 is invalid" in err and "[0, 1]" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--min-confidence-ratio", "-1")
     assert code == 1 and "--min-confidence-ratio" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--path-glob", "[")

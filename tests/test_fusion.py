@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from groove_tui.config import ConfigError, FusionConfig, SearchConfig
+from groove_tui.config import FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.search import SCORE_WINDOW, _scale, _terms
 
@@ -163,8 +163,11 @@ def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, m
 
 
 def test_fusion_method_is_validated_with_its_name(kb, tmp_path):
-    with _engine(kb, tmp_path) as eng, pytest.raises(ConfigError, match=r"fusion = 'rank' is invalid"):
+    from groove_tui.engine.errors import ParamError
+
+    with _engine(kb, tmp_path) as eng, pytest.raises(ParamError, match=r"fusion = 'rank' is invalid") as err:
         eng.search("tokio", SearchParams(fusion="rank"))
+    assert isinstance(err.value, ValueError)  # a search parameter: the engine's own error, still a ValueError
 
 
 @pytest.mark.parametrize("method", ["dbsf", "relative"])

@@ -199,7 +199,15 @@ def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
         assert eng.index().added == 1
 
 
-def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("typo", "said"),
+    [
+        ("hashng", "unknown embedding model 'hashng'"),
+        ("hashing-6x", "unknown embedding model 'hashing-6x'"),  # was int()'s "invalid literal for int()"
+        ("hashing-99999", "dimension must be in [1, 8192]"),  # dropped every vector, then a traceback
+    ],
+)
+def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch, capsys, typo, said):
     from groove_tui.cli import main
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY})
@@ -208,8 +216,9 @@ def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["index", str(kb), "--model", "hashing", "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["index", str(kb), "--model", "hashng", "--force", "--quiet"]) == 1
-    assert "unknown embedding model 'hashng'" in capsys.readouterr().err
+    assert main(["index", str(kb), "--model", typo, "--force", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
     assert main(["status", str(kb), "--model", "hashing", "--format", "json"]) == 0
     import json
 
@@ -244,6 +253,7 @@ def _commands(kb: Path, index_dir: str) -> list[list[str]]:
         ["search", str(kb), "fine", *common],
         ["eval", str(kb), *common, "--golden", str(kb / "g.yml")],
         ["bench", str(kb), *common, "--repeat", "1"],
+        ["sweep", str(kb), *common, "--golden", str(kb / "g.yml"), "--param", "mmr_lambda=0:1:0.5"],
     ]
 
 
@@ -415,6 +425,18 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
         ({"min_confidence_ratio": float("nan")}, "min_confidence_ratio"),
         ({"min_confidence_ratio": -0.5}, "min_confidence_ratio"),
         ({"min_confidence_ratio": "1.5"}, "min_confidence_ratio"),
+        # were ConfigError / QueryError / FilterError (ValueErrors only), or accepted: mmr="false" read as on
+        ({"mmr_lambda": float("nan")}, "mmr_lambda"),
+        ({"mmr_lambda": None}, "mmr_lambda"),
+        ({"mmr_same_doc_penalty": float("inf")}, "mmr_same_doc_penalty"),
+        ({"fusion": "RRF"}, "fusion"),
+        ({"legs": "both"}, "legs"),
+        ({"path_globs": "*.md"}, "path_globs"),
+        ({"date_from": 5}, "date_from"),
+        ({"mmr": "false"}, "mmr"),
+        ({"parent_retriever": 1}, "parent_retriever"),
+        ({"explain": None}, "explain"),
+        ({"reranker": 5}, "reranker"),
     ],
 )
 def test_the_api_refuses_bad_parameters_with_the_engines_own_error(ja_engine, change, named):
@@ -431,6 +453,9 @@ def test_the_api_keeps_groove_s_limit_clamp_and_the_none_defaults(ja_engine):
     assert len(ja_engine.search("tokio", SearchParams(limit=5000)).results) > 0  # clamped to 1000, like groove
     assert ja_engine.search("tokio", SearchParams(limit=0)).results == ()
     assert ja_engine.search("tokio", SearchParams(min_quality=None, min_confidence_ratio=None)).results
+    for off in ("none", "off", ""):  # groove's "none": off, not "reranker unavailable: … check reranker_enabled()"
+        resp = ja_engine.search("tokio", SearchParams(reranker=off))
+        assert resp.results and not resp.reranked and resp.warnings == () and resp.rerank_skipped is None
 
 
 @pytest.mark.parametrize(
@@ -441,6 +466,8 @@ def test_the_api_keeps_groove_s_limit_clamp_and_the_none_defaults(ja_engine):
         ("--min-quality", "-1", "expected a number in [0, 1]"),
         ("--limit", "-1", "expected an integer >= 0"),
         ("--min-confidence-ratio", "nan", "expected a finite number >= 0"),
+        ("--lambda", "nan", "expected a number in [0, 1]"),  # was named mmr_lambda, the engine's key
+        ("--same-doc-penalty", "2", "expected a number in [0, 1]"),
     ],
 )
 def test_the_cli_refuses_bad_parameters_with_the_allowed_range(cli, tmp_path, flag, value, allowed):

@@ -222,3 +222,21 @@ def test_fuzz_long_strings(engine):
             pass
     with pytest.raises(QueryError):
         engine.search("x" * 10_000)
+
+
+def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
+    """The dbsf banner's `full` (a hit at the top of every leg's window) sums each returning leg's own
+    weight: the full-text leg counted with the vector weight survived the suite (issue 13's mutations)."""
+    from groove_tui.config import FusionConfig
+    from groove_tui.engine.search import Legs, _fused_weight
+
+    f = FusionConfig(vector_weight=2.0, fts_weight=0.5)
+    hit = ((1, -1.0),)
+
+    def legs(vector=(), fts=(), bigram=()):
+        return Legs(vector=vector, fts=fts, rows={}, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram=bigram)
+
+    assert _fused_weight(legs(vector=((1, 0.1),), fts=hit), f) == 2.5
+    assert _fused_weight(legs(vector=((1, 0.1),), fts=hit, bigram=hit), f) == 3.0
+    assert _fused_weight(legs(fts=hit, bigram=hit), f) == 1.0  # the bigram leg is a full-text leg
+    assert _fused_weight(legs(vector=((1, 0.1),)), f) == 2.0

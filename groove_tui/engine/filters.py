@@ -26,12 +26,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
+from groove_tui.engine.errors import ParamError
+
 MAX_LIST_ENTRIES = 64
 MAX_ENTRY_BYTES = 1024
 
 
-class FilterError(ValueError):
-    """A filter parameter is invalid; the message names the parameter and the value."""
+class FilterError(ParamError):
+    """A filter parameter is invalid; the message names the parameter and the value (a ParamError, so
+    an EngineError and a ValueError like every other search parameter's)."""
 
 
 # ---------------------------------------------------------------- globs

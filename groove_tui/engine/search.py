@@ -159,12 +159,20 @@ class Searcher:
             raise QueryError("the query must be a string")
         pq = parse_query(query)
         limit = min(check_limit(params.limit), LIMIT_MAX)  # over the maximum: clamped, as groove does
-        lam = check_unit("mmr_lambda", params.mmr_lambda)
-        penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
+        for key in ("mmr", "parent_retriever", "explain"):
+            check_bool(key, getattr(params, key))
+        if params.reranker is not None and not isinstance(params.reranker, str):
+            raise ParamError(f"reranker = {params.reranker!r} is invalid: expected a model name or None")
+        try:  # config's checks word the message; a caller catches the engine's own error for them too
+            lam = check_unit("mmr_lambda", params.mmr_lambda)
+            penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
+            method = (self.config.search.fusion.method if params.fusion is None
+                      else check_fusion_method("fusion", params.fusion))
+        except ValueError as exc:
+            raise ParamError(str(exc)) from None
         mmr_cfg = self.config.search.mmr
         if not params.mmr and (lam != mmr_cfg.lambda_ or penalty != mmr_cfg.same_doc_penalty):
             log.warning("mmr_lambda / mmr_same_doc_penalty given while MMR is off: ignored")
-        method = self.config.search.fusion.method if params.fusion is None else check_fusion_method("fusion", params.fusion)
         min_quality = self._min_quality(params.min_quality)
         doc_filter = DocFilter.build(
             path_globs=params.path_globs,
@@ -211,7 +219,7 @@ class Searcher:
             conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
         try:
             if params.legs not in ("hybrid", "vector", "fts"):
-                raise QueryError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
+                raise ParamError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
             legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
             timings["embed"] = legs.embed_ms
             timings["vector"] = legs.vector_ms
@@ -300,7 +308,11 @@ class Searcher:
         Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
         if name is None:
             return None, None, False
+        from groove_tui.engine.rerank import reranker_enabled
         from groove_tui.engine.scripts import uncovered_reason
+
+        if not reranker_enabled(name):  # groove's "none" / "off": no stage, and no warning about it
+            return None, None, False
 
         try:
             reranker = self._get_reranker(name)
@@ -760,6 +772,13 @@ def check_limit(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ParamError(f"limit = {value!r} is invalid: expected an integer >= 0 (at most {LIMIT_MAX} are returned)")
     return int(value)
+
+
+def check_bool(key: str, value: object) -> bool:
+    """A SearchParams switch: True or False only (a string such as 'false' would read as on)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParamError(f"{key} = {value!r} is invalid: expected True or False")
+    return bool(value)
 
 
 def _check_number(key: str, value: object, lo: float, hi: float, allowed: str) -> float:

@@ -157,6 +157,18 @@ async def test_real_missing_kb_reports_error(tmp_path):
         assert "could not be opened" in str(pane.summary.content)
 
 
+async def test_real_bad_index_dir_is_one_message_not_a_traceback(tmp_path, kb):
+    """The explorer is one more command a bad --index-dir must not crash (issue 13): a file there."""
+    (tmp_path / "idx").write_text("not a directory")
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)  # an unexpected worker failure (an OSError) would fail here
+        said = [n for n in notifications(app) if "cannot use the index directory" in n]
+        assert len(said) == 1 and "\n" not in said[0] and str(tmp_path / "idx") in said[0]
+        await search(app, pilot, "tokio")
+        assert "could not be opened" in str(app.screen.query_one("#pane-left", ResultsPane).summary.content)
+
+
 async def test_first_paint_does_not_wait_for_the_engine_and_model_loads_in_background(tmp_path, kb):
     """Ordering, not wall time (the 1.5 s target is measured by `python -m tests.tui.bench_keystroke`): the
     screen is ready while the engine is still opening, and the model is loaded by the background worker."""
