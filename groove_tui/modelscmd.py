@@ -37,6 +37,7 @@ class Row:
     installed: bool
     where: str
     note: str
+    unsupported: str = ""  # why groove-tui cannot run it (groove's bge-m3)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -154,7 +155,7 @@ def _row(spec: ModelSpec, where: Path | None) -> Row:
     return Row(
         name=spec.name, kind=spec.kind, languages=", ".join(spec.languages), size=_size(spec.size_bytes),
         licence=spec.licence, source=spec.source.describe(), installed=where is not None,
-        where=str(where) if where else "", note=spec.note,
+        where=str(where) if where else "", note=spec.note, unsupported=spec.unsupported,
     )
 
 
@@ -167,12 +168,13 @@ def _size(n: int) -> str:
 def format_rows(rows: list[Row], root: Path) -> str:
     head = ("name", "kind", "languages", "size", "installed", "licence", "source")
     table = [head] + [
-        (r.name, r.kind, r.languages, r.size, "yes" if r.installed else "no", r.licence, r.source) for r in rows
+        (r.name, r.kind, r.languages, r.size, "yes" if r.installed else "n/a" if r.unsupported else "no", r.licence, r.source) for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in table]
     lines.append("")
     lines += [f"{r.name}: {r.where}" for r in rows if r.installed]
+    lines += [f"{r.name}: cannot run here: {r.unsupported}" for r in rows if r.unsupported]
     lines.append(f"model directory: {root}")
     pullable = [r.name for r in rows if not r.installed and r.source.startswith("PyPI wheel")]
     if pullable:

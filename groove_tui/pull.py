@@ -59,6 +59,8 @@ class PullResult:
 def resolve_spec(name: str) -> ModelSpec:
     """A known model by name or alias, or any fastembed catalog name (pulled through the hub)."""
     spec = find_spec(name)
+    if spec is not None and spec.unsupported:
+        raise PullError(f"{spec.name}: {spec.unsupported}")
     if spec is not None:
         return spec
     kind = _catalog_kind(name)

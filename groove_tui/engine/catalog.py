@@ -83,6 +83,7 @@ class ModelSpec:
     query_prefix: str = ""
     passage_prefix: str = ""
     note: str = ""
+    unsupported: str = ""  # why groove-tui cannot run it (a groove name it must still recognise), else ""
 
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
@@ -171,6 +172,10 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
     ModelSpec(
         name="bge-m3", kind="embedder", upstream="BAAI/bge-m3", languages=(MULTILINGUAL,), licence="MIT",
         size_bytes=2_270_000_000, source=HubSource("BAAI/bge-m3"), aliases=("BAAI/bge-m3",), dim=1024,
+        note="groove's multilingual embedder; cannot run here",
+        unsupported=("groove's bge-m3 embedder is not in the catalog of fastembed 0.9.1, which groove-tui "
+                     "runs models with: use multilingual-e5-small (the default, the same languages) or a "
+                     "local ONNX directory"),
     ),
 )
 

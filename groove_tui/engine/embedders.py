@@ -464,6 +464,8 @@ def load_embedder(name: str) -> Embedder:
     if _HASHING_RE.match(canonical):  # not "hashing-6x": an unknown name, not int()'s ValueError
         return HashingEmbedder(int(canonical.split("-", 1)[1]))
     spec = find_spec(canonical, "embedder")
+    if spec is not None and spec.unsupported:
+        raise ModelUnavailable(f"[embedding] model {spec.name!r}: {spec.unsupported}")
     if spec is not None and isinstance(spec.source, WheelSource):
         folder = installed_dir(spec.name)
         if folder is None:
