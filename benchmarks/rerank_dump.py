@@ -1,7 +1,7 @@
 """Dump, per golden query, the reranker's pool in fused order with both scores, for offline replays of how
 the cross-encoder's score should combine with the fused one.
 
-    python benchmarks/rerank_dump.py KB GOLDEN INDEX_DIR MODEL RERANKER OUT.jsonl [FIRST_N]
+    python benchmarks/rerank_dump.py KB GOLDEN INDEX_DIR MODEL RERANKER OUT.jsonl [FIRST_N] [MAX_TOKENS]
 
 Each line: {"id", "query", "expected": [[path, heading], …], "pool": [[path, heading, fused, ce], …]}. The
 pool is exactly what `Engine.search` hands the reranker (captured around the pipeline's rerank stage), so
@@ -23,9 +23,12 @@ from groove_tui.engine import Engine, SearchParams  # noqa: E402
 from groove_tui.engine.eval import eval_params, load_golden, validate_query  # noqa: E402
 
 
-def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, out: str, first: str = "0") -> None:
+def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, out: str, first: str = "0",
+         max_tokens: str = "") -> None:
     config = load_config(None)
     config = replace(config, embedding=replace(config.embedding, model=model, explicit=True))
+    if max_tokens:  # [reranker] max_tokens: how much of each pair the cross-encoder reads
+        config = replace(config, reranker=replace(config.reranker, max_tokens=int(max_tokens)))
     engine = Engine.open(kb, config, index_dir)
     golden = load_golden(golden_path, validate_query=validate_query)
     queries = golden.queries[: int(first)] if int(first) else golden.queries
