@@ -23,13 +23,17 @@ from groove_tui.engine import Engine, SearchParams  # noqa: E402
 from groove_tui.engine.eval import eval_params, load_golden, validate_query  # noqa: E402
 
 
-def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, out: str, first: str = "0",
-         max_tokens: str = "") -> None:
+def open_engine(kb: str, index_dir: str, model: str, max_tokens: str = "") -> Engine:
     config = load_config(None)
     config = replace(config, embedding=replace(config.embedding, model=model, explicit=True))
     if max_tokens:  # [reranker] max_tokens: how much of each pair the cross-encoder reads
         config = replace(config, reranker=replace(config.reranker, max_tokens=int(max_tokens)))
-    engine = Engine.open(kb, config, index_dir)
+    return Engine.open(kb, config, index_dir)
+
+
+def dump_pools(engine: Engine, golden_path: str, reranker: str, out: str, first: str = "0") -> None:
+    """Search every golden query (the first N if N > 0) with `reranker`, writing each pool as a line;
+    lines already in `out` are kept and their queries skipped (a killed run resumes)."""
     golden = load_golden(golden_path, validate_query=validate_query)
     queries = golden.queries[: int(first)] if int(first) else golden.queries
     searcher = engine._searcher  # a benchmark may reach in: the pool is only visible inside the stage
@@ -59,6 +63,11 @@ def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, o
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             f.flush()
             print(f"\r{i + 1}/{len(queries)}", end="", file=sys.stderr)
+
+
+def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, out: str, first: str = "0",
+         max_tokens: str = "") -> None:
+    dump_pools(open_engine(kb, index_dir, model, max_tokens), golden_path, reranker, out, first)
 
 
 if __name__ == "__main__":
