@@ -132,6 +132,20 @@ def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, wh
         assert got is None or got == expected, (table, expr, limit)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(queries=st.lists(_queries(), min_size=2, max_size=6), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
+def test_a_session_shares_statistics_across_queries_and_case(tables, queries, weights, limit, which):
+    """One PrunedFulltext for a run of queries, each also typed in other cases: the phrase statistics
+    are kept by folded text, so "Cells" answers from the list "cells" left — and must still be exact."""
+    store = tables[which]
+    pruned = fp.PrunedFulltext()
+    for query in queries:
+        for variant in (query, query.upper(), query.swapcase()):
+            for table, expr in _expressions(variant):
+                got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
+                assert got is None or got == _plain(store, table, expr, weights, limit), (table, expr, limit)
+
+
 def test_pruning_really_runs_and_prunes(tables):
     """Not a vacuous pass: on the larger table most queries are answered by the pruned path (not the
     fallback), with far fewer rows scored than match, for both tables."""

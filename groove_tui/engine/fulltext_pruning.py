@@ -208,6 +208,7 @@ class _LRU:
 class _Phrase:
     slot: int  # position in the expression: the order of bm25's sum
     raw: str  # as written in the expression (quoted)
+    key: str  # what the caches know it by: its folded text on the trigram table, else `raw`
     text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
@@ -219,8 +220,8 @@ class PrunedFulltext:
     thread-safe (its caches lock; each call uses the caller's connection)."""
 
     def __init__(self) -> None:
-        self.df_cache = _LRU(100_000)  # (table, phrase, generation) -> rows matching the phrase
-        self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase, weights, generation) -> (rowids, terms)
+        self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
+        self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
         self.stats = {"pruned": 0, "fallback": 0, "scored": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
@@ -283,10 +284,14 @@ class PrunedFulltext:
         sizes: dict[str, int] = {}
         for slot, (raw, text) in enumerate(zip(parsed.positive, folded)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
-            idf, sizes[raw] = self._idf(conn, table, raw, text, overlaps, weights, groups, gen, n_rows, avgdl)
+            # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
+            # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
+            # rows with the same frequencies: the same row count and the same terms, bit for bit.
+            key = text if text is not None else raw
+            idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl)
             if idf is None:
                 continue  # matches nothing
-            phrases.append(_Phrase(slot, raw, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
+            phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
         if not phrases:
             return []
         excluded = None
@@ -316,12 +321,12 @@ class PrunedFulltext:
             safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
             if safe and rest[j] < TIGHT * theta:
                 break
-            cached = self.impacts_cache.get((table, phrase.raw, weights, gen))
+            cached = self.impacts_cache.get((table, phrase.key, weights, gen))
             # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
             # an uncached list is fetched only while it would leave many rows to score.
             if safe and cached is None and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
-            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, weights, gen)
+            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen)
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
                 rows, terms = rows[keep], terms[keep]
@@ -380,14 +385,14 @@ class PrunedFulltext:
         values = _varints(row[0])
         return values[0], sum(values[1:])
 
-    def _idf(self, conn, table, phrase, text, overlaps, weights, groups, gen, n_rows, avgdl):
+    def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl):
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
         matches, estimated when only the idf was needed)."""
-        key = (table, phrase, gen)
+        key = (table, pkey, gen)
         cached = self.df_cache.get(key)
         if cached is not None:
             return cached[0]
-        impacts = self.impacts_cache.get((table, phrase, weights, gen))
+        impacts = self.impacts_cache.get((table, pkey, weights, gen))
         if impacts is not None:
             value = (_idf(n_rows, len(impacts[0][0])), len(impacts[0][0]))
         else:
@@ -430,10 +435,10 @@ class PrunedFulltext:
                 return _idf(n_rows, df), df
         return None
 
-    def _impacts(self, conn, table: str, phrase: str, weights, gen: int) -> tuple[np.ndarray, np.ndarray]:
+    def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
-        key = (table, phrase, weights, gen)
+        key = (table, pkey, weights, gen)
         cached = self.impacts_cache.get(key)
         if cached is not None:
             return cached[0]
