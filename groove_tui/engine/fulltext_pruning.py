@@ -48,9 +48,11 @@ typing a query re-uses every phrase but the one being typed, and common words re
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["PrunedFulltext", "TrigramFold", "parse_or_expression", "calibrated"]
+__all__ = ["PrunedFulltext", "TrigramFold", "calibrated", "common_phrases", "parse_or_expression", "store_common_phrases"]
 
 K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
@@ -69,9 +71,20 @@ MAX_PHRASES = 64
 LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 bytes each)
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
 MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
+EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 TABLES = ("fts_chunks", "fts_bigram")
+
+# Persisted phrase statistics (see `store_common_phrases`): the index database's own table, never the KB.
+STATS_DDL = (
+    "CREATE TABLE IF NOT EXISTS fts_phrase_stats (tbl TEXT NOT NULL, weights TEXT NOT NULL, phrase TEXT NOT NULL, "
+    "generation INTEGER NOT NULL, df INTEGER NOT NULL, rowids BLOB NOT NULL, terms BLOB NOT NULL, "
+    "PRIMARY KEY (tbl, weights, phrase))"
+)
+COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
+COMMON_SHARE = 0.005  # a word in at least this share of the sampled chunks gets its statistics stored
+COMMON_MAX_ENTRIES = 6_000_000  # impact-list entries stored at most (12 bytes each on disk)
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
 _OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
@@ -223,7 +236,7 @@ class PrunedFulltext:
         self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
         self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0}
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -279,6 +292,7 @@ class PrunedFulltext:
         if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
             return None
         avgdl = float(n_tokens) / float(n_rows)
+        stored = self._stored(conn, table, weights, gen)
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
@@ -288,7 +302,14 @@ class PrunedFulltext:
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
             # rows with the same frequencies: the same row count and the same terms, bit for bit.
             key = text if text is not None else raw
-            idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl)
+            if text is not None and len(text) >= EAGER_CHARS and key not in stored \
+                    and self.df_cache.get((table, key, gen)) is None:
+                # A phrase the index holds no statistics for is rare (the common ones are stored), and
+                # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
+                # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
+                self._impacts(conn, table, raw, key, weights, gen, stored)
+            idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl,
+                                        stored)
             if idf is None:
                 continue  # matches nothing
             phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
@@ -326,7 +347,8 @@ class PrunedFulltext:
             # an uncached list is fetched only while it would leave many rows to score.
             if safe and cached is None and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
-            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen)
+            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen,
+                                                                                stored)
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
                 rows, terms = rows[keep], terms[keep]
@@ -385,7 +407,7 @@ class PrunedFulltext:
         values = _varints(row[0])
         return values[0], sum(values[1:])
 
-    def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl):
+    def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl, stored):
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
         matches, estimated when only the idf was needed)."""
         key = (table, pkey, gen)
@@ -394,7 +416,13 @@ class PrunedFulltext:
             return cached[0]
         impacts = self.impacts_cache.get((table, pkey, weights, gen))
         if impacts is not None:
-            value = (_idf(n_rows, len(impacts[0][0])), len(impacts[0][0]))
+            df = len(impacts[0][0])
+            value = (_idf(n_rows, df) if df else None, df)
+        elif pkey in stored:
+            # FTS5's own row count for this phrase, stored at this very generation: the same n_i its
+            # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
+            df = stored[pkey]
+            value = (_idf(n_rows, df), df)
         else:
             value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl) if text else None
             if value is None:
@@ -435,13 +463,24 @@ class PrunedFulltext:
                 return _idf(n_rows, df), df
         return None
 
-    def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int) -> tuple[np.ndarray, np.ndarray]:
+    def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int,
+                 stored: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
         key = (table, pkey, weights, gen)
         cached = self.impacts_cache.get(key)
         if cached is not None:
             return cached[0]
+        if stored and pkey in stored:
+            row = conn.execute(
+                "SELECT rowids, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
+                "AND generation = ?", (table, _weights_key(weights), pkey, gen),
+            ).fetchone()
+            if row is not None:  # FTS5's own list, stored at this generation (store_common_phrases)
+                value = (np.frombuffer(row[0], dtype="<i8").astype(np.int64), np.frombuffer(row[1], dtype="<f8").astype(np.float64))
+                self.impacts_cache.put(key, value, max(1, len(value[0])))
+                self.stats["stored_lists"] += 1
+                return value
         found = conn.execute(
             f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, phrase)
         ).fetchall()
@@ -450,6 +489,23 @@ class PrunedFulltext:
         order = np.argsort(rows, kind="stable")
         value = (rows[order], terms[order])
         self.impacts_cache.put(key, value, max(1, len(found)))
+        return value
+
+    def _stored(self, conn, table: str, weights, gen: int) -> dict[str, int]:
+        """The phrases whose statistics the index database holds for this generation and these weights:
+        folded text -> row count. Read once per generation, inside the snapshot the search reads."""
+        key = ("stored", table, weights, gen)
+        cached = self.df_cache.get(key)
+        if cached is not None:
+            return cached[0]
+        try:
+            value = dict(conn.execute(
+                "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND phrase != ''",
+                (table, _weights_key(weights), gen),
+            ))
+        except sqlite3.OperationalError:  # an index from before the table existed
+            value = {}
+        self.df_cache.put(key, value)
         return value
 
     def _excluded(self, conn, table: str, expr: str, gen: int) -> np.ndarray:
@@ -475,6 +531,11 @@ def _idf(n_rows: int, df: int) -> float:
     """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
     idf = math.log((n_rows - df + 0.5) / (df + 0.5))
     return 1e-6 if idf <= 0.0 else idf
+
+
+def _weights_key(weights) -> str:
+    """The column weights as stored with a list (its terms depend on them), exactly: hex floats."""
+    return ",".join(float(w).hex() for w in weights)
 
 
 def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
@@ -579,6 +640,113 @@ class _Scorer:
                 if term != 0.0:  # an absent phrase adds idf * 0.0 = +0.0, which changes nothing
                     score += term
             self.exact[rid] = -1.0 * score
+
+
+# ------------------------------------------------------------ persisted statistics of common phrases
+
+
+def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
+                   ) -> list[tuple[str, int]]:
+    """The phrases groove's compiler would make of the corpus' frequent words, folded, with how many of
+    an even sample of chunks hold them, most frequent first. Only which lists are worth storing depends
+    on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
+    from groove_tui.engine.query import query_phrases, split_whitespace
+
+    n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    if n == 0:
+        return []
+    step = max(1, n // sample)
+    counts: dict[str, int] = {}
+    taken = 0
+    for cols in conn.execute("SELECT heading, context_text, content FROM chunks WHERE id % ? = 0", (step,)):
+        taken += 1
+        words = split_whitespace(" ".join(c for c in cols if c))
+        seen = set()
+        for start in range(0, len(words), 16):  # under query.py's cap of 32 phrases a text
+            for p in query_phrases(" ".join(words[start : start + 16])):
+                seen.add(_FOLD.fold(p))
+        for p in seen:
+            counts[p] = counts.get(p, 0) + 1
+    least = max(2, share * taken)
+    return sorted(((p, c) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
+
+
+def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
+                         max_entries: int = COMMON_MAX_ENTRIES, cancel=None, min_rows: int | None = None) -> int:
+    """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
+    row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
+    new session starts with the lists that cost most to fetch. Returns how many were stored now.
+
+    Exact: each row is FTS5's own `SELECT rowid, bm25(t, w…) … MATCH phrase` (the statement `_impacts`
+    runs) inside one write transaction that also reads the generation, so it is the table's answer at that
+    generation; `ranked` uses a row only while the index is at that generation (every write to the
+    index bumps it in its own transaction, store.bump_generation), and older rows are deleted here. The
+    phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
+    what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
+    exact and the next call goes on from there."""
+    weights = tuple(float(w) for w in weights)
+    wkey = _weights_key(weights)
+    conn.execute(STATS_DDL)
+
+    def generation() -> int:
+        row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        gen = generation()
+        conn.execute("DELETE FROM fts_phrase_stats WHERE generation != ?", (gen,))
+        row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+        n_rows = _varints(row[0])[0] if row and row[0] else 0
+        small = n_rows < (MIN_ROWS if min_rows is None else min_rows)
+        if small:
+            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl = ?", (table,))
+        done = {p for (p,) in conn.execute(
+            "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen))}
+    finally:
+        conn.execute("COMMIT")
+    if small or "" in done:  # "" marks a finished set
+        return 0
+    from groove_tui.engine.query import fts_phrase
+
+    todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and _FOLD.fold(p) == p]
+    entries = sum(r for (r,) in conn.execute(
+        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen)))
+    stored = 0
+    sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
+    i = 0
+    while i < len(todo) and entries < max_entries:
+        if cancel is not None and cancel.is_set():
+            return stored
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if generation() != gen:
+                return stored  # (COMMIT below: nothing written in this transaction)
+            started = time.perf_counter()
+            while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
+                phrase = todo[i][0]
+                i += 1
+                found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
+                rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
+                terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
+                order = np.argsort(rows, kind="stable")
+                conn.execute(
+                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (table, wkey, phrase, gen, len(found), rows[order].astype("<i8").tobytes(),
+                     terms[order].astype("<f8").tobytes()),
+                )
+                entries += len(found)
+                stored += 1
+        finally:
+            conn.execute("COMMIT")
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if generation() == gen:
+                conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen))
+        finally:
+            conn.execute("COMMIT")
+    return stored
 
 
 _CALIBRATED: bool | None = None
