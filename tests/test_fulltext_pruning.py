@@ -332,7 +332,7 @@ def test_stored_statistics_are_used_and_describe_their_generation(stored_tables)
             "SELECT phrase, df, rowids FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != '' LIMIT 20"):
         rows = [r for (r,) in conn.execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
                                            (f'"{phrase}"',))]
-        assert df == len(rows) and list(fp.np.frombuffer(rowids, dtype="<i8")) == rows
+        assert df == len(rows) and list(fp._unpack_rowids(rowids, df)) == rows
 
 
 def test_stale_stored_statistics_are_never_used(stored_tables):
@@ -394,3 +394,25 @@ def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch)
         got, stats = answers(config)
         assert stats["pruned"] > 0 and (stats["stored_lists"] == 0) == skip
         assert got == answers(plain_cfg)[0]
+
+
+def test_storing_resumes_where_a_bounded_run_stopped(tables):
+    store = tables[0]
+    conn = store.conn()
+    weights = (3.0, 2.0, 1.0)
+    try:
+        assert fp.store_common_phrases(conn, weights, min_rows=0, max_seconds=-1) == 0  # out of time at once
+        with store.transaction() as w:  # as if a bounded run had stored "the" and stopped
+            found = w.execute("SELECT rowid, bm25(fts_chunks, 3.0, 2.0, 1.0) FROM fts_chunks WHERE fts_chunks "
+                              "MATCH '\"the\"' ORDER BY rowid").fetchall()
+            w.execute("INSERT INTO fts_phrase_stats VALUES ('fts_chunks', ?, 'the', ?, ?, ?, ?)",
+                      (fp._weights_key(weights), store.generation(), len(found),
+                       fp._pack_rowids(fp.np.array([r for r, _ in found])), fp.np.array([-v for _, v in found], "<f8").tobytes()))
+        rest = fp.store_common_phrases(conn, weights, min_rows=0)
+        assert rest > 0 and fp.store_common_phrases(conn, weights, min_rows=0) == 0  # finished: marked
+        phrases = [p for (p,) in conn.execute("SELECT phrase FROM fts_phrase_stats WHERE weights = ? AND phrase != ''",
+                                              (fp._weights_key(weights),))]
+        assert "the" in phrases and len(phrases) == rest + 1
+    finally:
+        with store.transaction() as w:
+            w.execute("DELETE FROM fts_phrase_stats WHERE weights = ?", (fp._weights_key(weights),))

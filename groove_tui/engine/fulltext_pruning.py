@@ -85,6 +85,7 @@ STATS_DDL = (
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.005  # a word in at least this share of the sampled chunks gets its statistics stored
 COMMON_MAX_ENTRIES = 6_000_000  # impact-list entries stored at most (12 bytes each on disk)
+COMMON_MAX_SECONDS = 60.0  # spent at most per index run; the next run goes on where it stopped
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
 _OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
@@ -473,11 +474,11 @@ class PrunedFulltext:
             return cached[0]
         if stored and pkey in stored:
             row = conn.execute(
-                "SELECT rowids, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
+                "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
                 "AND generation = ?", (table, _weights_key(weights), pkey, gen),
             ).fetchone()
             if row is not None:  # FTS5's own list, stored at this generation (store_common_phrases)
-                value = (np.frombuffer(row[0], dtype="<i8").astype(np.int64), np.frombuffer(row[1], dtype="<f8").astype(np.float64))
+                value = (_unpack_rowids(row[0], row[2]), np.frombuffer(row[1], dtype="<f8").astype(np.float64))
                 self.impacts_cache.put(key, value, max(1, len(value[0])))
                 self.stats["stored_lists"] += 1
                 return value
@@ -531,6 +532,19 @@ def _idf(n_rows: int, df: int) -> float:
     """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
     idf = math.log((n_rows - df + 0.5) / (df + 0.5))
     return 1e-6 if idf <= 0.0 else idf
+
+
+def _pack_rowids(rows: np.ndarray) -> bytes:
+    """Sorted rowids as 4-byte integers when they all fit (a third of the space), else 8-byte ones."""
+    small = not len(rows) or (rows[0] >= 0 and rows[-1] < 2**32)
+    return rows.astype("<u4" if small else "<i8").tobytes()
+
+
+def _unpack_rowids(blob: bytes, count: int) -> np.ndarray:
+    """_pack_rowids' `count` rowids (the stored row count): the blob's length says which width."""
+    if len(blob) != count * 4 and len(blob) != count * 8:
+        raise _Inconsistent("a stored list of the wrong length")
+    return np.frombuffer(blob, dtype="<u4" if len(blob) == count * 4 else "<i8").astype(np.int64)
 
 
 def _weights_key(weights) -> str:
@@ -672,7 +686,8 @@ def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE,
 
 
 def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
-                         max_entries: int = COMMON_MAX_ENTRIES, cancel=None, min_rows: int | None = None) -> int:
+                         max_entries: int = COMMON_MAX_ENTRIES, max_seconds: float = COMMON_MAX_SECONDS,
+                         cancel=None, min_rows: int | None = None) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
     row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
     new session starts with the lists that cost most to fetch. Returns how many were stored now.
@@ -683,7 +698,8 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
     index bumps it in its own transaction, store.bump_generation), and older rows are deleted here. The
     phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
     what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
-    exact and the next call goes on from there."""
+    exact and the next call goes on from there; so does one that ran out of `max_seconds` (an index run
+    pays at most that much; at 100k chunks the whole set takes ~30 s on one core)."""
     weights = tuple(float(w) for w in weights)
     wkey = _weights_key(weights)
     conn.execute(STATS_DDL)
@@ -713,10 +729,11 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
     entries = sum(r for (r,) in conn.execute(
         "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen)))
     stored = 0
+    deadline = time.perf_counter() + max_seconds
     sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
     i = 0
     while i < len(todo) and entries < max_entries:
-        if cancel is not None and cancel.is_set():
+        if (cancel is not None and cancel.is_set()) or time.perf_counter() > deadline:
             return stored
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -732,7 +749,7 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
                 order = np.argsort(rows, kind="stable")
                 conn.execute(
                     "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (table, wkey, phrase, gen, len(found), rows[order].astype("<i8").tobytes(),
+                    (table, wkey, phrase, gen, len(found), _pack_rowids(rows[order]),
                      terms[order].astype("<f8").tobytes()),
                 )
                 entries += len(found)

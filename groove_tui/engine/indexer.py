@@ -278,10 +278,10 @@ class Indexer:
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
-        if self.config.search.fulltext_pruning:
-            self._phrase_statistics(cancel)
         docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
+        if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
+            self._phrase_statistics(cancel)
         end = time.perf_counter()
         return IndexReport(
             added=report.added,
