@@ -290,14 +290,20 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
 
 @pytest.fixture(scope="module")
 def stored_tables():
-    """The generated tables again, each with the statistics of its common phrases stored."""
+    """The generated tables again, each with the statistics of its common phrases stored: for one
+    weighting as the indexer stores them (here nearly every word is in most rows: row counts only), for
+    another with every list (as a large KB's rarer words)."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for seed, docs in ((1, 40), (2, 600), (3, 1500)):
             store = Store(Path(tmp) / f"s{seed}" / "index.db")
             _fill(store, random.Random(seed), docs)
-            for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
-                assert fp.store_common_phrases(store.conn(), weights, min_rows=0) > 0
+            assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
+            saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 2.0
+            try:
+                assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
+            finally:
+                fp.COMMON_LIST_SHARE = saved
             stores.append(store)
         yield stores
         for store in stores:
@@ -321,18 +327,26 @@ def test_stored_statistics_are_used_and_describe_their_generation(stored_tables)
     conn = store.conn()
     pruned = fp.PrunedFulltext()
     expr = '"the" OR "Cells" OR "protein" OR "banana"'
-    assert pruned.ranked(conn, "fts_chunks", expr, (2.0, 1.0, 1.0), 10, store.generation()) == \
-        _plain(store, "fts_chunks", expr, (2.0, 1.0, 1.0), 10)
+    for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
+        assert pruned.ranked(conn, "fts_chunks", expr, weights, 10, store.generation()) == \
+            _plain(store, "fts_chunks", expr, weights, 10)
     assert pruned.stats["stored_lists"] > 0  # "the" and "cells" (by folded text) came from the table
     gens = {g for (g,) in conn.execute("SELECT DISTINCT generation FROM fts_phrase_stats")}
     assert gens == {store.generation()}
     assert fp.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
     # Every stored list is FTS5's answer for its phrase, at its generation.
+    kinds = set()
     for phrase, df, rowids in conn.execute(
-            "SELECT phrase, df, rowids FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != '' LIMIT 20"):
+            "SELECT phrase, df, rowids FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"):
         rows = [r for (r,) in conn.execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
                                            (f'"{phrase}"',))]
-        assert df == len(rows) and list(fp._unpack_rowids(rowids, df)) == rows
+        assert df == len(rows)
+        if rowids or not df:
+            assert list(fp._unpack_rowids(rowids, df)) == rows
+        else:  # the row count only: a phrase most rows hold (weights 2, 1, 1)
+            assert df > fp.COMMON_LIST_SHARE * conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        kinds.add(bool(rowids))
+    assert kinds == {True, False}
 
 
 def test_stale_stored_statistics_are_never_used(stored_tables):
@@ -362,6 +376,7 @@ def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch)
     (a writer that skipped them: the old ones must then be ignored)."""
     from groove_tui.engine.indexer import Indexer
 
+    monkeypatch.setattr(fp, "COMMON_LIST_SHARE", 2.0)  # lists even for these words (most rows hold them)
     kb = _kb(tmp_path)
     config = hashing_config()
     plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))

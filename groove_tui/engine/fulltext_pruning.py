@@ -83,9 +83,11 @@ STATS_DDL = (
     "PRIMARY KEY (tbl, weights, phrase))"
 )
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
-COMMON_SHARE = 0.005  # a word in at least this share of the sampled chunks gets its statistics stored
-COMMON_MAX_ENTRIES = 6_000_000  # impact-list entries stored at most (12 bytes each on disk)
-COMMON_MAX_SECONDS = 60.0  # spent at most per index run; the next run goes on where it stopped
+COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
+COMMON_LIST_SHARE = 0.3  # ... and its list too unless more rows than this share hold it (then its row count
+                         # only: such a phrase's bound is so low its list is hardly ever fetched)
+COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (12 bytes each)
+COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
 _OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
@@ -477,7 +479,7 @@ class PrunedFulltext:
                 "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
                 "AND generation = ?", (table, _weights_key(weights), pkey, gen),
             ).fetchone()
-            if row is not None:  # FTS5's own list, stored at this generation (store_common_phrases)
+            if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
                 value = (_unpack_rowids(row[0], row[2]), np.frombuffer(row[1], dtype="<f8").astype(np.float64))
                 self.impacts_cache.put(key, value, max(1, len(value[0])))
                 self.stats["stored_lists"] += 1
@@ -627,9 +629,10 @@ class _Scorer:
                 continue
             pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
-        texts: dict[int, list[str]] = {}
-        lengths: dict[int, float] = {}
-        if any(p.slot not in self.taken for p in self.phrases):
+        missing = [p for p in self.phrases if p.slot not in known]
+        if missing:
+            texts: dict[int, list[str]] = {}
+            lengths: dict[int, int] = {}
             ids = rowids.tolist()
             for start in range(0, len(ids), 500):
                 batch = ids[start : start + 500]
@@ -640,20 +643,33 @@ class _Scorer:
                     batch,
                 ):
                     texts[rid] = _group_texts((heading, context, content), self.groups)
-                    lengths[rid] = float(sum(_varints(sz)))
+                    lengths[rid] = sum(_varints(sz))
             if len(texts) < len(ids):
                 raise _Inconsistent("a full-text row without its chunk")
-        for i, rid in enumerate(rowids.tolist()):
-            score = 0.0
-            for p in self.phrases:
-                if p.slot in known:
-                    term = float(known[p.slot][i])
+            rows_texts = [texts[rid] for rid in ids]
+            D = np.array([float(lengths[rid]) for rid in ids], dtype=np.float64)
+            # fts5Bm25Function's denominator, in its order of operations: k1 * (1 - b + b * D / avgdl).
+            # Elementwise IEEE doubles (numpy rounds each +, *, / as C does; nothing is fused), so every
+            # element is the double _tf_part computes for that row: the calibration checks it too.
+            k = K1 * ((1 - B) + (B * D) / self.avgdl)
+            integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
+            for p in missing:
+                if integral and p.overlaps is None:
+                    # f = Σ count·weight over the column groups: integers, exact in any order.
+                    f = np.zeros(len(ids), dtype=np.float64)
+                    for g, (_a, _b, w) in enumerate(self.groups):
+                        f += np.fromiter((t[g].count(p.text) for t in rows_texts), dtype=np.float64,
+                                         count=len(ids)) * w
                 else:
-                    f = _frequency(texts[rid], p.text, p.overlaps, self.groups)
-                    term = p.idf * _tf_part(f, lengths[rid], self.avgdl) if f else 0.0
-                if term != 0.0:  # an absent phrase adds idf * 0.0 = +0.0, which changes nothing
-                    score += term
-            self.exact[rid] = -1.0 * score
+                    f = np.fromiter((_frequency(t, p.text, p.overlaps, self.groups) for t in rows_texts),
+                                    dtype=np.float64, count=len(ids))
+                # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
+                known[p.slot] = p.idf * ((f * (K1 + 1.0)) / (f + k))
+        # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
+        score = np.zeros(len(rowids), dtype=np.float64)
+        for p in self.phrases:
+            score = score + known[p.slot]
+        self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist()))
 
 
 # ------------------------------------------------------------ persisted statistics of common phrases
@@ -661,8 +677,8 @@ class _Scorer:
 
 def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
                    ) -> list[tuple[str, int]]:
-    """The phrases groove's compiler would make of the corpus' frequent words, folded, with how many of
-    an even sample of chunks hold them, most frequent first. Only which lists are worth storing depends
+    """The phrases groove's compiler would make of the corpus' frequent words, folded, with the share of
+    an even sample of chunks that hold them, most frequent first. Only which lists are worth storing depends
     on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
     from groove_tui.engine.query import query_phrases, split_whitespace
 
@@ -682,11 +698,11 @@ def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE,
         for p in seen:
             counts[p] = counts.get(p, 0) + 1
     least = max(2, share * taken)
-    return sorted(((p, c) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
+    return sorted(((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
 
 
 def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
-                         max_entries: int = COMMON_MAX_ENTRIES, max_seconds: float = COMMON_MAX_SECONDS,
+                         max_entries: int | None = None, max_seconds: float = COMMON_MAX_SECONDS,
                          cancel=None, min_rows: int | None = None) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
     row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
@@ -699,7 +715,7 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
     phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
     what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
     exact and the next call goes on from there; so does one that ran out of `max_seconds` (an index run
-    pays at most that much; at 100k chunks the whole set takes ~30 s on one core)."""
+    pays at most that much; at 100k chunks the whole set, ~6,650 phrases, takes ~70 s on one core and 126 MB)."""
     weights = tuple(float(w) for w in weights)
     wkey = _weights_key(weights)
     conn.execute(STATS_DDL)
@@ -726,8 +742,11 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
     from groove_tui.engine.query import fts_phrase
 
     todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and _FOLD.fold(p) == p]
+    if max_entries is None:
+        max_entries = COMMON_MAX_ENTRIES * n_rows
     entries = sum(r for (r,) in conn.execute(
-        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen)))
+        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
+        (table, wkey, gen)))
     stored = 0
     deadline = time.perf_counter() + max_seconds
     sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
@@ -741,8 +760,15 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
                 return stored  # (COMMIT below: nothing written in this transaction)
             started = time.perf_counter()
             while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
-                phrase = todo[i][0]
+                phrase, sampled = todo[i]
                 i += 1
+                if sampled > COMMON_LIST_SHARE * 0.8:
+                    df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)).fetchone()[0]
+                    if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this generation)
+                        conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
+                                     (table, wkey, phrase, gen, df))
+                        stored += 1
+                        continue
                 found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
                 rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
                 terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
