@@ -291,17 +291,17 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
 @pytest.fixture(scope="module")
 def stored_tables():
     """The generated tables again, each with the statistics of its common phrases stored: for one
-    weighting as the indexer stores them (here nearly every word is in most rows: row counts only), for
-    another with every list (as a large KB's rarer words)."""
+    weighting with every list (as the indexer stores them), for another with the row counts only of the
+    phrases in over 30% of the rows (here nearly every word)."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for seed, docs in ((1, 40), (2, 600), (3, 1500)):
             store = Store(Path(tmp) / f"s{seed}" / "index.db")
             _fill(store, random.Random(seed), docs)
-            assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
-            saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 2.0
+            assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
+            saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 0.3
             try:
-                assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
+                assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
             finally:
                 fp.COMMON_LIST_SHARE = saved
             stores.append(store)
@@ -343,8 +343,8 @@ def test_stored_statistics_are_used_and_describe_their_generation(stored_tables)
         assert df == len(rows)
         if rowids or not df:
             assert list(fp._unpack_rowids(rowids, df)) == rows
-        else:  # the row count only: a phrase most rows hold (weights 2, 1, 1)
-            assert df > fp.COMMON_LIST_SHARE * conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        else:  # the row count only: a phrase most rows hold (weights 2, 1, 1: stored with a share of 0.3)
+            assert df > 0.3 * conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         kinds.add(bool(rowids))
     assert kinds == {True, False}
 
@@ -376,7 +376,6 @@ def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch)
     (a writer that skipped them: the old ones must then be ignored)."""
     from groove_tui.engine.indexer import Indexer
 
-    monkeypatch.setattr(fp, "COMMON_LIST_SHARE", 2.0)  # lists even for these words (most rows hold them)
     kb = _kb(tmp_path)
     config = hashing_config()
     plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))

@@ -84,8 +84,8 @@ STATS_DDL = (
 )
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
-COMMON_LIST_SHARE = 0.3  # ... and its list too unless more rows than this share hold it (then its row count
-                         # only: such a phrase's bound is so low its list is hardly ever fetched)
+COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
+                         # only). 1: every list, as a stored list spares text scoring of every row it holds
 COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (12 bytes each)
 COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
@@ -343,12 +343,15 @@ class PrunedFulltext:
         for j, phrase in enumerate(order):
             # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
             safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
-            if safe and rest[j] < TIGHT * theta:
-                break
             cached = self.impacts_cache.get((table, phrase.key, weights, gen))
+            # A list in memory or in the index database costs little to take, and a phrase taken is
+            # one no row has to be scored for from its text: such lists are taken to the end.
+            cheap = cached is not None or phrase.key in stored
+            if safe and not cheap and rest[j] < TIGHT * theta:
+                break
             # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
             # an uncached list is fetched only while it would leave many rows to score.
-            if safe and cached is None and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
+            if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
             rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen,
                                                                                 stored)
@@ -364,9 +367,11 @@ class PrunedFulltext:
                 theta = max(theta, _kth(sums, limit))
             nxt = order[j + 1] if j + 1 < len(order) else None
             if nxt is not None and nxt.text is not None and rest[j + 1] >= theta and len(sums) >= limit \
-                    and len(scorer.exact) < 2 * limit:
+                    and len(scorer.exact) < 2 * limit and nxt.key not in stored \
+                    and self.impacts_cache.get((table, nxt.key, weights, gen)) is None:
                 # The rows' full scores are far above their partial sums (the common phrases add up):
-                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk.
+                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk
+                # (when the next list is at hand, taking it is cheaper than scoring from text).
                 pool = np.flatnonzero(acc)
                 scorer.score(pool[np.argsort(-acc[pool], kind="stable")][:limit])
                 theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
