@@ -295,7 +295,7 @@ class PrunedFulltext:
         if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
             return None
         avgdl = float(n_tokens) / float(n_rows)
-        stored = self._stored(conn, table, weights, gen)
+        stored = self._stored(conn, table, weights, gen, {t if t is not None else r for r, t in zip(parsed.positive, folded)})
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
@@ -499,22 +499,32 @@ class PrunedFulltext:
         self.impacts_cache.put(key, value, max(1, len(found)))
         return value
 
-    def _stored(self, conn, table: str, weights, gen: int) -> dict[str, int]:
-        """The phrases whose statistics the index database holds for this generation and these weights:
-        folded text -> row count. Read once per generation, inside the snapshot the search reads."""
-        key = ("stored", table, weights, gen)
-        cached = self.df_cache.get(key)
-        if cached is not None:
-            return cached[0]
-        try:
-            value = dict(conn.execute(
-                "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND phrase != ''",
-                (table, _weights_key(weights), gen),
-            ))
-        except sqlite3.OperationalError:  # an index from before the table existed
-            value = {}
-        self.df_cache.put(key, value)
-        return value
+    def _stored(self, conn, table: str, weights, gen: int, keys: set[str]) -> dict[str, int]:
+        """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
+        generation and these weights, with their row counts; read inside the snapshot the search reads,
+        by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
+        out: dict[str, int] = {}
+        missing = []
+        for k in keys:
+            cached = self.df_cache.get(("stored", table, weights, gen, k))
+            if cached is None:
+                missing.append(k)
+            elif cached[0] >= 0:
+                out[k] = cached[0]
+        if missing:
+            found: dict[str, int] = {}
+            try:
+                found = dict(conn.execute(
+                    "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
+                    f"({','.join('?' * len(missing))}) AND generation = ?",
+                    (table, _weights_key(weights), *missing, gen),
+                ))
+            except sqlite3.OperationalError:  # an index from before the table existed
+                pass
+            for k in missing:
+                self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
+            out.update(found)
+        return out
 
     def _excluded(self, conn, table: str, expr: str, gen: int) -> np.ndarray:
         key = (table, expr, gen)
