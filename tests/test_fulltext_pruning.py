@@ -290,18 +290,19 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
 
 @pytest.fixture(scope="module")
 def stored_tables():
-    """The generated tables again, each with the statistics of its common phrases stored: for one
-    weighting with every list (as the indexer stores them), for another with the row counts only of the
-    phrases in over 30% of the rows (here nearly every word)."""
+    """The generated tables again, each with the statistics of its common phrases stored as the indexer
+    stores them, for integer weights (the terms kept as frequencies) and others (as doubles); and for a
+    third weighting with the row counts only of the phrases in over 30% of the rows (here nearly all)."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for seed, docs in ((1, 40), (2, 600), (3, 1500)):
             store = Store(Path(tmp) / f"s{seed}" / "index.db")
             _fill(store, random.Random(seed), docs)
+            assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
             assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
             saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 0.3
             try:
-                assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
+                assert fp.store_common_phrases(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
             finally:
                 fp.COMMON_LIST_SHARE = saved
             stores.append(store)
@@ -313,8 +314,8 @@ def stored_tables():
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_queries(), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
 def test_stored_statistics_give_the_plain_statements_rows(stored_tables, query, weights, limit, which):
-    """A new session (empty caches) reading the stored lists: still exactly the plain statement. Two of
-    the four weightings have lists stored; the others must not use them (their terms differ)."""
+    """A new session (empty caches) reading the stored lists: still exactly the plain statement. Three
+    of the four weightings have statistics stored; the fourth must not use them (its terms differ)."""
     store = stored_tables[which]
     pruned = fp.PrunedFulltext()
     for table, expr in _expressions(query):
@@ -336,17 +337,21 @@ def test_stored_statistics_are_used_and_describe_their_generation(stored_tables)
     assert fp.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
     # Every stored list is FTS5's answer for its phrase, at its generation.
     kinds = set()
-    for phrase, df, rowids in conn.execute(
-            "SELECT phrase, df, rowids FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"):
+    integral = fp._weights_key((2.0, 1.0, 1.0))
+    for weights, phrase, df, rowids, terms in conn.execute(
+            "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"):
         rows = [r for (r,) in conn.execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
                                            (f'"{phrase}"',))]
         assert df == len(rows)
         if rowids or not df:
             assert list(fp._unpack_rowids(rowids, df)) == rows
-        else:  # the row count only: a phrase most rows hold (weights 2, 1, 1: stored with a share of 0.3)
+            kinds.add("frequencies" if len(terms) < 8 * df else "doubles")
+            if weights == integral:
+                assert len(terms) < 8 * df
+        else:  # the row count only: a phrase most rows hold (weights 3, 2, 1: stored with a share of 0.3)
             assert df > 0.3 * conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        kinds.add(bool(rowids))
-    assert kinds == {True, False}
+            kinds.add("count")
+    assert kinds == {"frequencies", "doubles", "count"}
 
 
 def test_stale_stored_statistics_are_never_used(stored_tables):

@@ -82,6 +82,7 @@ STATS_DDL = (
     "generation INTEGER NOT NULL, df INTEGER NOT NULL, rowids BLOB NOT NULL, terms BLOB NOT NULL, "
     "PRIMARY KEY (tbl, weights, phrase))"
 )
+LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
 COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
@@ -310,7 +311,7 @@ class PrunedFulltext:
                 # A phrase the index holds no statistics for is rare (the common ones are stored), and
                 # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
                 # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
-                self._impacts(conn, table, raw, key, weights, gen, stored)
+                self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl)
             idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl,
                                         stored)
             if idf is None:
@@ -354,7 +355,7 @@ class PrunedFulltext:
             if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
             rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen,
-                                                                                stored)
+                                                                                stored, n_rows, avgdl)
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
                 rows, terms = rows[keep], terms[keep]
@@ -472,7 +473,8 @@ class PrunedFulltext:
         return None
 
     def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int,
-                 stored: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 stored: dict[str, int] | None = None, n_rows: int = 0, avgdl: float = 1.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
         key = (table, pkey, weights, gen)
@@ -485,10 +487,16 @@ class PrunedFulltext:
                 "AND generation = ?", (table, _weights_key(weights), pkey, gen),
             ).fetchone()
             if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
-                value = (_unpack_rowids(row[0], row[2]), np.frombuffer(row[1], dtype="<f8").astype(np.float64))
-                self.impacts_cache.put(key, value, max(1, len(value[0])))
-                self.stats["stored_lists"] += 1
-                return value
+                rows = _unpack_rowids(row[0], row[2])
+                # Frequencies become terms as at storing, from the same N, token total, row count and
+                # lengths (same generation): the doubles that were checked equal to FTS5's then.
+                lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, gen)
+                terms = _unpack_terms(row[1], rows, lengths, n_rows, avgdl)
+                if terms is not None:
+                    value = (rows, terms)
+                    self.impacts_cache.put(key, value, max(1, len(rows)))
+                    self.stats["stored_lists"] += 1
+                    return value
         found = conn.execute(
             f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, phrase)
         ).fetchall()
@@ -497,6 +505,19 @@ class PrunedFulltext:
         order = np.argsort(rows, kind="stable")
         value = (rows[order], terms[order])
         self.impacts_cache.put(key, value, max(1, len(found)))
+        return value
+
+    def _lengths(self, conn, table: str, gen: int) -> np.ndarray | None:
+        """The rows' lengths stored with the lists at this generation (None: not stored)."""
+        cached = self.df_cache.get(("lengths", table, gen))
+        if cached is not None:
+            return cached[0]
+        row = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
+                           (table + LENGTHS, gen)).fetchone()
+        value = None
+        if row is not None and len(row[1]) in (2 * row[0], 4 * row[0]):
+            value = np.frombuffer(row[1], dtype="<u2" if len(row[1]) == 2 * row[0] else "<u4").astype(np.float64)
+        self.df_cache.put(("lengths", table, gen), value)
         return value
 
     def _stored(self, conn, table: str, weights, gen: int, keys: set[str]) -> dict[str, int]:
@@ -549,6 +570,52 @@ def _idf(n_rows: int, df: int) -> float:
     """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
     idf = math.log((n_rows - df + 0.5) / (df + 0.5))
     return 1e-6 if idf <= 0.0 else idf
+
+
+def _tf_terms(f: np.ndarray, D: np.ndarray, idf: float, avgdl: float) -> np.ndarray:
+    """fts5Bm25Function's term of one phrase for many rows, elementwise in its order of operations:
+    idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))). numpy rounds each +, *, / of doubles as C
+    does and fuses nothing, so each element is the double the scalar code (and FTS5) computes."""
+    return idf * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + (B * D) / avgdl)))
+
+
+def _pack_terms(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float) -> bytes:
+    """A stored list's terms: as the frequencies f they come from (1 or 2 bytes a row) when recomputing
+    the terms from f, the rows' lengths and the idf gives FTS5's doubles back bit for bit, else the
+    doubles themselves (8 bytes a row). The length of the blob says which (see _unpack_terms)."""
+    doubles = terms.astype("<f8").tobytes()
+    if lengths is None or not len(rows) or rows[-1] >= len(lengths):
+        return doubles
+    idf, D = _idf(n_rows, len(rows)), lengths[rows]
+    with np.errstate(all="ignore"):
+        f = np.rint(terms * (K1 * ((1 - B) + (B * D) / avgdl)) / (idf * (K1 + 1.0) - terms))
+    if not np.all(np.isfinite(f)) or f.min() < 1 or f.max() >= 2**16:
+        return doubles
+    if not np.array_equal(_tf_terms(f, D, idf, avgdl), terms):  # e.g. weights that are not integers
+        return doubles
+    return f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes()
+
+
+def _unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
+                  ) -> np.ndarray | None:
+    """_pack_terms' terms (None: stored as frequencies but the lengths are missing)."""
+    n = len(rows)
+    if len(blob) == 8 * n:
+        return np.frombuffer(blob, dtype="<f8").astype(np.float64)
+    if lengths is None or (n and rows[-1] >= len(lengths)) or len(blob) not in (n, 2 * n):
+        return None
+    f = np.frombuffer(blob, dtype="<u1" if len(blob) == n else "<u2").astype(np.float64)
+    return _tf_terms(f, lengths[rows], _idf(n_rows, n), avgdl)
+
+
+def _read_lengths(conn, table: str) -> np.ndarray:
+    """Every row's token count D (what bm25's xColumnSize(-1) sums from `_docsize`), by rowid."""
+    found = conn.execute(f"SELECT id, sz FROM {table}_docsize").fetchall()
+    top = max((i for i, _ in found), default=0)
+    out = np.zeros(top + 1, dtype=np.float64)
+    for i, sz in found:
+        out[i] = float(sum(_varints(sz)))
+    return out
 
 
 def _pack_rowids(rows: np.ndarray) -> bytes:
@@ -663,10 +730,8 @@ class _Scorer:
                 raise _Inconsistent("a full-text row without its chunk")
             rows_texts = [texts[rid] for rid in ids]
             D = np.array([float(lengths[rid]) for rid in ids], dtype=np.float64)
-            # fts5Bm25Function's denominator, in its order of operations: k1 * (1 - b + b * D / avgdl).
-            # Elementwise IEEE doubles (numpy rounds each +, *, / as C does; nothing is fused), so every
-            # element is the double _tf_part computes for that row: the calibration checks it too.
-            k = K1 * ((1 - B) + (B * D) / self.avgdl)
+            # Elementwise IEEE doubles (_tf_terms): every element is the double _tf_part computes for
+            # that row, which the calibration checks against FTS5.
             integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
             for p in missing:
                 if integral and p.overlaps is None:
@@ -679,7 +744,7 @@ class _Scorer:
                     f = np.fromiter((_frequency(t, p.text, p.overlaps, self.groups) for t in rows_texts),
                                     dtype=np.float64, count=len(ids))
                 # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
-                known[p.slot] = p.idf * ((f * (K1 + 1.0)) / (f + k))
+                known[p.slot] = _tf_terms(f, D, p.idf, self.avgdl)
         # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
         score = np.zeros(len(rowids), dtype=np.float64)
         for p in self.phrases:
@@ -744,10 +809,21 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
         gen = generation()
         conn.execute("DELETE FROM fts_phrase_stats WHERE generation != ?", (gen,))
         row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-        n_rows = _varints(row[0])[0] if row and row[0] else 0
+        values = _varints(row[0]) if row and row[0] else [0]
+        n_rows, avgdl = values[0], (float(sum(values[1:])) / float(values[0]) if values[0] else 1.0)
         small = n_rows < (MIN_ROWS if min_rows is None else min_rows)
         if small:
-            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl = ?", (table,))
+            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
+        lengths = None
+        have = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
+                            (table + LENGTHS, gen)).fetchone()
+        if have is not None and len(have[1]) in (2 * have[0], 4 * have[0]):
+            lengths = np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
+        elif not small:
+            lengths = _read_lengths(conn, table)
+            small_d = len(lengths) == 0 or lengths.max() < 2**16
+            conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
+                         (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()))
         done = {p for (p,) in conn.execute(
             "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen))}
     finally:
@@ -788,10 +864,11 @@ def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunk
                 rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
                 terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
                 order = np.argsort(rows, kind="stable")
+                rows, terms = rows[order], terms[order]
                 conn.execute(
                     "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (table, wkey, phrase, gen, len(found), _pack_rowids(rows[order]),
-                     terms[order].astype("<f8").tobytes()),
+                    (table, wkey, phrase, gen, len(found), _pack_rowids(rows),
+                     _pack_terms(rows, terms, lengths, n_rows, avgdl)),
                 )
                 entries += len(found)
                 stored += 1
