@@ -42,8 +42,15 @@ phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 c
 weight, a table under MIN_ROWS rows, a large limit, too many rows to score, a transaction open on the
 connection — `ranked` returns None and the caller runs the plain statement.
 
-Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries):
-typing a query re-uses every phrase but the one being typed, and common words recur across queries.
+Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
+the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
+recur across queries. The index database also stores them for the corpus' common words
+(`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
+lists that cost most to fetch. A stored row is FTS5's own answer at one generation and is read only at
+that generation; its terms are kept as the frequencies they come from only where recomputing them
+(`_tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
+give FTS5's doubles back bit for bit. Lists at hand are taken to the end: a taken phrase's terms are
+FTS5's, so rows need their text only for the phrases left.
 """
 
 from __future__ import annotations
@@ -87,7 +94,7 @@ COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
 COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
                          # only). 1: every list, as a stored list spares text scoring of every row it holds
-COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (12 bytes each)
+COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (~5 bytes each)
 COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
@@ -296,7 +303,8 @@ class PrunedFulltext:
         if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
             return None
         avgdl = float(n_tokens) / float(n_rows)
-        stored = self._stored(conn, table, weights, gen, {t if t is not None else r for r, t in zip(parsed.positive, folded)})
+        # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
+        stored = self._stored(conn, table, weights, gen, {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded))})
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
@@ -306,7 +314,7 @@ class PrunedFulltext:
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
             # rows with the same frequencies: the same row count and the same terms, bit for bit.
             key = text if text is not None else raw
-            if text is not None and len(text) >= EAGER_CHARS and key not in stored \
+            if text is not None and len(text) >= EAGER_CHARS and "" in stored and key not in stored \
                     and self.df_cache.get((table, key, gen)) is None:
                 # A phrase the index holds no statistics for is rare (the common ones are stored), and
                 # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
