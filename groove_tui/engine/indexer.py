@@ -278,6 +278,7 @@ class Indexer:
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
+        embed_done = time.perf_counter()
         docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
         if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
@@ -297,7 +298,7 @@ class Indexer:
             pending_embeddings=pending,
             seconds=end - started,
             fulltext_seconds=fulltext_done - started,
-            embed_seconds=end - fulltext_done,
+            embed_seconds=embed_done - fulltext_done,  # (`seconds` includes the phrase statistics)
             notes=tuple(report.notes),
         )
 
