@@ -132,6 +132,20 @@ def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, wh
         assert got is None or got == expected, (table, expr, limit)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(queries=st.lists(_queries(), min_size=2, max_size=6), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
+def test_a_session_shares_statistics_across_queries_and_case(tables, queries, weights, limit, which):
+    """One PrunedFulltext for a run of queries, each also typed in other cases: the phrase statistics
+    are kept by folded text, so "Cells" answers from the list "cells" left — and must still be exact."""
+    store = tables[which]
+    pruned = fp.PrunedFulltext()
+    for query in queries:
+        for variant in (query, query.upper(), query.swapcase()):
+            for table, expr in _expressions(variant):
+                got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
+                assert got is None or got == _plain(store, table, expr, weights, limit), (table, expr, limit)
+
+
 def test_pruning_really_runs_and_prunes(tables):
     """Not a vacuous pass: on the larger table most queries are answered by the pruned path (not the
     fallback), with far fewer rows scored than match, for both tables."""
@@ -269,3 +283,155 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
             for table, row in (("fts_chunks", trigram[0]), ("fts_bigram", bigram[0])):
                 conn.execute(f"INSERT INTO {table}({table}, rowid, heading, context, content) VALUES "
                              "('delete', ?, ?, ?, ?)", row)
+
+
+# ---------------------------------------------------------------- persisted statistics of common phrases
+
+
+@pytest.fixture(scope="module")
+def stored_tables():
+    """The generated tables again, each with the statistics of its common phrases stored as the indexer
+    stores them, for integer weights (the terms kept as frequencies) and others (as doubles); and for a
+    third weighting with the row counts only of the phrases in over 30% of the rows (here nearly all)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = []
+        for seed, docs in ((1, 40), (2, 600), (3, 1500)):
+            store = Store(Path(tmp) / f"s{seed}" / "index.db")
+            _fill(store, random.Random(seed), docs)
+            assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
+            assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
+            saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 0.3
+            try:
+                assert fp.store_common_phrases(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
+            finally:
+                fp.COMMON_LIST_SHARE = saved
+            stores.append(store)
+        yield stores
+        for store in stores:
+            store.close()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=_queries(), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
+def test_stored_statistics_give_the_plain_statements_rows(stored_tables, query, weights, limit, which):
+    """A new session (empty caches) reading the stored lists: still exactly the plain statement. Three
+    of the four weightings have statistics stored; the fourth must not use them (its terms differ)."""
+    store = stored_tables[which]
+    pruned = fp.PrunedFulltext()
+    for table, expr in _expressions(query):
+        got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
+        assert got is None or got == _plain(store, table, expr, weights, limit), (table, expr, limit)
+
+
+def test_stored_statistics_are_used_and_describe_their_generation(stored_tables):
+    store = stored_tables[2]
+    conn = store.conn()
+    pruned = fp.PrunedFulltext()
+    expr = '"the" OR "Cells" OR "protein" OR "banana"'
+    for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
+        assert pruned.ranked(conn, "fts_chunks", expr, weights, 10, store.generation()) == \
+            _plain(store, "fts_chunks", expr, weights, 10)
+    assert pruned.stats["stored_lists"] > 0  # "the" and "cells" (by folded text) came from the table
+    gens = {g for (g,) in conn.execute("SELECT DISTINCT generation FROM fts_phrase_stats")}
+    assert gens == {store.generation()}
+    assert fp.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
+    # Every stored list is FTS5's answer for its phrase, at its generation.
+    kinds = set()
+    integral = fp._weights_key((2.0, 1.0, 1.0))
+    for weights, phrase, df, rowids, terms in conn.execute(
+            "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"):
+        rows = [r for (r,) in conn.execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
+                                           (f'"{phrase}"',))]
+        assert df == len(rows)
+        if rowids or not df:
+            assert list(fp._unpack_rowids(rowids, df)) == rows
+            kinds.add("frequencies" if len(terms) < 8 * df else "doubles")
+            if weights == integral:
+                assert len(terms) < 8 * df
+        else:  # the row count only: a phrase most rows hold (weights 3, 2, 1: stored with a share of 0.3)
+            assert df > 0.3 * conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            kinds.add("count")
+    assert kinds == {"frequencies", "doubles", "count"}
+
+
+def test_stale_stored_statistics_are_never_used(stored_tables):
+    """Rows stored for another generation (here: forged, with wrong lists) are ignored."""
+    store = stored_tables[1]
+    conn = store.conn()
+    gen = store.generation()
+    wkey = fp._weights_key((1.0, 1.0, 1.0))
+    with store.transaction() as w:
+        for phrase in ("the", "and", "cells", "protein"):
+            w.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES ('fts_chunks', ?, ?, ?, 1, ?, ?)",
+                      (wkey, phrase, gen - 1, fp.np.array([1], "<i8").tobytes(), fp.np.array([9.0], "<f8").tobytes()))
+    try:
+        pruned = fp.PrunedFulltext()
+        for expr in ('"the" OR "and" OR "cells"', '"protein" OR "cells" OR "banana"'):
+            got = pruned.ranked(conn, "fts_chunks", expr, (1.0, 1.0, 1.0), 20, gen)
+            assert got is not None and got == _plain(store, "fts_chunks", expr, (1.0, 1.0, 1.0), 20)
+        assert pruned.stats["stored_lists"] == 0
+    finally:
+        with store.transaction() as w:
+            w.execute("DELETE FROM fts_phrase_stats WHERE weights = ?", (wkey,))
+
+
+def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch):
+    """The indexer stores the statistics; after adding, editing and deleting documents the search must
+    equal the plain statement, whether the statistics were stored again (the indexer's own run) or not
+    (a writer that skipped them: the old ones must then be ignored)."""
+    from groove_tui.engine.indexer import Indexer
+
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
+    params = SearchParams(limit=10, legs="fts", min_quality=0)
+    queries = ("the cells and protein expression", "Trigram search with the runtime", "banana and the cells")
+
+    def answers(cfg):
+        with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx") as eng:
+            out = [[(h.chunk_id, h.score) for h in eng.search(q, params).results] for q in queries]
+            return out, eng._searcher.pruned.stats
+
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        stored = eng.store.conn().execute("SELECT count(*), min(generation) FROM fts_phrase_stats").fetchone()
+        assert stored[0] > 1 and stored[1] == eng.store.generation()
+    got, stats = answers(config)
+    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+    for skip in (False, True):
+        if skip:
+            monkeypatch.setattr(Indexer, "_phrase_statistics", lambda self, cancel: None)
+        for i in range(0, 60, 3):  # edits
+            (kb / f"sub/n{i + 1:03}.md").write_text(f"# protein {skip}\n\nprotein expression of the cells " * (i % 5 + 1))
+        (kb / f"new{skip}.md").write_text("# cells\n\nthe cells the cells banana trigram\n")  # an addition
+        (kb / ("n000.md" if skip else "n003.md")).unlink()  # a deletion
+        with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+            eng.index()
+            gen = eng.store.generation()
+            gens = {g for (g,) in eng.store.conn().execute("SELECT generation FROM fts_phrase_stats")}
+            assert gens == ({gen - 0} if not skip else gens) and (gen not in gens) == skip
+        got, stats = answers(config)
+        assert stats["pruned"] > 0 and (stats["stored_lists"] == 0) == skip
+        assert got == answers(plain_cfg)[0]
+
+
+def test_storing_resumes_where_a_bounded_run_stopped(tables):
+    store = tables[0]
+    conn = store.conn()
+    weights = (3.0, 2.0, 1.0)
+    try:
+        assert fp.store_common_phrases(conn, weights, min_rows=0, max_seconds=-1) == 0  # out of time at once
+        with store.transaction() as w:  # as if a bounded run had stored "the" and stopped
+            found = w.execute("SELECT rowid, bm25(fts_chunks, 3.0, 2.0, 1.0) FROM fts_chunks WHERE fts_chunks "
+                              "MATCH '\"the\"' ORDER BY rowid").fetchall()
+            w.execute("INSERT INTO fts_phrase_stats VALUES ('fts_chunks', ?, 'the', ?, ?, ?, ?)",
+                      (fp._weights_key(weights), store.generation(), len(found),
+                       fp._pack_rowids(fp.np.array([r for r, _ in found])), fp.np.array([-v for _, v in found], "<f8").tobytes()))
+        rest = fp.store_common_phrases(conn, weights, min_rows=0)
+        assert rest > 0 and fp.store_common_phrases(conn, weights, min_rows=0) == 0  # finished: marked
+        phrases = [p for (p,) in conn.execute("SELECT phrase FROM fts_phrase_stats WHERE weights = ? AND phrase != ''",
+                                              (fp._weights_key(weights),))]
+        assert "the" in phrases and len(phrases) == rest + 1
+    finally:
+        with store.transaction() as w:
+            w.execute("DELETE FROM fts_phrase_stats WHERE weights = ?", (fp._weights_key(weights),))

@@ -42,15 +42,24 @@ phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 c
 weight, a table under MIN_ROWS rows, a large limit, too many rows to score, a transaction open on the
 connection — `ranked` returns None and the caller runs the plain statement.
 
-Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries):
-typing a query re-uses every phrase but the one being typed, and common words recur across queries.
+Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
+the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
+recur across queries. The index database also stores them for the corpus' common words
+(`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
+lists that cost most to fetch. A stored row is FTS5's own answer at one generation and is read only at
+that generation; its terms are kept as the frequencies they come from only where recomputing them
+(`_tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
+give FTS5's doubles back bit for bit. Lists at hand are taken to the end: a taken phrase's terms are
+FTS5's, so rows need their text only for the phrases left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,7 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["PrunedFulltext", "TrigramFold", "parse_or_expression", "calibrated"]
+__all__ = ["PrunedFulltext", "TrigramFold", "calibrated", "common_phrases", "parse_or_expression", "store_common_phrases"]
 
 K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
@@ -69,9 +78,24 @@ MAX_PHRASES = 64
 LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 bytes each)
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
 MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
+EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 TABLES = ("fts_chunks", "fts_bigram")
+
+# Persisted phrase statistics (see `store_common_phrases`): the index database's own table, never the KB.
+STATS_DDL = (
+    "CREATE TABLE IF NOT EXISTS fts_phrase_stats (tbl TEXT NOT NULL, weights TEXT NOT NULL, phrase TEXT NOT NULL, "
+    "generation INTEGER NOT NULL, df INTEGER NOT NULL, rowids BLOB NOT NULL, terms BLOB NOT NULL, "
+    "PRIMARY KEY (tbl, weights, phrase))"
+)
+LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
+COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
+COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
+COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
+                         # only). 1: every list, as a stored list spares text scoring of every row it holds
+COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (~5 bytes each)
+COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
 _OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
@@ -208,6 +232,7 @@ class _LRU:
 class _Phrase:
     slot: int  # position in the expression: the order of bm25's sum
     raw: str  # as written in the expression (quoted)
+    key: str  # what the caches know it by: its folded text on the trigram table, else `raw`
     text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
@@ -219,10 +244,10 @@ class PrunedFulltext:
     thread-safe (its caches lock; each call uses the caller's connection)."""
 
     def __init__(self) -> None:
-        self.df_cache = _LRU(100_000)  # (table, phrase, generation) -> rows matching the phrase
-        self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase, weights, generation) -> (rowids, terms)
+        self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
+        self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0}
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -278,15 +303,28 @@ class PrunedFulltext:
         if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
             return None
         avgdl = float(n_tokens) / float(n_rows)
+        # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
+        stored = self._stored(conn, table, weights, gen, {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded))})
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
         for slot, (raw, text) in enumerate(zip(parsed.positive, folded)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
-            idf, sizes[raw] = self._idf(conn, table, raw, text, overlaps, weights, groups, gen, n_rows, avgdl)
+            # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
+            # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
+            # rows with the same frequencies: the same row count and the same terms, bit for bit.
+            key = text if text is not None else raw
+            if text is not None and len(text) >= EAGER_CHARS and "" in stored and key not in stored \
+                    and self.df_cache.get((table, key, gen)) is None:
+                # A phrase the index holds no statistics for is rare (the common ones are stored), and
+                # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
+                # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
+                self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl)
+            idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl,
+                                        stored)
             if idf is None:
                 continue  # matches nothing
-            phrases.append(_Phrase(slot, raw, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
+            phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
         if not phrases:
             return []
         excluded = None
@@ -314,14 +352,18 @@ class PrunedFulltext:
         for j, phrase in enumerate(order):
             # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
             safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
-            if safe and rest[j] < TIGHT * theta:
+            cached = self.impacts_cache.get((table, phrase.key, weights, gen))
+            # A list in memory or in the index database costs little to take, and a phrase taken is
+            # one no row has to be scored for from its text: such lists are taken to the end.
+            cheap = cached is not None or phrase.key in stored
+            if safe and not cheap and rest[j] < TIGHT * theta:
                 break
-            cached = self.impacts_cache.get((table, phrase.raw, weights, gen))
             # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
             # an uncached list is fetched only while it would leave many rows to score.
-            if safe and cached is None and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
+            if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
-            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, weights, gen)
+            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen,
+                                                                                stored, n_rows, avgdl)
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
                 rows, terms = rows[keep], terms[keep]
@@ -334,9 +376,11 @@ class PrunedFulltext:
                 theta = max(theta, _kth(sums, limit))
             nxt = order[j + 1] if j + 1 < len(order) else None
             if nxt is not None and nxt.text is not None and rest[j + 1] >= theta and len(sums) >= limit \
-                    and len(scorer.exact) < 2 * limit:
+                    and len(scorer.exact) < 2 * limit and nxt.key not in stored \
+                    and self.impacts_cache.get((table, nxt.key, weights, gen)) is None:
                 # The rows' full scores are far above their partial sums (the common phrases add up):
-                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk.
+                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk
+                # (when the next list is at hand, taking it is cheaper than scoring from text).
                 pool = np.flatnonzero(acc)
                 scorer.score(pool[np.argsort(-acc[pool], kind="stable")][:limit])
                 theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
@@ -380,16 +424,22 @@ class PrunedFulltext:
         values = _varints(row[0])
         return values[0], sum(values[1:])
 
-    def _idf(self, conn, table, phrase, text, overlaps, weights, groups, gen, n_rows, avgdl):
+    def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl, stored):
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
         matches, estimated when only the idf was needed)."""
-        key = (table, phrase, gen)
+        key = (table, pkey, gen)
         cached = self.df_cache.get(key)
         if cached is not None:
             return cached[0]
-        impacts = self.impacts_cache.get((table, phrase, weights, gen))
+        impacts = self.impacts_cache.get((table, pkey, weights, gen))
         if impacts is not None:
-            value = (_idf(n_rows, len(impacts[0][0])), len(impacts[0][0]))
+            df = len(impacts[0][0])
+            value = (_idf(n_rows, df) if df else None, df)
+        elif pkey in stored:
+            # FTS5's own row count for this phrase, stored at this very generation: the same n_i its
+            # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
+            df = stored[pkey]
+            value = (_idf(n_rows, df), df)
         else:
             value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl) if text else None
             if value is None:
@@ -430,13 +480,31 @@ class PrunedFulltext:
                 return _idf(n_rows, df), df
         return None
 
-    def _impacts(self, conn, table: str, phrase: str, weights, gen: int) -> tuple[np.ndarray, np.ndarray]:
+    def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int,
+                 stored: dict[str, int] | None = None, n_rows: int = 0, avgdl: float = 1.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
-        key = (table, phrase, weights, gen)
+        key = (table, pkey, weights, gen)
         cached = self.impacts_cache.get(key)
         if cached is not None:
             return cached[0]
+        if stored and pkey in stored:
+            row = conn.execute(
+                "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
+                "AND generation = ?", (table, _weights_key(weights), pkey, gen),
+            ).fetchone()
+            if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
+                rows = _unpack_rowids(row[0], row[2])
+                # Frequencies become terms as at storing, from the same N, token total, row count and
+                # lengths (same generation): the doubles that were checked equal to FTS5's then.
+                lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, gen)
+                terms = _unpack_terms(row[1], rows, lengths, n_rows, avgdl)
+                if terms is not None:
+                    value = (rows, terms)
+                    self.impacts_cache.put(key, value, max(1, len(rows)))
+                    self.stats["stored_lists"] += 1
+                    return value
         found = conn.execute(
             f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, phrase)
         ).fetchall()
@@ -446,6 +514,46 @@ class PrunedFulltext:
         value = (rows[order], terms[order])
         self.impacts_cache.put(key, value, max(1, len(found)))
         return value
+
+    def _lengths(self, conn, table: str, gen: int) -> np.ndarray | None:
+        """The rows' lengths stored with the lists at this generation (None: not stored)."""
+        cached = self.df_cache.get(("lengths", table, gen))
+        if cached is not None:
+            return cached[0]
+        row = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
+                           (table + LENGTHS, gen)).fetchone()
+        value = None
+        if row is not None and len(row[1]) in (2 * row[0], 4 * row[0]):
+            value = np.frombuffer(row[1], dtype="<u2" if len(row[1]) == 2 * row[0] else "<u4").astype(np.float64)
+        self.df_cache.put(("lengths", table, gen), value)
+        return value
+
+    def _stored(self, conn, table: str, weights, gen: int, keys: set[str]) -> dict[str, int]:
+        """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
+        generation and these weights, with their row counts; read inside the snapshot the search reads,
+        by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
+        out: dict[str, int] = {}
+        missing = []
+        for k in keys:
+            cached = self.df_cache.get(("stored", table, weights, gen, k))
+            if cached is None:
+                missing.append(k)
+            elif cached[0] >= 0:
+                out[k] = cached[0]
+        if missing:
+            found: dict[str, int] = {}
+            try:
+                found = dict(conn.execute(
+                    "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
+                    f"({','.join('?' * len(missing))}) AND generation = ?",
+                    (table, _weights_key(weights), *missing, gen),
+                ))
+            except sqlite3.OperationalError:  # an index from before the table existed
+                pass
+            for k in missing:
+                self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
+            out.update(found)
+        return out
 
     def _excluded(self, conn, table: str, expr: str, gen: int) -> np.ndarray:
         key = (table, expr, gen)
@@ -470,6 +578,70 @@ def _idf(n_rows: int, df: int) -> float:
     """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
     idf = math.log((n_rows - df + 0.5) / (df + 0.5))
     return 1e-6 if idf <= 0.0 else idf
+
+
+def _tf_terms(f: np.ndarray, D: np.ndarray, idf: float, avgdl: float) -> np.ndarray:
+    """fts5Bm25Function's term of one phrase for many rows, elementwise in its order of operations:
+    idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))). numpy rounds each +, *, / of doubles as C
+    does and fuses nothing, so each element is the double the scalar code (and FTS5) computes."""
+    return idf * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + (B * D) / avgdl)))
+
+
+def _pack_terms(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float) -> bytes:
+    """A stored list's terms: as the frequencies f they come from (1 or 2 bytes a row) when recomputing
+    the terms from f, the rows' lengths and the idf gives FTS5's doubles back bit for bit, else the
+    doubles themselves (8 bytes a row). The length of the blob says which (see _unpack_terms)."""
+    doubles = terms.astype("<f8").tobytes()
+    if lengths is None or not len(rows) or rows[-1] >= len(lengths):
+        return doubles
+    idf, D = _idf(n_rows, len(rows)), lengths[rows]
+    with np.errstate(all="ignore"):
+        f = np.rint(terms * (K1 * ((1 - B) + (B * D) / avgdl)) / (idf * (K1 + 1.0) - terms))
+    if not np.all(np.isfinite(f)) or f.min() < 1 or f.max() >= 2**16:
+        return doubles
+    if not np.array_equal(_tf_terms(f, D, idf, avgdl), terms):  # e.g. weights that are not integers
+        return doubles
+    return f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes()
+
+
+def _unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
+                  ) -> np.ndarray | None:
+    """_pack_terms' terms (None: stored as frequencies but the lengths are missing)."""
+    n = len(rows)
+    if len(blob) == 8 * n:
+        return np.frombuffer(blob, dtype="<f8").astype(np.float64)
+    if lengths is None or (n and rows[-1] >= len(lengths)) or len(blob) not in (n, 2 * n):
+        return None
+    f = np.frombuffer(blob, dtype="<u1" if len(blob) == n else "<u2").astype(np.float64)
+    return _tf_terms(f, lengths[rows], _idf(n_rows, n), avgdl)
+
+
+def _read_lengths(conn, table: str) -> np.ndarray:
+    """Every row's token count D (what bm25's xColumnSize(-1) sums from `_docsize`), by rowid."""
+    found = conn.execute(f"SELECT id, sz FROM {table}_docsize").fetchall()
+    top = max((i for i, _ in found), default=0)
+    out = np.zeros(top + 1, dtype=np.float64)
+    for i, sz in found:
+        out[i] = float(sum(_varints(sz)))
+    return out
+
+
+def _pack_rowids(rows: np.ndarray) -> bytes:
+    """Sorted rowids as 4-byte integers when they all fit (a third of the space), else 8-byte ones."""
+    small = not len(rows) or (rows[0] >= 0 and rows[-1] < 2**32)
+    return rows.astype("<u4" if small else "<i8").tobytes()
+
+
+def _unpack_rowids(blob: bytes, count: int) -> np.ndarray:
+    """_pack_rowids' `count` rowids (the stored row count): the blob's length says which width."""
+    if len(blob) != count * 4 and len(blob) != count * 8:
+        raise _Inconsistent("a stored list of the wrong length")
+    return np.frombuffer(blob, dtype="<u4" if len(blob) == count * 4 else "<i8").astype(np.int64)
+
+
+def _weights_key(weights) -> str:
+    """The column weights as stored with a list (its terms depend on them), exactly: hex floats."""
+    return ",".join(float(w).hex() for w in weights)
 
 
 def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
@@ -547,9 +719,10 @@ class _Scorer:
                 continue
             pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
-        texts: dict[int, list[str]] = {}
-        lengths: dict[int, float] = {}
-        if any(p.slot not in self.taken for p in self.phrases):
+        missing = [p for p in self.phrases if p.slot not in known]
+        if missing:
+            texts: dict[int, list[str]] = {}
+            lengths: dict[int, int] = {}
             ids = rowids.tolist()
             for start in range(0, len(ids), 500):
                 batch = ids[start : start + 500]
@@ -560,20 +733,163 @@ class _Scorer:
                     batch,
                 ):
                     texts[rid] = _group_texts((heading, context, content), self.groups)
-                    lengths[rid] = float(sum(_varints(sz)))
+                    lengths[rid] = sum(_varints(sz))
             if len(texts) < len(ids):
                 raise _Inconsistent("a full-text row without its chunk")
-        for i, rid in enumerate(rowids.tolist()):
-            score = 0.0
-            for p in self.phrases:
-                if p.slot in known:
-                    term = float(known[p.slot][i])
+            rows_texts = [texts[rid] for rid in ids]
+            D = np.array([float(lengths[rid]) for rid in ids], dtype=np.float64)
+            # Elementwise IEEE doubles (_tf_terms): every element is the double _tf_part computes for
+            # that row, which the calibration checks against FTS5.
+            integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
+            for p in missing:
+                if integral and p.overlaps is None:
+                    # f = Σ count·weight over the column groups: integers, exact in any order.
+                    f = np.zeros(len(ids), dtype=np.float64)
+                    for g, (_a, _b, w) in enumerate(self.groups):
+                        f += np.fromiter((t[g].count(p.text) for t in rows_texts), dtype=np.float64,
+                                         count=len(ids)) * w
                 else:
-                    f = _frequency(texts[rid], p.text, p.overlaps, self.groups)
-                    term = p.idf * _tf_part(f, lengths[rid], self.avgdl) if f else 0.0
-                if term != 0.0:  # an absent phrase adds idf * 0.0 = +0.0, which changes nothing
-                    score += term
-            self.exact[rid] = -1.0 * score
+                    f = np.fromiter((_frequency(t, p.text, p.overlaps, self.groups) for t in rows_texts),
+                                    dtype=np.float64, count=len(ids))
+                # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
+                known[p.slot] = _tf_terms(f, D, p.idf, self.avgdl)
+        # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
+        score = np.zeros(len(rowids), dtype=np.float64)
+        for p in self.phrases:
+            score = score + known[p.slot]
+        self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist()))
+
+
+# ------------------------------------------------------------ persisted statistics of common phrases
+
+
+def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
+                   ) -> list[tuple[str, int]]:
+    """The phrases groove's compiler would make of the corpus' frequent words, folded, with the share of
+    an even sample of chunks that hold them, most frequent first. Only which lists are worth storing depends
+    on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
+    from groove_tui.engine.query import query_phrases, split_whitespace
+
+    n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    if n == 0:
+        return []
+    step = max(1, n // sample)
+    counts: dict[str, int] = {}
+    taken = 0
+    for cols in conn.execute("SELECT heading, context_text, content FROM chunks WHERE id % ? = 0", (step,)):
+        taken += 1
+        words = split_whitespace(" ".join(c for c in cols if c))
+        seen = set()
+        for start in range(0, len(words), 16):  # under query.py's cap of 32 phrases a text
+            for p in query_phrases(" ".join(words[start : start + 16])):
+                seen.add(_FOLD.fold(p))
+        for p in seen:
+            counts[p] = counts.get(p, 0) + 1
+    least = max(2, share * taken)
+    return sorted(((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
+
+
+def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
+                         max_entries: int | None = None, max_seconds: float = COMMON_MAX_SECONDS,
+                         cancel=None, min_rows: int | None = None) -> int:
+    """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
+    row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
+    new session starts with the lists that cost most to fetch. Returns how many were stored now.
+
+    Exact: each row is FTS5's own `SELECT rowid, bm25(t, w…) … MATCH phrase` (the statement `_impacts`
+    runs) inside one write transaction that also reads the generation, so it is the table's answer at that
+    generation; `ranked` uses a row only while the index is at that generation (every write to the
+    index bumps it in its own transaction, store.bump_generation), and older rows are deleted here. The
+    phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
+    what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
+    exact and the next call goes on from there; so does one that ran out of `max_seconds` (an index run
+    pays at most that much; at 100k chunks the whole set, ~6,650 phrases, takes ~70 s on one core and 126 MB)."""
+    weights = tuple(float(w) for w in weights)
+    wkey = _weights_key(weights)
+    conn.execute(STATS_DDL)
+
+    def generation() -> int:
+        row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        gen = generation()
+        conn.execute("DELETE FROM fts_phrase_stats WHERE generation != ?", (gen,))
+        row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+        values = _varints(row[0]) if row and row[0] else [0]
+        n_rows, avgdl = values[0], (float(sum(values[1:])) / float(values[0]) if values[0] else 1.0)
+        small = n_rows < (MIN_ROWS if min_rows is None else min_rows)
+        if small:
+            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
+        lengths = None
+        have = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
+                            (table + LENGTHS, gen)).fetchone()
+        if have is not None and len(have[1]) in (2 * have[0], 4 * have[0]):
+            lengths = np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
+        elif not small:
+            lengths = _read_lengths(conn, table)
+            small_d = len(lengths) == 0 or lengths.max() < 2**16
+            conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
+                         (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()))
+        done = {p for (p,) in conn.execute(
+            "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen))}
+    finally:
+        conn.execute("COMMIT")
+    if small or "" in done:  # "" marks a finished set
+        return 0
+    from groove_tui.engine.query import fts_phrase
+
+    todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and _FOLD.fold(p) == p]
+    if max_entries is None:
+        max_entries = COMMON_MAX_ENTRIES * n_rows
+    entries = sum(r for (r,) in conn.execute(
+        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
+        (table, wkey, gen)))
+    stored = 0
+    deadline = time.perf_counter() + max_seconds
+    sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
+    i = 0
+    while i < len(todo) and entries < max_entries:
+        if (cancel is not None and cancel.is_set()) or time.perf_counter() > deadline:
+            return stored
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if generation() != gen:
+                return stored  # (COMMIT below: nothing written in this transaction)
+            started = time.perf_counter()
+            while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
+                phrase, sampled = todo[i]
+                i += 1
+                if sampled > COMMON_LIST_SHARE * 0.8:
+                    df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)).fetchone()[0]
+                    if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this generation)
+                        conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
+                                     (table, wkey, phrase, gen, df))
+                        stored += 1
+                        continue
+                found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
+                rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
+                terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
+                order = np.argsort(rows, kind="stable")
+                rows, terms = rows[order], terms[order]
+                conn.execute(
+                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (table, wkey, phrase, gen, len(found), _pack_rowids(rows),
+                     _pack_terms(rows, terms, lengths, n_rows, avgdl)),
+                )
+                entries += len(found)
+                stored += 1
+        finally:
+            conn.execute("COMMIT")
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if generation() == gen:
+                conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen))
+        finally:
+            conn.execute("COMMIT")
+    return stored
 
 
 _CALIBRATED: bool | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import stat
@@ -22,11 +23,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from groove_tui.config import Config
+from groove_tui.engine import fulltext_pruning
 from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
 from groove_tui.engine.markdown import parse_markdown
 from groove_tui.engine.store import BIGRAM_DDL, Store, to_blob
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MARKDOWN_SUFFIXES = (".md",)
@@ -274,8 +278,11 @@ class Indexer:
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
+        embed_done = time.perf_counter()
         docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
+        if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
+            self._phrase_statistics(cancel)
         end = time.perf_counter()
         return IndexReport(
             added=report.added,
@@ -291,7 +298,7 @@ class Indexer:
             pending_embeddings=pending,
             seconds=end - started,
             fulltext_seconds=fulltext_done - started,
-            embed_seconds=end - fulltext_done,
+            embed_seconds=embed_done - fulltext_done,  # (`seconds` includes the phrase statistics)
             notes=tuple(report.notes),
         )
 
@@ -369,6 +376,20 @@ class Indexer:
             self.store.set_meta("bigram_version", SEGMENTATION_VERSION, wconn)
             self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # a whole new table: merge it next
             self.store.bump_generation(wconn)
+
+    def _phrase_statistics(self, cancel: threading.Event | None) -> None:
+        """Store the full-text leg's statistics of the corpus' common phrases for this index generation
+        (engine/fulltext_pruning.py: a new session then starts with the lists that cost most to fetch).
+        Only for tables big enough to prune, and once per generation (a run that changed nothing finds
+        them current). Best effort: the leg is exact without them, only slower."""
+        f = self.config.search.fusion
+        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        try:
+            fulltext_pruning.store_common_phrases(self.store.conn(), weights, cancel=cancel)
+        except fulltext_pruning.sqlite3.Error as exc:
+            if self.store.conn().in_transaction:
+                self.store.conn().execute("ROLLBACK")
+            log.warning("phrase statistics not stored: %s", exc)
 
     def _compact_fulltext(self, changed: int, cancel: threading.Event | None) -> None:
         """Merge the full-text segments once a tenth of the documents changed since the last merge.
