@@ -168,7 +168,9 @@ def _size(n: int) -> str:
 def format_rows(rows: list[Row], root: Path) -> str:
     head = ("name", "kind", "languages", "size", "installed", "licence", "source")
     table = [head] + [
-        (r.name, r.kind, r.languages, r.size, "yes" if r.installed else "n/a" if r.unsupported else "no", r.licence, r.source) for r in rows
+        (r.name, r.kind, r.languages, r.size, "yes" if r.installed else "n/a" if r.unsupported else "no",
+         r.licence, r.source)
+        for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in table]
