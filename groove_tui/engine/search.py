@@ -23,6 +23,7 @@ import sqlean as sqlite3
 
 from groove_tui.config import Config, FusionConfig, check_fusion_method, check_unit
 from groove_tui.engine import fulltext_pruning
+from groove_tui.engine.vector_scan import VectorScan
 from groove_tui.engine.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.filters import DocFilter
@@ -148,6 +149,7 @@ class Searcher:
         self.rerank_scores = LRU(20_000)
         self.embeddings = LRU(20_000)
         self.pruned = fulltext_pruning.PrunedFulltext()  # per-generation phrase statistics live here
+        self.vectors = VectorScan(store.conn)  # the vector leg's exact in-memory scan (big indexes)
 
     # ------------------------------------------------------------ entry
 
@@ -447,11 +449,15 @@ class Searcher:
         blob = to_blob(qvec)
         first = max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
         k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
+        scan = self.config.search.vector_scan
+        generation = self.store.generation() if scan else 0
         while True:
-            found = conn.execute(
-                "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (blob, k),
-            ).fetchall()
+            found = self.vectors.knn(qvec, k, generation) if scan else None
+            if found is None:  # sqlite-vec's own scan: the same rows (engine/vector_scan.py says why)
+                found = conn.execute(
+                    "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                    (blob, k),
+                ).fetchall()
             kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
             if units >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept

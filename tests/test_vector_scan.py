@@ -1,0 +1,146 @@
+"""The vector leg's in-memory scan (engine/vector_scan.py) must give exactly sqlite-vec's KNN: the same ids,
+distances to the last bit and tie order, at every k, on vectors with exact duplicates; and a search
+through the engine must not change at all when it is switched on, before or after the index changes."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import sqlean as sqlite3
+import sqlite_vec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groove_tui.config import ConfigError, parse_config
+from groove_tui.engine import Engine, SearchParams
+from groove_tui.engine import vector_scan as vs
+
+from helpers import hashing_config, write_kb
+
+
+@pytest.fixture(autouse=True)
+def _scan_small_tables(monkeypatch):
+    """Indexes under MIN_ROWS chunks stay with sqlite-vec; these tests build small ones."""
+    monkeypatch.setattr(vs, "MIN_ROWS", 0)
+
+
+def _vec_table(vectors: np.ndarray, chunk_size: int = 1024, ids=None) -> sqlite3.Connection:
+    """A vec0 table named as the index's, filled in the order given (ids default to 1..n)."""
+    conn = sqlite3.connect(":memory:")
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, "
+                 f"embedding float[{vectors.shape[1]}], chunk_size={chunk_size})")
+    ids = list(range(1, len(vectors) + 1)) if ids is None else ids
+    conn.executemany("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
+                     [(int(i), row.tobytes()) for i, row in zip(ids, vectors)])
+    return conn
+
+
+def test_distances_are_sqlite_vecs_to_the_last_bit():
+    conn = _vec_table(np.zeros((1, 4), np.float32))
+    assert vs.calibrated(conn)
+    rng = np.random.default_rng(7)
+    m = (rng.standard_normal((50, 384)) * rng.choice([1e-4, 1.0, 1e4], (50, 384))).astype(np.float32)
+    q = rng.standard_normal(384).astype(np.float32)
+    ours = vs.distances(np.ascontiguousarray(m.T), q)
+    theirs = [conn.execute("SELECT vec_distance_l2(?, ?)", (r.tobytes(), q.tobytes())).fetchone()[0] for r in m]
+    assert [float(d) for d in ours] == theirs
+    # a different summation order is caught: the pairwise sum numpy uses by default differs somewhere
+    pairwise = np.sqrt(((m - q) ** 2).sum(axis=1, dtype=np.float32))
+    assert [float(d) for d in pairwise] != theirs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 300), dim=st.sampled_from([3, 16, 64]),
+       k=st.integers(1, 350), chunk_size=st.sampled_from([8, 64, 1024]), deletes=st.integers(0, 20))
+def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes):
+    """Exact copies tie; small storage chunks put ties within one chunk and across chunks; ids are
+    inserted shuffled and some rows deleted, so neither id nor insertion order is the scan's order."""
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((rows, dim)).astype(np.float32)
+    if rows > 3:
+        copies = rng.choice(rows, rows // 3, replace=False)
+        m[copies] = m[rng.integers(0, rows, len(copies))]
+    ids = [int(i) for i in rng.permutation(np.arange(1, rows + 1) * 7)]
+    conn = _vec_table(m, chunk_size, ids)
+    gone = [int(i) for i in rng.choice(ids, min(deletes, rows - 1), replace=False)] if rows > 1 else []
+    conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", [(i,) for i in gone])
+    q = m[rng.integers(rows)] if rng.random() < 0.5 else rng.standard_normal(dim).astype(np.float32)
+    want = conn.execute("SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? "
+                        "ORDER BY distance", (q.tobytes(), k)).fetchall()
+    read = vs.read_vectors(conn)
+    assert read is not None
+    got_ids, matrix_t = read
+    assert vs.nearest(got_ids, vs.distances(matrix_t, q), k) == want
+
+
+def _kb(tmp_path, n: int = 60):
+    rng = random.Random(3)
+    words = "rust tokio runtime spawn sqlite vector search cells protein expression banana".split()
+    files = {f"n{i:03}.md": f"# Note {i}\n\n" + " ".join(rng.choice(words) for _ in range(30)) for i in range(n)}
+    files.update({"copy-a.md": "# Same\n\nrust tokio", "copy-b.md": "# Same\n\nrust tokio"})  # equal vectors
+    return write_kb(tmp_path / "kb", files)
+
+
+def _hits(resp):
+    return [(h.chunk_id, h.score, h.path) for h in resp.results]
+
+
+def test_engine_results_do_not_change_with_the_scan(tmp_path):
+    kb = _kb(tmp_path)
+    on = hashing_config()
+    off = replace(on, search=replace(on.search, vector_scan=False))
+    queries = ["rust tokio", "protein expression in cells", "banana", "zzz"]
+    pages = [(legs, limit) for legs in ("vector", "hybrid") for limit in (1, 5, 40)]
+    with Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng, \
+            Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain:
+        eng.index()
+        scan = eng._searcher.vectors
+        eng.search("warm", SearchParams(legs="vector"))
+        scan.wait_loaded()
+        assert scan._matrix_t is not None  # the scan really answers below
+
+        def both(q, legs, limit):
+            p = SearchParams(limit=limit, legs=legs)
+            return _hits(eng.search(q, p)), _hits(plain.search(q, p))
+
+        for q in queries:
+            for legs, limit in pages:
+                ours, theirs = both(q, legs, limit)
+                assert ours == theirs, (q, legs, limit)
+        # an edit moves the generation: the old matrix is never used, sqlite-vec answers until it is read
+        (kb / "n000.md").write_text("# Note 0\n\nbanana banana sqlite", encoding="utf-8")
+        eng.index()
+        for q in queries:
+            ours, theirs = both(q, "vector", 10)
+            assert ours == theirs
+        scan.wait_loaded()
+        assert scan._generation == eng.store.generation() and scan._matrix_t is not None
+        for q in queries:
+            ours, theirs = both(q, "vector", 10)
+            assert ours == theirs
+
+
+def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, monkeypatch):
+    kb = _kb(tmp_path)
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)  # phase one only: every chunk still lacks its vector
+        scan = eng._searcher.vectors
+        assert scan.knn(np.zeros(64, np.float32), 5, eng.store.generation()) is None
+        scan.wait_loaded()
+        assert scan._generation == eng.store.generation() and scan._matrix_t is None
+        eng.index()
+        monkeypatch.setattr(vs, "MIN_ROWS", 10_000)  # the usual floor: a small index stays with sqlite-vec
+        eng.search("rust", SearchParams(legs="vector"))
+        scan.wait_loaded()
+        assert scan._matrix_t is None and eng.search("rust", SearchParams(legs="vector")).results
+
+
+def test_vector_scan_is_a_checked_boolean():
+    assert parse_config({"search": {"vector_scan": False}}).search.vector_scan is False
+    with pytest.raises(ConfigError, match="search.vector_scan"):
+        parse_config({"search": {"vector_scan": "yes"}})
