@@ -46,13 +46,17 @@ def percentile(values: list[float], p: float) -> float:
 
 
 PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison (issue 16)
+VECTOR_SCAN = True  # --no-vector-scan: sqlite-vec's own KNN, for comparison
+CHUNK_CAP: int | None = None  # --max-chunk-bytes: the cap the index was cut with, so it is not cut again
 
 
 def _config(model: str):
     from groove_tui.config import Config, EmbeddingConfig
 
     cfg = replace(Config(), embedding=EmbeddingConfig(model=model))
-    return replace(cfg, search=replace(cfg.search, fulltext_pruning=PRUNING))
+    if CHUNK_CAP is not None:
+        cfg = replace(cfg, chunking=replace(cfg.chunking, max_chunk_bytes=CHUNK_CAP))
+    return replace(cfg, search=replace(cfg.search, fulltext_pruning=PRUNING, vector_scan=VECTOR_SCAN))
 
 
 def prepare_index(kb: Path, source: str, model: str, into: Path) -> str:
@@ -220,9 +224,11 @@ def main() -> None:
     ap.add_argument("--cold", type=int, default=5, help="cold-start runs (0 skips)")
     ap.add_argument("--profile", help="write a cProfile of the keystroke run here")
     ap.add_argument("--no-pruning", action="store_true", help="rank the full-text leg with the plain statement")
+    ap.add_argument("--no-vector-scan", action="store_true", help="the vector leg from sqlite-vec's own KNN")
+    ap.add_argument("--max-chunk-bytes", type=int, help="the chunk cap the index was built with (else 3000)")
     args = ap.parse_args()
-    global PRUNING
-    PRUNING = not args.no_pruning
+    global PRUNING, VECTOR_SCAN, CHUNK_CAP
+    PRUNING, VECTOR_SCAN, CHUNK_CAP = not args.no_pruning, not args.no_vector_scan, args.max_chunk_bytes
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     tmp = tempfile.TemporaryDirectory(prefix="groove-bench-")
