@@ -8,7 +8,8 @@ dimension-major float32 matrix in numpy takes about a quarter of that (docs/perf
 * sqlite-vec's L2 distance for float32 (`distance_l2_sqr_float`, built without SIMD in the wheels) is
   `sqrtf(Σ_i (a_i - b_i)²)`, summed in float32 one dimension after the other, starting from 0. Here each
   step is one numpy float32 subtract, multiply and add over all rows, dimension by dimension in that
-  order, then float32 `sqrt`: the same IEEE operations on each row, in the same order. `calibrated()`
+  order, then the square root (sqlite-vec takes it in double and rounds to float32, which equals the
+  float32 square root): the same IEEE operations on each row, in the same order. `calibrated()`
   checks that against sqlite-vec's own `vec_distance_l2` on this platform before the path is used.
 * rows at equal distance come out in sqlite-vec's order: its scan goes through its storage chunks in
   chunk order, takes each chunk's k best by repeatedly picking the *last* smallest distance (`min_idx`
