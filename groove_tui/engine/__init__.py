@@ -107,7 +107,7 @@ class Engine:
         return cls(kb, config or Config(), target, allow_model_change=allow_model_change)
 
     def close(self) -> None:
-        self._searcher.vectors.close()  # first: a vector read in flight must not reopen the store
+        self._searcher.vectors.close()  # a vector read in flight is discarded
         self.store.close()
 
     def __enter__(self) -> Engine:

@@ -149,7 +149,7 @@ class Searcher:
         self.rerank_scores = LRU(20_000)
         self.embeddings = LRU(20_000)
         self.pruned = fulltext_pruning.PrunedFulltext()  # per-generation phrase statistics live here
-        self.vectors = VectorScan(store.conn)  # the vector leg's exact in-memory scan (big indexes)
+        self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
 
     # ------------------------------------------------------------ entry
 

@@ -188,22 +188,28 @@ class Store:
     # ------------------------------------------------------------ connections
 
     def conn(self) -> sqlite3.Connection:
+        """This thread's connection (kept until close())."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            try:
-                conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
-                conn.enable_load_extension(True)
-                sqlite_vec.load(conn)
-                conn.enable_load_extension(False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA foreign_keys=ON")
-                conn.execute("PRAGMA busy_timeout=30000")
-            except sqlite3.Error as exc:
-                raise IndexError_(f"cannot open the index {self.db_path}: {exc}") from exc
+            conn = self.open_connection()
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
+        return conn
+
+    def open_connection(self) -> sqlite3.Connection:
+        """A new connection, configured as conn()'s are, that the caller closes (a short-lived thread's)."""
+        try:
+            conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error as exc:
+            raise IndexError_(f"cannot open the index {self.db_path}: {exc}") from exc
         return conn
 
     def close(self) -> None:

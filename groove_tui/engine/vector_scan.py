@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import sqlean as sqlite3
@@ -129,20 +128,23 @@ class VectorScan:
     batch), holds no matrix: reading 100k vectors after every batch would only slow the embedder."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect  # a connection for the calling thread (Store.conn): the loader's own
-        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-vector-scan")
+        self._connect = connect  # a new connection, closed after each read (Store.open_connection)
         self._lock = threading.Lock()
         self._generation: int | None = None  # what the fields below describe (None: nothing read yet)
         self._ids = np.empty(0, np.int64)
         self._matrix_t: np.ndarray | None = None  # None: this generation is left to sqlite-vec
-        self._pending: Future | None = None
+        self._reader: threading.Thread | None = None
+        self._closed = False
 
     def knn(self, query: np.ndarray, k: int, generation: int) -> list[tuple[int, float]] | None:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
         no matrix (yet): small, vectors pending, not read yet or being read."""
         with self._lock:
-            if self._generation != generation and (self._pending is None or self._pending.done()):
-                self._pending = self._loader.submit(self._load)
+            reading = self._reader is not None and self._reader.is_alive()
+            if self._generation != generation and not reading and not self._closed:
+                # a daemon thread: a one-shot `groove-tui search` exits without waiting for the read
+                self._reader = threading.Thread(target=self._load, name="groove-vector-scan", daemon=True)
+                self._reader.start()
             if self._generation != generation or self._matrix_t is None:
                 return None
             ids, matrix_t = self._ids, self._matrix_t
@@ -153,6 +155,9 @@ class VectorScan:
     def _load(self) -> None:
         try:
             conn = self._connect()
+        except Exception:  # the store's own error; the next search asks again
+            return
+        try:
             conn.execute("BEGIN")  # one snapshot: the generation and the vectors it names
             try:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
@@ -166,18 +171,22 @@ class VectorScan:
                 conn.execute("COMMIT")
             ids, matrix_t = read if read is not None else (np.empty(0, np.int64), None)
             with self._lock:
-                self._generation, self._ids, self._matrix_t = generation, ids, matrix_t
+                if not self._closed:
+                    self._generation, self._ids, self._matrix_t = generation, ids, matrix_t
         except sqlite3.Error:
             pass  # the next search asks again; sqlite-vec answers meanwhile
+        finally:
+            conn.close()
 
     def wait_loaded(self, timeout: float = 60.0) -> None:
         """For tests and benchmarks: block until a read in progress ends."""
         with self._lock:
-            pending = self._pending
-        if pending is not None:
-            pending.result(timeout)
+            reader = self._reader
+        if reader is not None:
+            reader.join(timeout)
 
     def close(self) -> None:
-        self._loader.shutdown(wait=True, cancel_futures=True)
+        """Drop the matrix; a read in flight finishes on its own and is discarded."""
         with self._lock:
+            self._closed = True
             self._generation, self._ids, self._matrix_t = None, np.empty(0, np.int64), None
