@@ -360,8 +360,8 @@ class Searcher:
         self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel, which: str = "hybrid",
         bq: BigramQuery | None = None,
     ) -> Legs:
-        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq,
-               self.store.generation())
+        generation = self.store.generation()
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq, generation)
         cached = self.legs_cache.get(key)
         if cached is not None:
             return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
@@ -372,7 +372,7 @@ class Searcher:
         # full-text legs run on this one; the model and SQLite release the GIL, so a keystroke costs
         # max(vector side, full text) rather than their sum.
         vector_side = (
-            self._pool.submit(self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, cancel)
+            self._pool.submit(self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, generation, cancel)
             if which != "fts" and self.store.has_vec_table()
             else None
         )
@@ -412,7 +412,7 @@ class Searcher:
         return frozenset(r[0] for r in rows)
 
     def _vector_side(
-        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], cancel
+        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], generation: int, cancel
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
         """Embed the query (cached per text) and run the vector leg, on a pool thread."""
         t = time.perf_counter()
@@ -429,7 +429,7 @@ class Searcher:
         try:
             t = time.perf_counter()
             rows: dict[int, CandidateRow] = {}
-            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows)
+            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation)
             return vector, rows, embed_ms, _ms(t)
         finally:
             if cancel is not None:
@@ -441,7 +441,8 @@ class Searcher:
         )
 
     def _vector_leg(
-        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
+        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict,
+        generation: int,
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
@@ -449,8 +450,7 @@ class Searcher:
         blob = to_blob(qvec)
         first = max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
         k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
-        scan = self.config.search.vector_scan
-        generation = self.store.generation() if scan else 0
+        scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
         while True:
             found = self.vectors.knn(qvec, k, generation) if scan else None
             if found is None:  # sqlite-vec's own scan: the same rows (engine/vector_scan.py says why)
