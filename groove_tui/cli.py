@@ -122,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test")
     ev.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg",
                     help="--compare: the per-query metric (at the largest k; default ndcg)")
+    ev.add_argument("--embedded-share", type=_share, default=None, metavar="FRACTION",
+                    help="evaluate a copy of the index with only this seeded share of its chunks embedded "
+                    "(0-1), as part way through the embedding phase; the index itself is not changed")
+    ev.add_argument("--share-seed", type=int, default=0, metavar="N",
+                    help="--embedded-share: which chunks keep their vectors (default 0)")
     _pipeline_flags(ev, limit_help="results per query (default: the largest k)")
 
     sw = sub.add_parser("sweep", help="score a golden file at every value of one or two settings")
@@ -349,6 +354,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.embedded_share is not None:
+        return _eval_at_share(args)
+    return _eval(args)
+
+
+def _eval(args: argparse.Namespace) -> int:
     from groove_tui.evalrun import run_eval_command
 
     with _load(args) as engine:
@@ -358,6 +369,37 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
             return run_compare_command(engine, args, _params(engine, args))
         return run_eval_command(engine, args, _params(engine, args))
+
+
+def _share(text: str) -> float:
+    """--embedded-share: a fraction from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: expected a number from 0 to 1")
+    return value
+
+
+def _eval_at_share(args: argparse.Namespace) -> int:
+    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/coverage.py)."""
+    import tempfile
+
+    from groove_tui.engine import DB_NAME
+    from groove_tui.engine.coverage import copy_with_share
+    from groove_tui.paths import index_dir_for
+
+    share = args.embedded_share
+    with _load(args) as engine:
+        _require_index(engine, args)
+        source, kb = engine.store.db_path, engine.kb_path
+    with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
+        kept, pending = copy_with_share(source, index_dir_for(kb, root) / DB_NAME, share, args.share_seed)
+        print(f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
+              f"(share {share:g}, seed {args.share_seed}); not recorded in the history", file=sys.stderr)
+        copied = argparse.Namespace(**{**vars(args), "index_dir": root, "no_history": True})
+        return _eval(copied)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

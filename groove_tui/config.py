@@ -135,6 +135,9 @@ class SearchConfig:
     vector_scan: bool = True
     """Answer the vector leg of an index of 25,000+ chunks from its vectors held in memory (the same rows,
     distances and order as sqlite-vec, ~4x faster; costs the vectors' size in RAM; false: sqlite-vec)."""
+    heading_first: bool = True
+    """A query equal to a section's heading or a note's title ranks that section first (false: groove's
+    ranking, where the section competes on its scores alone)."""
     fusion: FusionConfig = field(default_factory=FusionConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)
     parent_retriever: ParentConfig = field(default_factory=ParentConfig)
@@ -181,7 +184,8 @@ class RerankerConfig:
     pool: int = 20
     """How many fused candidates the cross-encoder scores (ours; groove scores max(5 x limit, 50)): 20
     keeps a query near 1.5 s on 2 cores (docs/performance.md). The same pool with and without MMR, so
-    toggling MMR re-ranks from cache."""
+    toggling MMR re-ranks from cache. At least a page of 10 (20 for results 11-20, …) is scored, so the
+    first hits of a page never depend on how many were asked for."""
     max_tokens: int = 256
     """Query + passage tokens per pair; longer passages are cut (the cost grows with it)."""
     threads: int = 0
@@ -405,13 +409,14 @@ def _parse_reranker(model: str | None, rerank_by_default: bool, rr: dict[str, An
 
 
 def _parse_search(s: dict[str, Any]) -> SearchConfig:
-    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fulltext_pruning", "vector_scan", "fusion",
-                         "mmr", "parent_retriever"})
+    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fulltext_pruning", "vector_scan",
+                         "heading_first", "fusion", "mmr", "parent_retriever"})
     ratio = check_range("search.min_confidence_ratio", s.get("min_confidence_ratio", 1.5), 0.0, math.inf)
     cjk = _bool("search.cjk_bigram", s.get("cjk_bigram", True))
     merge_parts = _bool("search.merge_parts", s.get("merge_parts", True))
     pruning = _bool("search.fulltext_pruning", s.get("fulltext_pruning", True))
     vector_scan = _bool("search.vector_scan", s.get("vector_scan", True))
+    heading_first = _bool("search.heading_first", s.get("heading_first", True))
 
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
@@ -455,6 +460,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         merge_parts=merge_parts,
         fulltext_pruning=pruning,
         vector_scan=vector_scan,
+        heading_first=heading_first,
         fusion=fusion,
         mmr=mmr,
         parent_retriever=parent,

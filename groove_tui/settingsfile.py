@@ -71,7 +71,8 @@ def fragment(config: Config, *, title: str = "ranking settings written by groove
     else:
         out.append(_line("rerank_by_default", rr.rerank_by_default))
     out += ["", "[search]", _line("min_confidence_ratio", s.min_confidence_ratio),
-            _line("cjk_bigram", s.cjk_bigram, True), _line("merge_parts", s.merge_parts, True)]
+            _line("cjk_bigram", s.cjk_bigram, True), _line("merge_parts", s.merge_parts, True),
+            _line("heading_first", s.heading_first, True)]
     out += ["", "[search.fusion]",
             _line("method", f.method, True),
             _line("rrf_k", f.rrf_k),

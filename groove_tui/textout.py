@@ -112,6 +112,8 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
         trace = resp.results[0].trace if resp.results else None
         if trace is not None:
             legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
+            if trace.vector_share is not None:
+                legs.append(f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits embedded)")
             lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
     if not resp.results:
         lines.append("no results")
@@ -163,6 +165,8 @@ def _trace_line(hit: Hit) -> str:
         ]
     if t.merged_parts:
         parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")
+    if t.named:
+        parts.append("named: the query is its heading or title, ranked first")
     if t.rerank_score is not None:
         blend = f", blend {t.rerank_blend:g}" if t.rerank_blend is not None and t.rerank_blend < 1 else ""
         parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank}{blend})")

@@ -495,7 +495,7 @@ def test_fingerprint_from_settings():
     )
     # Our defaults differ from groove: the bigram leg, merged parts and distribution-based score fusion.
     j = fp.to_json()
-    assert {k: v for k, v in j.items() if k != "fusion"} == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True}
+    assert {k: v for k, v in j.items() if k != "fusion"} == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True, "heading_first": True}
     assert j["fusion"]["method"] == "dbsf" and j["fusion"]["rrf_k"] == 60.0
     groove = ConfigFingerprint.from_settings(
         cfg, SearchParams(fusion="rrf"), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False

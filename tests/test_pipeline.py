@@ -154,14 +154,14 @@ def test_default_blend_mixes_z_scored_cross_encoder_and_fused_scores(gen, cross_
     from groove_tui.engine.search import blend_scores
 
     assert gen.config.reranker.blend == 0.5
-    eng = _with_reranker(gen, pool=12)
+    eng = _with_reranker(gen, pool=10)
     try:
-        resp = eng.search("tokio runtime tasks", SearchParams(limit=12, reranker=cross_encoder, explain=True))
+        resp = eng.search("tokio runtime tasks", SearchParams(limit=10, reranker=cross_encoder, explain=True))
     finally:
         eng.close()
     hits = resp.results
-    assert len(hits) == 12 and all(h.trace.rerank_blend == 0.5 for h in hits)
-    # recompute every hit's score by hand from its two inputs, over the whole pool of 12
+    assert len(hits) == 10 and all(h.trace.rerank_blend == 0.5 for h in hits)
+    # recompute every hit's score by hand from its two inputs, over the whole pool of 10
     ce = np.array([h.trace.rerank_score for h in hits], dtype=np.float64)
     fused = np.array([h.trace.rrf_score for h in hits], dtype=np.float64)
     expected = 0.5 * (ce - ce.mean()) / ce.std() + 0.5 * (fused - fused.mean()) / fused.std()

@@ -140,7 +140,7 @@ def test_a_reranker_failing_mid_run_leaves_the_fused_results(make_engine, ce_dir
 
 
 def test_one_pool_with_and_without_mmr_so_toggles_cost_no_model_calls(make_engine, ce_dir, monkeypatch) -> None:
-    eng = make_engine(RerankerConfig(pool=6))
+    eng = make_engine(RerankerConfig(pool=12))
     from groove_tui.engine.rerank import get_reranker
 
     reranker = get_reranker(str(ce_dir))
@@ -154,32 +154,32 @@ def test_one_pool_with_and_without_mmr_so_toggles_cost_no_model_calls(make_engin
     monkeypatch.setattr(reranker, "score", counting)
     base = SearchParams(limit=3, reranker=str(ce_dir), explain=True)
     first = eng.search("search", base)
-    assert scored == [6]  # the configured pool, not groove's max(5·limit, 50)
+    assert scored == [12]  # the configured pool, not groove's max(5·limit, 50)
     assert max(h.trace.rerank_rank for h in first.results) <= 3
     for params in (replace(base, mmr=True), replace(base, mmr=True, mmr_lambda=0.3), replace(base, parent_retriever=True),
                    replace(base, mmr=True, mmr_same_doc_penalty=0.5)):
         resp = eng.search("search", params)
         assert resp.reranked and len(resp.results) == 3
-    assert scored == [6]  # every later run re-ranked from the score cache
+    assert scored == [12]  # every later run re-ranked from the score cache
 
 
 def test_progress_is_reported_and_a_cancel_stops_between_batches(make_engine, ce_dir) -> None:
-    eng = make_engine(RerankerConfig(pool=7, batch_size=2))
+    eng = make_engine(RerankerConfig(pool=11, batch_size=4))
     seen: list[tuple[str, int, int]] = []
     eng.search("search", SearchParams(limit=3, reranker=str(ce_dir)), progress=lambda *a: seen.append(a))
-    assert seen == [("rerank", 0, 7), ("rerank", 2, 7), ("rerank", 4, 7), ("rerank", 6, 7), ("rerank", 7, 7)]
+    assert seen == [("rerank", 0, 11), ("rerank", 4, 11), ("rerank", 8, 11), ("rerank", 11, 11)]
     cancel = threading.Event()
     calls: list[tuple[str, int, int]] = []
 
     def cancel_after_first_batch(stage: str, done: int, total: int) -> None:
         calls.append((stage, done, total))
-        if done >= 2:
+        if done >= 4:
             cancel.set()
 
     with pytest.raises(SearchCancelled):
         eng.search("garden soil", SearchParams(limit=3, reranker=str(ce_dir)), cancel=cancel,
                    progress=cancel_after_first_batch)
-    assert calls == [("rerank", 0, 7), ("rerank", 2, 7)]  # the second batch never ran
+    assert calls == [("rerank", 0, 11), ("rerank", 4, 11)]  # the second batch never ran
     # nothing half-scored was cached as if complete: the next run scores the rest and succeeds
     again = eng.search("garden soil", SearchParams(limit=3, reranker=str(ce_dir)))
     assert again.reranked

@@ -174,25 +174,32 @@ def test_scores_are_in_order_and_json_keeps_them_in_f32(engine):
     assert json.loads(resp.to_json())["results"][0]["score"] == pytest.approx(scores[0], rel=1e-6)
 
 
-def _row(cid: int, doc: int):
+def _row(cid: int, doc: int, path: str | None = None, index: int = 0):
     from groove_tui.engine.store import CandidateRow
 
-    return CandidateRow(cid, doc, 0, "H", 2, f"text {cid}", 10, 1.0, None, 1, 0, f"d{doc}.md", None, None,
-                        None, None, ())
+    return CandidateRow(cid, doc, index, "H", 2, f"text {cid}", 10, 1.0, None, 1, 0, path or f"d{doc}.md", None,
+                        None, None, None, ())
 
 
 @pytest.mark.parametrize("method", ["rrf", "dbsf", "relative"])
-def test_fusion_ties_break_by_chunk_id(engine, method):
+def test_fusion_ties_break_by_path_then_position_not_chunk_id(engine, method):
     """A real tie: each chunk is first in one leg and second in the other, so every method sums the same
-    two terms for both (under RRF 1/61 + 1/62). The lower chunk id wins, whichever leg put it first."""
+    two terms for both (under RRF 1/61 + 1/62). The path decides, then the position in the note, whichever
+    leg put a chunk first and whatever its id (ids follow the edit history, a fresh build renumbers)."""
     from groove_tui.engine.search import Legs
 
-    rows = {7: _row(7, 1), 3: _row(3, 2)}
-    for vector, fts in ((((7, 0.1), (3, 0.2)), ((3, -2.0), (7, -1.0))), (((3, 0.1), (7, 0.2)), ((7, -2.0), (3, -1.0)))):
-        legs = Legs(vector=vector, fts=fts, rows=rows, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
-        fused = engine._searcher._fuse(legs, None, False, method=method)
-        assert [c.row.chunk_id for c in fused] == [3, 7]
-        assert fused[0].score == fused[1].score  # it is a tie
+    cases = (
+        ({7: _row(7, 1, "a.md"), 3: _row(3, 2, "b.md")}, [7, 3]),  # a.md before b.md, though 3 < 7
+        ({7: _row(7, 1, "b.md"), 3: _row(3, 2, "a.md")}, [3, 7]),
+        ({7: _row(7, 1, "n.md", index=0), 3: _row(3, 1, "n.md", index=4)}, [7, 3]),  # one note: position
+    )
+    for rows, expected in cases:
+        for vector, fts in ((((7, 0.1), (3, 0.2)), ((3, -2.0), (7, -1.0))),
+                            (((3, 0.1), (7, 0.2)), ((7, -2.0), (3, -1.0)))):
+            legs = Legs(vector=vector, fts=fts, rows=rows, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
+            fused = engine._searcher._fuse(legs, None, False, method=method)
+            assert [c.row.chunk_id for c in fused] == expected
+            assert fused[0].score == fused[1].score  # it is a tie
 
 
 QUERY_ALPHABET = st.sampled_from(

@@ -56,7 +56,7 @@ def test_a_fragment_reads_back_to_the_same_settings(mmr, lam, pen, parent, fusio
 def test_groove_tui_only_keys_are_marked_and_groove_keys_are_not():
     text = fragment(effective_config(Config(), SearchParams(reranker="ms-marco-l12")))
     marked = {line.split("=")[0].strip() for line in text.splitlines() if line.endswith(OURS)}
-    assert marked == {"cjk_bigram", "merge_parts", "method", "vector_weight", "fts_weight", "model", "pool", "blend"}
+    assert marked == {"cjk_bigram", "merge_parts", "heading_first", "method", "vector_weight", "fts_weight", "model", "pool", "blend"}
     for groove_key in ("lambda", "same_doc_penalty", "rrf_k", "bm25_heading_weight", "whole_doc_threshold_tokens",
                        "rerank_by_default", "min_confidence_ratio"):
         line = next(x for x in text.splitlines() if x.startswith(groove_key + " "))

@@ -741,6 +741,7 @@ class ConfigFingerprint:
     context_static: bool = False  # the index was built in contextual (static) mode
     cjk_bigram: bool = False  # ours: the bigram leg changes ranking, so runs with it differ from groove's
     merge_parts: bool = False  # ours: split sections fused as one hit
+    heading_first: bool = False  # ours: a query naming a heading or title ranks that section first
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -765,6 +766,8 @@ class ConfigFingerprint:
             out["cjk_bigram"] = True
         if self.merge_parts:
             out["merge_parts"] = True
+        if self.heading_first:
+            out["heading_first"] = True
         return out
 
     @classmethod
@@ -798,6 +801,7 @@ class ConfigFingerprint:
             context_static=context_static,
             cjk_bigram=config.search.cjk_bigram,
             merge_parts=config.search.merge_parts,
+            heading_first=config.search.heading_first,
         )
 
 

@@ -54,8 +54,12 @@ def mmr_select_traced(
     limit: int,
     lambda_: float,
     same_doc_penalty: float,
+    pinned: int = 0,
 ) -> tuple[list[int], list[MMRTrace]]:
-    """Like `mmr_select`, plus the terms of each pick (for explain views)."""
+    """Like `mmr_select`, plus the terms of each pick (for explain views).
+
+    The first `pinned` candidates are picked first, in order, whatever their value (a query that names a
+    section's heading puts that section first); the greedy picks after them see them as selected."""
     lam = np.float32(_check_param("mmr_lambda", lambda_))
     penalty = np.float32(_check_param("mmr_same_doc_penalty", same_doc_penalty))
     scores = np.asarray(relevance, dtype=np.float32).reshape(-1)
@@ -80,7 +84,7 @@ def mmr_select_traced(
         pen = np.where(doc_seen, penalty, _ZERO)
         values = (lam_rel - one_minus * max_sim) - pen
         values[taken] = -np.inf
-        best = int(np.argmax(values))  # first index among equal maxima = groove's tie rule
+        best = step if step < pinned else int(np.argmax(values))  # first among equal maxima: groove's rule
         picks.append(best)
         trace.append(
             MMRTrace(

@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -24,13 +25,13 @@ import sqlean as sqlite3
 from groove_tui.config import Config, FusionConfig, check_fusion_method, check_unit
 from groove_tui.engine import fulltext_pruning
 from groove_tui.engine.vector_scan import VectorScan
-from groove_tui.engine.bigram import BigramQuery, compile_bigram
+from groove_tui.engine.bigram import BigramQuery, compile_bigram, segment
 from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.filters import DocFilter
 from groove_tui.engine.indexer import embedding_input
 from groove_tui.engine.mmr import mmr_select_traced
 from groove_tui.engine.parent import ChunkRow, expand_hit
-from groove_tui.engine.query import ParsedQuery, QueryError, parse_query
+from groove_tui.engine.query import ParsedQuery, QueryError, fts_phrase, parse_query
 from groove_tui.engine.spans import match_spans
 from groove_tui.engine.store import CandidateRow, Store, to_blob
 from groove_tui.engine.types import HitTrace, Hit, QueryInfo, SearchParams, SearchResponse, Span
@@ -78,6 +79,35 @@ def pool(x: int) -> int:
     return max(5 * x, 50)
 
 
+# The page sizes whose rankings make up a page: results 1-10 come from the ranking for 10, 11-20 from the
+# ranking for 20, and so on. A few steps keep a page of 1,000 at seven rankings, not a thousand.
+PAGE_TIERS = (10, 20, 50, 100, 200, 500, LIMIT_MAX)
+
+
+def page_tiers(limit: int) -> tuple[int, ...]:
+    """The page sizes ranked for a page of `limit`: every tier up to the first that holds it."""
+    out = []
+    for tier in PAGE_TIERS:
+        out.append(tier)
+        if tier >= limit:
+            break
+    return tuple(out)
+
+
+# A query longer than this is a passage, not a heading: no named-section lookup.
+HEADING_KEY_MAX = 200
+# Rows of the heading/breadcrumb phrase lookup read at most (a phrase in thousands of breadcrumbs names none).
+NAMED_SCAN_MAX = 2000
+_EDGE_PUNCT = " \t\r\n.,:;!?¡¿-–—_*`'\"“”‘’()[]{}<>#=~|/\\。、．，：；！？「」『』（）【】"
+
+
+def heading_key(text: str) -> str:
+    """How a heading, a title and a query compare: NFKC, case-folded, inner whitespace collapsed, Markdown
+    emphasis and punctuation at either end dropped (a heading `tar:` in backticks names the same section as `tar`)."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded.strip(_EDGE_PUNCT)
+
+
 class LRU:
     """A small thread-safe LRU map."""
 
@@ -117,6 +147,10 @@ class Legs:
     fts_ms: float
     bigram: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_bigram, best first
     bigram_ms: float = 0.0
+    # The share of the full-text candidates that have a vector (1.0 once every chunk is embedded): how
+    # much of what the full text found the vector leg could have scored at all. Fusion scales the
+    # vector weight by it (see `vector_share`).
+    vector_share: float = 1.0
 
 
 @dataclass(slots=True)
@@ -124,6 +158,17 @@ class _Candidate:
     row: CandidateRow
     score: float
     trace: dict
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """One page size's ranking up to MMR: its candidates, the legs it fused, and how the reranker fared."""
+
+    candidates: list[_Candidate]
+    legs: Legs
+    reranked: bool
+    rerank_failed: str | None
+    warnings: tuple[str, ...]
 
 
 class Searcher:
@@ -206,14 +251,6 @@ class Searcher:
         reranker, rerank_skipped, failed = self._reranker_for(params.reranker, pq.positive_text)
         if failed:
             warnings += (rerank_skipped,)
-        if reranker is not None:
-            # One pool with and without MMR (ours; groove reranks MMR's whole union): toggling MMR, λ or
-            # the parent retriever then re-ranks from the score cache with no new model calls.
-            per_leg, fused_size = pool(pool(limit)), max(self.config.reranker.pool, limit)
-        elif params.mmr:
-            per_leg, fused_size = pool(limit), None
-        else:
-            per_leg, fused_size = pool(limit), limit
 
         conn = self.store.conn()
         if cancel is not None:
@@ -222,44 +259,31 @@ class Searcher:
         try:
             if params.legs not in ("hybrid", "vector", "fts"):
                 raise ParamError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
-            legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
-            timings["embed"] = legs.embed_ms
-            timings["vector"] = legs.vector_ms
-            timings["fts"] = legs.fts_ms
-            if bq is not None and bq.positive_expr is not None:
-                timings["bigram"] = legs.bigram_ms
-            _check(cancel)
-
-            t = time.perf_counter()
-            fused = self._fuse(
-                legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None,
-                method=method,
-            )
-            timings["fuse"] = _ms(t)
-            _check(cancel)
-
-            reranked = False
-            if reranker is not None and fused:
-                t = time.perf_counter()
-                try:
-                    fused = self._rerank(reranker, pq.positive_text, fused, limit, params.mmr, cancel, progress)
-                    reranked = True
-                except SearchCancelled:
-                    raise
-                except Exception as exc:  # a reranker never breaks a search: the fused order stands
-                    log.warning("reranker %s failed: %s", reranker.model_id, exc)
-                    rerank_skipped = f"reranker {reranker.model_id} failed: {_one_line(exc)}"
-                    warnings += (rerank_skipped + "; showing the fused order",)
-                    fused = fused if params.mmr else fused[:limit]
-                timings["rerank"] = _ms(t)
-                _check(cancel)
-
-            if params.mmr and fused:
-                t = time.perf_counter()
-                fused = self._mmr(fused, limit, lam, penalty)
-                timings["mmr"] = _ms(t)
-                _check(cancel)
-            fused = fused[:limit]
+            # Pages are prefixes: the results up to 10 are ranked as for a page of 10, the next up to 20
+            # as for a page of 20 (less those already placed), and so on, so a larger page only adds hits
+            # below the ones a smaller page shows (pools grow with the page, and a deeper pool can reorder
+            # its top). A page of 10 or fewer is exactly groove's ranking for 10.
+            fused: list[_Candidate] = []
+            placed: set[int] = set()
+            first: _Ranked | None = None
+            for tier in page_tiers(limit):
+                ranked = self._ranked(pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel,
+                                      progress, timings)
+                if first is None:
+                    first = ranked
+                elif ranked.warnings:
+                    warnings += tuple(w for w in ranked.warnings if w not in warnings)
+                for c in ranked.candidates:
+                    if len(fused) == min(tier, limit):
+                        break
+                    if c.row.chunk_id not in placed:
+                        placed.add(c.row.chunk_id)
+                        fused.append(c)
+            assert first is not None
+            legs, reranked = first.legs, first.reranked
+            warnings += first.warnings
+            if first.rerank_failed is not None:
+                rerank_skipped = first.rerank_failed
 
             if method == "dbsf" and not reranked:
                 full = _fused_weight(legs, self.config.search.fusion)
@@ -296,11 +320,134 @@ class Searcher:
             timings_ms=timings,
             query=info,
             pending_embeddings=self.store.pending_count(),
+            vector_share=legs.vector_share,
             reranked=reranked,
             rerank_skipped=rerank_skipped,
             warnings=warnings,
             explain=params.explain,
         )
+
+    def _ranked(
+        self, pq: ParsedQuery, bq: BigramQuery | None, doc_filter: DocFilter, limit: int, params: SearchParams,
+        reranker, method: str, lam: float, penalty: float, cancel: threading.Event | None,
+        progress: RerankProgress | None, timings: dict[str, float],
+    ) -> _Ranked:
+        """The first `limit` candidates of the pipeline up to MMR, for a page of `limit` (timings added up)."""
+        if reranker is not None:
+            # One pool with and without MMR (ours; groove reranks MMR's whole union): toggling MMR, λ or
+            # the parent retriever then re-ranks from the score cache with no new model calls.
+            per_leg, fused_size = pool(pool(limit)), max(self.config.reranker.pool, limit)
+        elif params.mmr:
+            per_leg, fused_size = pool(limit), None
+        else:
+            per_leg, fused_size = pool(limit), limit
+        legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
+        for key, value in (("embed", legs.embed_ms), ("vector", legs.vector_ms), ("fts", legs.fts_ms)):
+            timings[key] = timings.get(key, 0.0) + value
+        if bq is not None and bq.positive_expr is not None:
+            timings["bigram"] = timings.get("bigram", 0.0) + legs.bigram_ms
+        _check(cancel)
+
+        t = time.perf_counter()
+        fused = self._fuse(
+            legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None,
+            method=method,
+        )
+        named = self._named_sections(pq, doc_filter, legs, params.legs) if self.config.search.heading_first else ()
+        timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
+        _check(cancel)
+
+        reranked, failed, warnings = False, None, ()
+        if reranker is not None and fused:
+            t = time.perf_counter()
+            try:
+                fused = self._rerank(reranker, pq.positive_text, fused, limit, params.mmr, cancel, progress)
+                reranked = True
+            except SearchCancelled:
+                raise
+            except Exception as exc:  # a reranker never breaks a search: the fused order stands
+                log.warning("reranker %s failed: %s", reranker.model_id, exc)
+                failed = f"reranker {reranker.model_id} failed: {_one_line(exc)}"
+                warnings += (failed + "; showing the fused order",)
+                fused = fused if params.mmr else fused[:limit]
+            timings["rerank"] = timings.get("rerank", 0.0) + _ms(t)
+            _check(cancel)
+
+        pinned = 0
+        if named:
+            fused, pinned = _pin(fused, named, legs.rows)
+        if params.mmr and fused:
+            t = time.perf_counter()
+            fused = self._mmr(fused, limit, lam, penalty, pinned)
+            timings["mmr"] = timings.get("mmr", 0.0) + _ms(t)
+            _check(cancel)
+        return _Ranked(fused[:limit], legs, reranked, failed, warnings)
+
+    def _named_sections(
+        self, pq: ParsedQuery, doc_filter: DocFilter, legs: Legs, which: str
+    ) -> tuple[int, ...]:
+        """Chunks the query names: a section whose heading equals the query, or the first section of a
+        note whose title does (its frontmatter title, else the H1 it opens with), case, width and
+        surrounding punctuation aside. A user who types a heading asks for that section; ranking it below
+        passages that merely mention the words is the one answer they know to be wrong. The chunks are
+        looked up in the index, so a section no leg ranked high enough is still found. Pure leg runs
+        (`legs` vector or fts) rank by their leg alone."""
+        wanted = heading_key(pq.positive_text)
+        if which != "hybrid" or not wanted or len(wanted) > HEADING_KEY_MAX:
+            return ()
+        text = " ".join("".join(ch if ch.isprintable() else " " for ch in pq.positive_text).split())  # FTS5 ends at NUL
+        if not text:
+            return ()
+        conn = self.store.conn()
+        lookups = []  # (kind, statement, argument): each names candidates that are then checked exactly
+        if self.config.search.cjk_bigram and self.store.bigram_ready():
+            words = (segment(text) or "").split()
+            if words:
+                lookups.append(("heading", f"SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                                "{heading} : " + fts_phrase(" ".join(words))))
+        elif len(text) >= 3:
+            lookups.append(("heading", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                            "{heading} : " + fts_phrase(text)))
+        # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it.
+        lookups.append(("h1", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                        "{content} : " + fts_phrase("# " + text)))
+        lookups.append(("title", "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
+                        f"WHERE d.title = ? COLLATE NOCASE LIMIT {NAMED_SCAN_MAX}", text))
+        found: list[tuple[str, int]] = []
+        for kind, sql, arg in lookups:
+            try:
+                found += [(kind, r[0]) for r in conn.execute(sql, (arg,))]
+            except sqlite3.OperationalError as exc:  # a lookup that cannot run names nothing; the search goes on
+                log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
+        if not found:
+            return ()
+        rows = dict(legs.rows)
+        missing = list({cid for _, cid in found if cid not in rows})
+        if missing:
+            rows.update(self.store.rows_by_ids(missing))
+        excluded = self._excluded_ids(pq)
+        best: dict[tuple[int, int], tuple[int, CandidateRow]] = {}  # per section or note: (kind order, first part)
+        for kind, cid in found:
+            row = rows.get(cid)
+            if row is None or cid in excluded or not self._accept(row, doc_filter):
+                continue
+            if kind == "heading" and heading_key(row.heading or "") == wanted:
+                key, rank = _section(row), 0
+            elif kind == "h1" and heading_key(_opening_h1(row.content)) == wanted:
+                key, rank = (row.document_id, -1), 1
+            elif kind == "title" and heading_key(row.title or "") == wanted:
+                key, rank = (row.document_id, -1), 1
+            else:
+                continue
+            kept = best.get(key)
+            if kept is None or row.chunk_index < kept[1].chunk_index:
+                best[key] = (rank, row)
+        if not best:
+            return ()
+        legs.rows.update({row.chunk_id: row for _, row in best.values()})
+        # Headings before titles, then by path and position: the order never depends on chunk ids.
+        order = sorted(best.values(), key=lambda kv: (kv[0], kv[1].path, kv[1].chunk_index))
+        return tuple(dict.fromkeys(row.chunk_id for _, row in order))
 
     # ------------------------------------------------------------ settings
 
@@ -394,9 +541,35 @@ class Searcher:
             rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
-        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms)
+        share = self._vector_share(fts, bigram) if vector else 1.0
+        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms, share)
         self.legs_cache.put(key, legs)
         return legs
+
+    def _vector_share(self, fts: Sequence[tuple[int, float]], bigram: Sequence[tuple[int, float]]) -> float:
+        """The share of the full-text candidates that have a vector; 1.0 when nothing is pending.
+
+        While the embedding phase runs, the vector leg ranks only the chunks embedded so far: its first
+        hits are the nearest of a sample, not of the KB, and a chunk it never saw earns no vector term.
+        Fused at full weight, a handful of embedded chunks outrank the full text's best answers. Scaling
+        the vector weight by this share lets the leg count exactly as far as it has looked at what the
+        full text found: nothing at 0 %, today's fusion at 100 %. With no full-text candidates, the
+        share of the whole index stands in."""
+        if self.store.pending_count() == 0:
+            return 1.0
+        ids = sorted({cid for leg in (fts, bigram) for cid, _ in leg})
+        conn = self.store.conn()
+        if not ids:
+            total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            return 1.0 - self.store.pending_count() / total if total else 1.0
+        pending = 0
+        for start in range(0, len(ids), 500):
+            batch = ids[start:start + 500]
+            marks = ",".join("?" * len(batch))
+            pending += conn.execute(
+                f"SELECT count(*) FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch
+            ).fetchone()[0]
+        return 1.0 - pending / len(ids)
 
     def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
         """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
@@ -553,6 +726,8 @@ class Searcher:
         scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+        if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked
+            wv = F32(wv * F32(legs.vector_share))
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
                 for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
@@ -577,10 +752,13 @@ class Searcher:
             parts: dict[Hashable, list[int]] = {}
             for cid in part_scores:
                 parts.setdefault(_section(rows[cid]), []).append(cid)
-            face = {key: min(cids, key=lambda c: (-part_scores[c], c)) for key, cids in parts.items()}
+            face = {key: min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index)) for key, cids in parts.items()}
         else:
             face = {cid: cid for cid in scores}
-        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), face[key]))
+        # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
+        # index updated in place must rank a tie exactly as a fresh build of the same notes does.
+        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, F32(0.0)),
+                                                rows[face[key]].path, rows[face[key]].chunk_index))
         if size is not None:
             order = order[:size]
         out = []
@@ -592,6 +770,8 @@ class Searcher:
                 trace["rrf_score"] = float(scores[key])
                 trace["rrf_rank"] = rank + 1
                 trace["bigram_leg"] = bigram_leg
+                if legs.vector_share < 1.0:
+                    trace["vector_share"] = legs.vector_share
                 if merge and len(parts[key]) > 1:
                     trace["merged_parts"] = tuple(sorted(rows[c].part for c in parts[key]))
             out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
@@ -629,14 +809,16 @@ class Searcher:
             out.append(_Candidate(c.row, float(F32(final[i])), c.trace))
         return out if keep_all else out[:limit]
 
-    def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:
+    def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float, pinned: int = 0) -> list[_Candidate]:
         embs = self._embeddings([c.row.chunk_id for c in items])
-        items = [c for c in items if c.row.chunk_id in embs]  # groove drops candidates without a vector
+        kept = [c for i, c in enumerate(items) if c.row.chunk_id in embs]  # groove drops candidates without a vector
+        pinned = sum(1 for c in items[:pinned] if c.row.chunk_id in embs)
+        items = kept
         if not items:
             return []
         matrix = np.stack([embs[c.row.chunk_id] for c in items])
         picks, traces = mmr_select_traced(
-            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty
+            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty, pinned
         )
         out = []
         for i, tr in zip(picks, traces):
@@ -697,6 +879,34 @@ class Searcher:
 
 
 _TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
+
+
+def _opening_h1(content: str) -> str:
+    """The text of the H1 a chunk opens with ("" when its first line is not one)."""
+    first = content.lstrip().split("\n", 1)[0]
+    return first[2:] if first.startswith("# ") else ""
+
+
+def _pin(
+    items: list[_Candidate], named: Sequence[int], rows: dict[int, CandidateRow]
+) -> tuple[list[_Candidate], int]:
+    """The named sections first (in `named` order), then the rest in their order; a named section the
+    pool does not hold joins with a score of 0 and a trace that says why it is there. With merged parts a
+    section is one candidate: the one whose row belongs to the named section stands for it."""
+    by_section = {_section(c.row): c for c in items}
+    front: list[_Candidate] = []
+    taken: set[int] = set()
+    for cid in named:
+        row = rows[cid]
+        c = next((x for x in items if x.row.chunk_id == cid), None) or by_section.get(_section(row))
+        if c is None:
+            c = _Candidate(row, 0.0, {})
+        if id(c) in taken:
+            continue
+        taken.add(id(c))
+        c.trace["named"] = True
+        front.append(c)
+    return front + [c for c in items if id(c) not in taken], len(front)
 
 
 def _section(row: CandidateRow) -> tuple[int, int]:
@@ -828,7 +1038,7 @@ def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ..
 def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
     """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
     weight), counting only the legs that returned candidates."""
-    return (fusion.vector_weight * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
+    return (fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
             + fusion.fts_weight * bool(legs.bigram))
 
 

@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS idx_chunks_quality ON chunks(quality_score);
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
 CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded = 0;
+CREATE INDEX IF NOT EXISTS idx_documents_title ON documents(title COLLATE NOCASE);
 """
 
 # The full-text tables are contentless (content='') WITHOUT groove's contentless_delete=1: a DELETE on a

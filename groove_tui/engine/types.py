@@ -216,6 +216,11 @@ class HitTrace:
     vector_scale: tuple[float, float] | None = None
     fts_scale: tuple[float, float] | None = None
     bigram_scale: tuple[float, float] | None = None
+    # While vectors are pending: the share of the full-text candidates that have one, by which the vector
+    # weight was scaled (None when every chunk is embedded and the weight stands as configured).
+    vector_share: float | None = None
+    # The query equals this section's heading or its note's title: it ranks first ([search] heading_first).
+    named: bool = False
 
     def scales(self) -> tuple[tuple[str, str, tuple[float, float] | None], ...]:
         """(leg, what its scale reads, the scale) for each leg the query ran."""
@@ -244,6 +249,10 @@ class HitTrace:
                 None if self.bigram_rank is None else {"rank": self.bigram_rank, "bm25": _num(self.bigram_bm25)}
             )
             out["fusion"]["bigram_term"] = _num(self.rrf_bigram)
+        if self.vector_share is not None:
+            out["fusion"]["vector_share"] = _num(self.vector_share)
+        if self.named:
+            out["named"] = True
         if self.merged_parts is not None:
             out["fusion"]["merged_parts"] = list(self.merged_parts)
         scales = {leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
@@ -330,6 +339,9 @@ class SearchResponse:
     timings_ms: Mapping[str, float]
     query: QueryInfo
     pending_embeddings: int = 0  # chunks that had no vector yet (phase two of indexing still running)
+    # While vectors are pending, the share of the full-text candidates that have one: the factor fusion
+    # applied to the vector weight (1.0 when nothing is pending or no vector leg ran).
+    vector_share: float = 1.0
     reranked: bool = False
     rerank_skipped: str | None = None  # why a requested reranker did not run (unavailable, language, failure)
     warnings: tuple[str, ...] = ()
@@ -353,6 +365,7 @@ class SearchResponse:
                     "positive_text": self.query.positive_text,
                 },
                 "pending_embeddings": self.pending_embeddings,
+                "vector_share": self.vector_share,
                 "reranked": self.reranked,
                 "rerank_skipped": self.rerank_skipped,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},

@@ -364,7 +364,8 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         t.append("  filters: ", style="dim")
         t.append(one_line(f))
     if resp.pending_embeddings > 0:
-        t.append(f"  ⏳ {resp.pending_embeddings} chunks awaiting embeddings (vector leg partial)", style=warn_style)
+        t.append(f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings (vector leg counts "
+                 f"{resp.vector_share:.0%})", style=warn_style)
     for w in resp.warnings:
         t.append("  ⚠ ", style=warn_style)
         t.append(one_line(w))
@@ -441,6 +442,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             row("fts term", _num(tr.rrf_fts, 6))
             if tr.bigram_leg:
                 row("bigram term", _num(tr.rrf_bigram, 6))
+            if tr.vector_share is not None:  # vectors pending: the vector weight follows its coverage
+                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × {tr.vector_share:.2f}")
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
             for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie
@@ -448,6 +451,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
                     row(f"{leg} scale", scale_text(reads, scale))
             if tr.merged_parts:  # parts of a split section fused as this one hit ([search] merge_parts)
                 row("merged parts", ", ".join(str(p) for p in tr.merged_parts))
+            if tr.named:
+                row("named", "the query is this section's heading or its note's title: ranked first")
             head("4 · Reranker")
             if tr.rerank_score is None:
                 row("", "off (not run)")

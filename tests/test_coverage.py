@@ -1,0 +1,143 @@
+"""While vectors are pending, the vector leg counts as far as it has looked at what the full text found."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groove_tui.engine import DB_NAME, Engine
+from groove_tui.engine.coverage import copy_with_share, keeps_vector
+from groove_tui.engine.errors import ParamError
+from groove_tui.engine.types import SearchParams
+from groove_tui.paths import index_dir_for
+from tests.helpers import hashing_config, write_kb
+
+TOPICS = ["garden soil compost", "tokio runtime tasks", "sqlite full text", "vector search knn", "bread dough yeast"]
+
+
+def _files() -> dict[str, str]:
+    return {
+        f"{t.split()[0]}/n{i}.md": f"# Note {i} on {t.split()[0]}\n\n{t} and more {t} with notes number {i}.\n\n"
+        f"## Detail {i}\n\nSome detail about {t.split()[1]} {i}.\n"
+        for t in TOPICS for i in range(8)
+    }
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("cov")
+    kb = write_kb(root / "kb", _files())
+    eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+    eng.index()
+    yield eng, root
+    eng.close()
+
+
+def _at_share(full, share: float, seed: int = 0) -> Engine:
+    eng, root = full
+    dest_root = root / f"share-{share}-{seed}"
+    copy_with_share(eng.store.db_path, index_dir_for(eng.kb_path, dest_root) / DB_NAME, share, seed)
+    return Engine.open(eng.kb_path, config=hashing_config(), index_dir=dest_root)
+
+
+def _ranking(eng: Engine, query: str, **kw) -> list[tuple[str, int]]:
+    return [(h.path, h.chunk_index) for h in eng.search(query, SearchParams(limit=10, min_quality=0, **kw)).results]
+
+
+QUERIES = ["garden soil", "tokio tasks", "full text search", "knn vector", "yeast bread", "notes number"]
+
+
+def test_with_no_vectors_the_hybrid_ranks_as_the_full_text_leg(full):
+    eng = _at_share(full, 0.0)
+    try:
+        assert eng.store.pending_count() == eng.store.counts()[1]
+        for q in QUERIES:
+            assert _ranking(eng, q) == _ranking(eng, q, legs="fts")
+    finally:
+        eng.close()
+
+
+def test_with_every_vector_the_fusion_is_unchanged(full):
+    eng, _ = full
+    copy = _at_share(full, 1.0)
+    try:
+        for q in QUERIES:
+            a = eng.search(q, SearchParams(limit=10, min_quality=0, explain=True))
+            b = copy.search(q, SearchParams(limit=10, min_quality=0, explain=True))
+            assert [(h.path, h.chunk_index, h.score) for h in a.results] == [(h.path, h.chunk_index, h.score) for h in b.results]
+            assert a.vector_share == b.vector_share == 1.0
+            assert all(h.trace.vector_share is None for h in b.results)
+    finally:
+        copy.close()
+
+
+def test_the_vector_weight_follows_the_share_of_full_text_candidates_embedded(full):
+    eng = _at_share(full, 0.5, seed=3)
+    try:
+        resp = eng.search("garden soil", SearchParams(limit=10, min_quality=0, explain=True))
+        fts = eng._searcher._retrieve(
+            __import__("groove_tui.engine.query", fromlist=["parse_query"]).parse_query("garden soil"),
+            __import__("groove_tui.engine.filters", fromlist=["DocFilter"]).DocFilter.build(min_quality=0.0),
+            50, None,
+        )
+        ids = {cid for cid, _ in fts.fts}
+        pending = {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks WHERE embedded = 0")}
+        expected = 1 - len(ids & pending) / len(ids)
+        assert 0 < expected < 1
+        assert resp.vector_share == pytest.approx(expected)
+        assert all(h.trace.vector_share == pytest.approx(expected) for h in resp.results)
+        # each hit's vector term is its dbsf reading on the leg's own scale, times the share
+        for h in resp.results:
+            t = h.trace
+            if t.vector_rank is None:
+                assert not t.rrf_vector
+                continue
+            lo, hi = t.vector_scale
+            unscaled = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
+            assert t.rrf_vector == pytest.approx(unscaled * expected, rel=1e-4, abs=1e-6)
+        assert json.loads(resp.to_json())["results"]  # the response still serialises
+    finally:
+        eng.close()
+
+
+def test_the_seeded_share_is_stable_and_nested():
+    paths = [(f"p{i}.md", j) for i in range(200) for j in range(3)]
+    small = {p for p in paths if keeps_vector(7, *p, 0.1)}
+    large = {p for p in paths if keeps_vector(7, *p, 0.5)}
+    assert small <= large
+    assert 0.05 < len(small) / len(paths) < 0.15 and 0.4 < len(large) / len(paths) < 0.6
+    assert small == {p for p in paths if keeps_vector(7, *p, 0.1)}
+    assert small != {p for p in paths if keeps_vector(8, *p, 0.1)}
+
+
+def test_a_share_outside_zero_to_one_is_refused(full, tmp_path: Path):
+    eng, _ = full
+    for bad in (-0.1, 1.5, float("nan"), "half", True):
+        with pytest.raises(ParamError, match="embedded share"):
+            copy_with_share(eng.store.db_path, tmp_path / "x" / DB_NAME, bad, 0)  # type: ignore[arg-type]
+
+
+def test_eval_at_a_share_leaves_the_index_untouched(full, tmp_path: Path):
+    eng, root = full
+    golden = tmp_path / "golden.yml"
+    golden.write_text("queries:\n  - id: q1\n    query: garden soil\n    expected:\n      - path: garden/n1.md\n")
+    before = eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()
+    run = subprocess.run(
+        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
+         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "0.3", "--format", "json"],
+        capture_output=True, text=True, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert "pending" in run.stderr and "not recorded" in run.stderr
+    assert json.loads(run.stdout)["aggregate"]["query_count"] == 1
+    assert (eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()) == before
+    bad = subprocess.run(
+        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
+         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "2"],
+        capture_output=True, text=True,
+    )
+    assert bad.returncode == 2 and "--embedded-share: '2' is invalid: expected a number from 0 to 1" in bad.stderr

@@ -1,0 +1,180 @@
+"""Pages are prefixes, and a query that names a heading or a title ranks that section first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groove_tui.engine import Engine
+from groove_tui.engine.search import heading_key, page_tiers
+from groove_tui.engine.types import SearchParams
+from tests.helpers import hashing_config, write_kb
+
+WORDS = ["retriever", "parent", "fusion", "vector", "garden", "soil", "tokio", "runtime", "index", "search",
+         "chunk", "heading", "rank", "score", "query", "window", "model", "cache", "note", "page"]
+
+
+def _corpus() -> dict[str, str]:
+    """Sixty notes of two or three sections drawn from a small vocabulary, so queries match many of them
+    with many near ties: the case where pool sizes could reorder a page."""
+    files = {}
+    for n in range(60):
+        words = [WORDS[(n * 7 + i * 3) % len(WORDS)] for i in range(40)]
+        body = " ".join(words)
+        second = " ".join(reversed(words[:25]))
+        files[f"n{n:02d}/note{n}.md"] = (
+            f"# Note {n}\n\n{body}.\n\n## Section {WORDS[n % len(WORDS)]}\n\n{second}.\n\n"
+            f"## More {n}\n\n{' '.join(words[10:30])} {WORDS[(n * 5) % len(WORDS)]}.\n"
+        )
+    return files
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("paged")
+    kb = write_kb(root / "kb", _corpus())
+    eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+    eng.index()
+    yield eng
+    eng.close()
+
+
+def _ids(eng: Engine, query: str, params: SearchParams) -> list[tuple[str, int, str]]:
+    return [(h.path, h.chunk_index, h.content) for h in eng.search(query, params).results]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    limits=st.lists(st.integers(min_value=1, max_value=120), min_size=2, max_size=2),
+    mmr=st.booleans(),
+    parent=st.booleans(),
+    lam=st.sampled_from([0.3, 0.7, 1.0]),
+)
+def test_the_first_n_hits_of_a_larger_page_are_the_hits_of_a_page_of_n(paged, query, limits, mmr, parent, lam):
+    small, large = sorted(limits)
+    params = SearchParams(limit=small, mmr=mmr, mmr_lambda=lam if mmr else 0.7, parent_retriever=parent,
+                          min_quality=0)
+    few = _ids(paged, query, params)
+    many = _ids(paged, query, replace(params, limit=large))
+    assert many[:small] == few
+    assert len(many) >= len(few)
+
+
+def test_page_tiers_cover_every_limit():
+    assert page_tiers(1) == (10,) and page_tiers(10) == (10,)
+    assert page_tiers(11) == (10, 20) and page_tiers(20) == (10, 20)
+    assert page_tiers(1000) == (10, 20, 50, 100, 200, 500, 1000)
+
+
+def test_a_page_of_ten_or_fewer_ranks_as_a_page_of_ten(paged):
+    ten = _ids(paged, "parent retriever", SearchParams(limit=10, min_quality=0))
+    for n in (1, 3, 7):
+        assert _ids(paged, "parent retriever", SearchParams(limit=n, min_quality=0)) == ten[:n]
+
+
+# ------------------------------------------------------------------ named sections
+
+NAMED_KB = {
+    # Notes that say "parent retriever" over and over, in headings and bodies: they win on bm25 and vectors.
+    **{f"talk/t{i}.md": (
+        f"# Retrieval talk {i}\n\n## Why the parent retriever helps {i}\n\n"
+        + "The parent retriever and the parent retriever settings: parent retriever, retriever of parents. " * 6
+        + "\n") for i in range(12)},
+    "guide.md": (
+        "# Guide\n\n## Fusion\n\nHow two legs fuse into one ranking.\n\n"
+        "## Parent retriever\n\nExpands a hit with its neighbouring chunks up to a token cap.\n\n"
+        "## MMR\n\nDiversity for the page.\n"
+    ),
+    "tools/tar.md": "# tar\n\nArchiving utility. Create an archive from files.\n",
+    **{f"tools/{n}.md": f"# {n}\n\nStart the target; tar tar target restart tar of the target.\n"
+       for n in ("getarch", "target-start", "npm-star", "docker-restart", "ibmcloud-target")},
+}
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("named")
+    kb = write_kb(root / "kb", NAMED_KB)
+    eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+    eng.index()
+    yield eng
+    eng.close()
+
+
+def _off(eng: Engine) -> Engine:
+    cfg = eng.config
+    return Engine(eng.kb_path, replace(cfg, search=replace(cfg.search, heading_first=False)), eng.index_dir)
+
+
+@pytest.mark.parametrize("query", ["parent retriever", "Parent Retriever", "  parent   retriever:  ", "PARENT RETRIEVER"])
+def test_a_query_equal_to_a_heading_ranks_that_section_first(named, query):
+    resp = named.search(query, SearchParams(limit=5, min_quality=0, explain=True))
+    first = resp.results[0]
+    assert (first.path, first.heading) == ("guide.md", "Parent retriever")
+    assert first.trace.named and not any(h.trace.named for h in resp.results[1:])
+
+
+def test_without_heading_first_the_section_competes_on_its_scores(named):
+    off = _off(named)
+    try:
+        first = off.search("parent retriever", SearchParams(limit=5, min_quality=0)).results[0]
+    finally:
+        off.close()
+    assert first.path != "guide.md"  # the talks win on scores alone: what the rule is for
+
+
+def test_a_query_equal_to_a_title_ranks_that_note_first(named):
+    hits = named.search("tar", SearchParams(limit=5, min_quality=0)).results
+    assert hits[0].path == "tools/tar.md"
+    off = _off(named)
+    try:
+        assert off.search("tar", SearchParams(limit=5, min_quality=0)).results[0].path != "tools/tar.md"
+    finally:
+        off.close()
+
+
+@pytest.mark.parametrize("extra", [
+    {"mmr": True, "mmr_lambda": 0.3}, {"parent_retriever": True}, {"limit": 1}, {"limit": 40},
+    {"fusion": "rrf"}, {"fusion": "relative"},
+])
+def test_the_named_section_stays_first_with_every_stage(named, extra):
+    params = replace(SearchParams(limit=5, min_quality=0), **extra)
+    assert named.search("parent retriever", params).results[0].path == "guide.md"
+
+
+def test_filters_and_exclusions_still_hold_for_a_named_section(named):
+    hits = named.search("parent retriever", SearchParams(limit=5, min_quality=0, path_globs=("talk/**",))).results
+    assert hits and all(h.path.startswith("talk/") for h in hits)
+    hits = named.search("parent retriever -neighbouring", SearchParams(limit=5, min_quality=0)).results
+    assert all(h.path != "guide.md" for h in hits)
+
+
+def test_pure_leg_runs_are_not_reordered(named):
+    for legs in ("fts", "vector"):
+        hits = named.search("parent retriever", SearchParams(limit=5, min_quality=0, legs=legs, explain=True)).results
+        assert not any(h.trace.named for h in hits)
+
+
+def test_heading_key_compares_as_a_reader_would():
+    assert heading_key("## `tar`:") == heading_key("tar") == "tar"
+    assert heading_key("Parent  Retriever") == heading_key("parent retriever")
+    assert heading_key("ＡＢＣ") == "abc"  # NFKC: full width is the same word
+    assert heading_key("設定。") == "設定"
+    assert heading_key("C++") == "c++"
+
+
+def test_a_named_section_is_found_even_when_no_leg_ranks_it(tmp_path: Path):
+    """Ninety notes that all say the words in their bodies outrank the note whose heading they are."""
+    files = {f"bulk/b{i:02d}.md": "# B\n\n" + "garden soil garden soil compost garden soil. " * 8 for i in range(90)}
+    files["z/named.md"] = "# Other\n\nAn opening paragraph about other things entirely.\n\n## Garden soil\n\nLoam holds water and air; it is what most plants like best.\n"
+    eng = Engine.open(write_kb(tmp_path / "kb", files), config=hashing_config(), index_dir=tmp_path / "idx")
+    try:
+        eng.index()
+        assert eng.search("garden soil", SearchParams(limit=3, min_quality=0)).results[0].path == "z/named.md"
+    finally:
+        eng.close()
