@@ -385,8 +385,8 @@ class Searcher:
 
     def _named_sections(
         self, pq: ParsedQuery, doc_filter: DocFilter, legs: Legs, which: str
-    ) -> tuple[int, ...]:
-        """Chunks the query names: a section whose heading equals the query, or the first section of a
+    ) -> tuple[tuple[int, int], ...]:
+        """Chunks the query names, each with 0 for a heading, 1 for a title: a section whose heading equals the query, or the first section of a
         note whose title does (its frontmatter title, else the H1 it opens with), case, width and
         surrounding punctuation aside. A user who types a heading asks for that section; ranking it below
         passages that merely mention the words is the one answer they know to be wrong. The chunks are
@@ -445,9 +445,7 @@ class Searcher:
         if not best:
             return ()
         legs.rows.update({row.chunk_id: row for _, row in best.values()})
-        # Headings before titles, then by path and position: the order never depends on chunk ids.
-        order = sorted(best.values(), key=lambda kv: (kv[0], kv[1].path, kv[1].chunk_index))
-        return tuple(dict.fromkeys(row.chunk_id for _, row in order))
+        return tuple((rank, row.chunk_id) for rank, row in best.values())
 
     # ------------------------------------------------------------ settings
 
@@ -888,25 +886,25 @@ def _opening_h1(content: str) -> str:
 
 
 def _pin(
-    items: list[_Candidate], named: Sequence[int], rows: dict[int, CandidateRow]
+    items: list[_Candidate], named: Sequence[tuple[int, int]], rows: dict[int, CandidateRow]
 ) -> tuple[list[_Candidate], int]:
-    """The named sections first (in `named` order), then the rest in their order; a named section the
-    pool does not hold joins with a score of 0 and a trace that says why it is there. With merged parts a
-    section is one candidate: the one whose row belongs to the named section stands for it."""
+    """The named sections first, then the rest in their order. Among the named, headings come before
+    titles, then the better score (the pipeline's own opinion), then path and position; a named section
+    the pool does not hold joins with a score of 0. With merged parts a section is one candidate: the one
+    whose row belongs to the named section stands for it."""
+    by_chunk = {c.row.chunk_id: c for c in items}
     by_section = {_section(c.row): c for c in items}
-    front: list[_Candidate] = []
-    taken: set[int] = set()
-    for cid in named:
+    chosen: dict[int, tuple[int, _Candidate]] = {}
+    for rank, cid in named:
         row = rows[cid]
-        c = next((x for x in items if x.row.chunk_id == cid), None) or by_section.get(_section(row))
-        if c is None:
-            c = _Candidate(row, 0.0, {})
-        if id(c) in taken:
-            continue
-        taken.add(id(c))
+        c = by_chunk.get(cid) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
+        if id(c) not in chosen or rank < chosen[id(c)][0]:
+            chosen[id(c)] = (rank, c)
+    front = [c for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path,
+                                                                       rc[1].row.chunk_index))]
+    for c in front:
         c.trace["named"] = True
-        front.append(c)
-    return front + [c for c in items if id(c) not in taken], len(front)
+    return front + [c for c in items if id(c) not in chosen], len(front)
 
 
 def _section(row: CandidateRow) -> tuple[int, int]:
