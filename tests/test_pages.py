@@ -178,3 +178,30 @@ def test_a_named_section_is_found_even_when_no_leg_ranks_it(tmp_path: Path):
         assert eng.search("garden soil", SearchParams(limit=3, min_quality=0)).results[0].path == "z/named.md"
     finally:
         eng.close()
+
+
+def test_an_index_updated_in_place_ranks_ties_as_a_fresh_build(tmp_path: Path):
+    """Two notes with the same text tie on every leg. Added one after the other, the later one gets the
+    higher chunk id; a fresh build numbers them in walk order. Both indexes must rank them alike."""
+    text = "# Same\n\nIdentical words about sourdough starters and their feeding schedule.\n"
+    kb = write_kb(tmp_path / "kb", {"b.md": text})
+    grown = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "grown")
+    try:
+        grown.index()
+        (kb / "a.md").write_text(text, encoding="utf-8")
+        grown.index()
+        ids = dict(grown.store.conn().execute(
+            "SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall())
+        assert ids["b.md"] < ids["a.md"]  # the edit history shows in the ids
+        fresh = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "fresh")
+        try:
+            fresh.index()
+            for method in ("dbsf", "rrf", "relative"):
+                params = SearchParams(limit=5, min_quality=0, fusion=method)
+                a = [h.path for h in grown.search("sourdough starters", params).results]
+                b = [h.path for h in fresh.search("sourdough starters", params).results]
+                assert a == b == ["a.md", "b.md"]
+        finally:
+            fresh.close()
+    finally:
+        grown.close()
