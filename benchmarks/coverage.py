@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shares", default="0,0.1,0.5,0.9,1")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--record", default=None, help="write the record here (JSON)")
+    ap.add_argument("--keep-copies", default=None, metavar="DIR",
+                    help="keep each share's index copy under DIR/s<share> (to evaluate it with other code)")
     args = ap.parse_args(argv)
     shares = [float(s) for s in args.shares.split(",")]
     config = replace(Config(), embedding=EmbeddingConfig(model=args.model, explicit=True))
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fts = _measure(base, golden, "fts")
         print(f"full text          {fts}", file=sys.stderr)
-        with tempfile.TemporaryDirectory(prefix="groove-tui-coverage-") as root:
+        with tempfile.TemporaryDirectory(prefix="groove-tui-coverage-") as scratch:
+            root = args.keep_copies or scratch
             for share in shares:
                 dest = Path(root) / f"s{share}"
                 kept, pending = copy_with_share(base.store.db_path, index_dir_for(base.kb_path, dest) / DB_NAME,
