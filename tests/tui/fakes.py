@@ -95,7 +95,7 @@ class FakeEngine:
         if progress:
             progress(IndexProgress("embed", 0, n))
         if self.index_gate is not None:
-            self.index_gate.wait(5)
+            self.index_gate.wait(120)  # the test opens it; a loaded machine can take seconds to get there
         for i in range(1, n + 1):
             if progress:
                 progress(IndexProgress("embed", i, n))
