@@ -205,14 +205,30 @@ def _config(args: argparse.Namespace):
     return replace(config, reranker=rr)
 
 
-def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
-    from groove_tui.engine import Engine, ModelMismatch
+def _load(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False):
+    """The engine for a command. Readers (search, status, eval, sweep) open the index read-only: they
+    answer from the last commit while an index runs and never wait for its write lock."""
+    from groove_tui.engine import Engine, IndexNotReady, ModelMismatch
 
     config = _config(args)
     try:
-        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change)
+        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change,
+                           readonly=readonly)
     except ModelMismatch as exc:
         raise CLIError(mismatch_advice(args, config, exc)) from None
+    except IndexNotReady as exc:
+        raise CLIError(not_ready_advice(args, exc)) from None
+
+
+def not_ready_advice(args: argparse.Namespace, exc) -> str:
+    """A reader's answer when there is no index it can read: what is wrong, and the command that fixes it."""
+    from groove_tui.textout import index_command
+
+    kb = Path(args.kb).expanduser().resolve()
+    if exc.reason == "missing":
+        return f"{kb} has not been indexed yet (index: {exc.db_path}). Run: {index_command(args, kb)}"
+    return (f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
+            f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}")
 
 
 def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
@@ -317,7 +333,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         status = engine.status()
     if args.format == "json":
         print(json_text(status.to_dict()))
@@ -330,7 +346,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         params = _params(engine, args)
         from dataclasses import replace
@@ -351,7 +367,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from groove_tui.evalrun import run_eval_command
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         if args.compare:
             from groove_tui.evalcompare import run_compare_command
@@ -363,7 +379,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from groove_tui.sweepcmd import run_sweep_command
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         return run_sweep_command(engine, args, _params(engine, args))
 

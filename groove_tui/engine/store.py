@@ -19,7 +19,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.errors import IndexError_
+from groove_tui.engine.errors import IndexError_, IndexNotReady
 
 SCHEMA_VERSION = "1"
 
@@ -141,13 +141,25 @@ def to_blob(vector: np.ndarray) -> bytes:
 
 
 class Store:
-    """The index database. Thread-safe by giving every thread its own connection."""
+    """The index database. Thread-safe by giving every thread its own connection.
 
-    def __init__(self, db_path: Path) -> None:
+    `readonly=True` is a reader's store (search, status, eval): its connections are opened read-only and
+    it never creates, migrates or writes anything, so it never waits for the write lock an indexer holds;
+    in WAL mode it reads the last commit while any index runs. An index that does not exist yet, or that
+    only an indexing run can bring up to date, raises IndexNotReady at once instead."""
+
+    # What a reader needs; an index lacking one was never built, or was built before it existed.
+    REQUIRED_TABLES = ("index_meta", "documents", "chunks", "fts_chunks")
+
+    def __init__(self, db_path: Path, *, readonly: bool = False) -> None:
         self.db_path = db_path
+        self.readonly = readonly
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        if readonly:
+            self._check_readable()
+            return
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file, /dev/null, a read-only directory: say which and why
@@ -162,6 +174,23 @@ class Store:
         except sqlite3.Error as exc:  # e.g. a read-only index directory or database file
             self.close()
             raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
+
+    def _check_readable(self) -> None:
+        """A reader's checks, without writing: the file exists and holds every table a search reads."""
+        if not self.db_path.is_file():
+            raise IndexNotReady("missing", self.db_path)
+        try:
+            names = {r[0] for r in self.conn().execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = self.get_meta("schema_version") if "index_meta" in names else None
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise IndexError_(f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)") from None
+        if not names:  # created a moment ago by an indexer that has not committed its schema yet
+            self.close()
+            raise IndexNotReady("missing", self.db_path)
+        if any(t not in names for t in self.REQUIRED_TABLES) or version != SCHEMA_VERSION:
+            self.close()
+            raise IndexNotReady("outdated", self.db_path)
 
     def _init_meta(self) -> None:
         with self.transaction() as conn:
@@ -200,11 +229,16 @@ class Store:
     def open_connection(self) -> sqlite3.Connection:
         """A new connection, configured as conn()'s are, that the caller closes (a short-lived thread's)."""
         try:
-            conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
+            if self.readonly:  # mode=ro: SQLite itself refuses any write, so a reader cannot take the lock
+                uri = self.db_path.absolute().as_uri() + "?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=True)
+            else:
+                conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            if not self.readonly:  # the writer made the file WAL (persistent); setting it is a write
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -223,6 +257,8 @@ class Store:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE … COMMIT, rolled back on any error: a killed writer leaves no half document."""
+        if self.readonly:
+            raise IndexError_(f"the index {self.db_path} was opened for reading only")
         conn = self.conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
