@@ -143,14 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
-    be.add_argument("--mode", choices=("search", "index", "all", "rerank"), default="search",
-                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries)")
+    be.add_argument("--mode", choices=("search", "index", "all", "rerank", "readers"), default="search",
+                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
+                    "readers: search latency idle and while another process indexes a copy of --docs documents")
     be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
     be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
     be.add_argument("--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)")
     be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
     be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
-    be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
+    be.add_argument("--docs", type=int, default=300,
+                    help="index and readers modes: documents in the subset (0 = all)")
     be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
                     "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
     be.add_argument("--scale-dir", metavar="DIR", default=None, help="scale mode: keep the synthesised KB and index in "
