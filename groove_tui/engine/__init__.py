@@ -146,11 +146,21 @@ class Engine:
     # ------------------------------------------------------------ indexing
 
     def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
-        from groove_tui.engine import modelchoice
-        from groove_tui.engine.indexer import _now, writer_lock
+        """Index the KB (see the module docstring). A full disk or another write failure part-way raises
+        IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
+        from groove_tui.engine.store import sqlite3
 
         if self.readonly:
             raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
+        try:
+            return self._index(progress, force, cancel, embed)
+        except sqlite3.OperationalError as exc:
+            raise self.store.write_error(exc) from exc
+
+    def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
+        from groove_tui.engine import modelchoice
+        from groove_tui.engine.indexer import _now, writer_lock
+
         with writer_lock(self.index_dir):
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
                 # This run records the model the user named (and a forced one drops every vector): load it

@@ -23,6 +23,11 @@ class IndexNotReady(IndexError_):
         self.db_path = db_path
 
 
+class IndexWriteFailed(IndexError_):
+    """Writing the index failed part-way (a full disk, an I/O error); every document committed before
+    stays searchable, and the next indexing run goes on from there."""
+
+
 class ModelMismatch(IndexError_):
     """The index was built with another embedding model (`recorded`) than the one named (`configured`)."""
 

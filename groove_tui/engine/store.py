@@ -19,7 +19,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.errors import IndexError_, IndexNotReady
+from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 
 SCHEMA_VERSION = "1"
 
@@ -264,7 +264,11 @@ class Store:
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            # A full disk (or an I/O error) may have rolled the transaction back already: a second
+            # ROLLBACK would then fail and hide the error that says what happened.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
@@ -403,6 +407,23 @@ class Store:
 
     def pending_count(self) -> int:
         return self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+
+    def write_error(self, exc: Exception) -> IndexError_:
+        """A SQLite error met while writing the index, as one line that says what happened and what to do.
+
+        Each document is its own transaction, so what was committed before stays searchable."""
+        text = str(exc)
+        if "full" in text:  # SQLITE_FULL: "database or disk is full"
+            return IndexWriteFailed(
+                f"the disk holding the index is full (index: {self.db_path}); what was indexed before stays "
+                f"searchable. Free some space, or move the index elsewhere with --index-dir DIR (or "
+                f"GROOVE_TUI_INDEX_DIR), then index again to finish"
+            )
+        if "locked" in text:  # SQLITE_BUSY after busy_timeout: a process outside groove-tui's own lock
+            return IndexWriteFailed(f"another process kept the index {self.db_path} locked for 30 s; what was "
+                                    f"indexed before stays searchable. Close it and index again")
+        return IndexWriteFailed(f"cannot write the index {self.db_path} ({text}); what was indexed before stays "
+                                f"searchable. Check the disk and index again")
 
     def index_bytes(self) -> int:
         total = 0
