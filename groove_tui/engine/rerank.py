@@ -25,12 +25,14 @@ from groove_tui.engine.catalog import (
     not_pulled_message,
     pull_command,
     read_manifest,
+    repair_advice,
 )
 from groove_tui.engine.embedders import (
     DEFAULT_BATCH,
     ONNX_DIR_PREFIX,
     ModelCache,
     ModelUnavailable,
+    check_intact,
     fastembed_cache_dir,
     is_cached,
     local_registration_name,
@@ -131,7 +133,9 @@ class FastEmbedReranker:
             try:
                 manifest = read_manifest(folder)
             except ValueError as e:
-                raise ModelUnavailable(f"[reranker] model: {e}") from None
+                raise ModelUnavailable(f"[reranker] model: {e}: {repair_advice(folder)}") from None
+            if manifest is not None:  # a damaged file is refused before anything reads it
+                check_intact(folder, "[reranker] model", f"the reranker {canonical!r}", manifest)
             if manifest is not None and manifest.languages and not self.languages:
                 self.languages = manifest.languages
             if manifest is not None and manifest.fastembed_name:
