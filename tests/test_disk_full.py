@@ -100,3 +100,21 @@ def test_a_write_failing_with_disk_full_mid_run_keeps_every_earlier_document(tmp
         paths = {p for (p,) in eng.store.conn().execute("SELECT path FROM documents")}
         assert paths == {"d0.md", "d1.md"}  # nothing of the failed document, not even its row
         assert eng.search("keyword1").results[0].path == "d1.md"
+
+
+def test_a_disk_too_full_to_create_the_index_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    kb = write_kb(tmp_path / "kb", FIRST)
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    real = Store.open_connection
+
+    def tiny(self):
+        conn = real(self)
+        conn.execute("PRAGMA max_page_count = 2")  # room for barely a table
+        return conn
+
+    monkeypatch.setattr(Store, "open_connection", tiny)
+    assert main(["index", str(kb), "--model", "hashing", "--index-dir", str(tmp_path / "idx"), "--quiet"]) == 1
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and line.startswith("groove-tui: the disk holding the index is full")
+    assert "delete it or re-index" not in line  # not a damaged index

@@ -168,11 +168,15 @@ class Store:
             self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
             self.close()
+            if "full" in str(exc):  # not a damaged index: no room to create or update its tables
+                raise self.write_error(exc) from None
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
         try:
             self._init_meta()
-        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file
+        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file, a full disk
             self.close()
+            if "full" in str(exc):
+                raise self.write_error(exc) from None
             raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
 
     def _check_readable(self) -> None:
@@ -185,12 +189,16 @@ class Store:
         except sqlite3.DatabaseError as exc:
             self.close()
             raise IndexError_(f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)") from None
-        if not names:  # created a moment ago by an indexer that has not committed its schema yet
+        if not names or (version is None and "documents" in names and self._empty()):
+            # created a moment ago by an indexer that has not committed its schema or first document yet
             self.close()
             raise IndexNotReady("missing", self.db_path)
         if any(t not in names for t in self.REQUIRED_TABLES) or version != SCHEMA_VERSION:
             self.close()
             raise IndexNotReady("outdated", self.db_path)
+
+    def _empty(self) -> bool:
+        return self.conn().execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None
 
     def _init_meta(self) -> None:
         with self.transaction() as conn:
