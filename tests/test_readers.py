@@ -90,6 +90,23 @@ def test_search_status_eval_and_sweep_answer_while_a_writer_holds_the_write_lock
     assert writer.error is None and writer.rounds > 0
 
 
+def test_opening_an_index_that_is_set_up_takes_no_write_lock_either(indexed) -> None:
+    """The explorer opens its engine for writing (it indexes too): while another process indexes, opening
+    and searching must not wait for that process's lock either; only a write would."""
+    kb, idx, db = indexed
+    writer = Writer(db)
+    writer.start()
+    assert writer.holding.wait(30) and writer.error is None
+    try:
+        with Engine.open(kb, config=hashing_config(), index_dir=idx) as eng:
+            assert eng.search("tokio runtime").results[0].path == "notes/rust/async.md"
+            assert eng.status().documents == len(SAMPLE_KB) + 1
+    finally:
+        writer.stop.set()
+        writer.join(30)
+    assert writer.error is None
+
+
 def test_a_reader_opens_while_a_writer_commits_and_retakes_the_lock_in_a_loop(indexed) -> None:
     """The indexer's own pattern: one short transaction after another, each begun the moment the last ends."""
     kb, idx, db = indexed

@@ -201,6 +201,8 @@ class Store:
         return self.conn().execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None
 
     def _init_meta(self) -> None:
+        if not self._meta_missing(self.conn()):  # read first: an index already set up takes no write lock
+            return
         with self.transaction() as conn:
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
@@ -209,6 +211,12 @@ class Store:
                     self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
+
+    def _meta_missing(self, conn: sqlite3.Connection) -> bool:
+        if self.get_meta("schema_version", conn) is None:
+            return True
+        return not self._has_chunks(conn) and (
+            self.get_meta("bigram_version", conn) is None or self.get_meta("fulltext_version", conn) is None)
 
     @staticmethod
     def _has_chunks(conn: sqlite3.Connection) -> bool:
