@@ -234,7 +234,7 @@ class Manifest:
     passage_prefix: str = ""
     languages: tuple[str, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
-    sizes: dict[str, int] = field(default_factory=dict)  # file name -> bytes (manifests from before: none)
+    sizes: dict[str, int] = field(default_factory=dict)  # file name -> bytes (a manifest without: hashes only)
 
     def to_json(self) -> str:
         return json.dumps(
