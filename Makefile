@@ -27,7 +27,8 @@ test: setup
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
 
-# Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders.
+# Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders, then
+# readers' latency idle and while another process indexes (a temporary copy; the KB's index is not written).
 # Indexes live in BENCH_INDEX, one per model (never the KB). USE's is built if missing (a few minutes);
 # e5's takes ~35 min on 2 cores, so its search bench runs only once you have built it (command printed).
 BENCH_INDEX  ?= $(HOME)/.cache/groove-tui/bench
@@ -51,7 +52,10 @@ bench: setup
 			$(BIN)/groove-tui bench $$kb --index-dir "$$tmp" --model $$m --mode index --docs $$docs \
 				--repeat $(BENCH_REPEAT) || { rm -rf "$$tmp"; exit 1; }; rm -rf "$$tmp"; \
 		fi; \
-	done
+	done; \
+	echo "=== readers during an index (use-multilingual, a temporary copy of 300 docs)"; \
+	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
+		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) || exit 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache

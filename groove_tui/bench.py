@@ -22,6 +22,16 @@ holds at least N chunks (counted with the indexer's own parser), indexes that in
 the hashing embedder at 384 dimensions (`SCALE_MODEL`, unless `--model` is given), and times cold searches
 over it as search mode does. The KB and its own index are never touched; the temporary files are removed.
 
+Readers mode (`--mode readers`) copies the first `--docs` documents into a temporary KB, indexes them into a
+temporary index, and times readers as `groove-tui search` runs them — open the index read-only, search
+(default parameters, no reranker), close — first with nothing else running (idle), then while another
+process indexes another copy of the documents into another index (the control: the same CPU and disk
+load), then while that process indexes the readers' own KB over and over (adding a second copy of the
+documents, then deleting it: one write transaction per document, back to back, the write lock re-taken
+the moment it is released). It reports p50/p95/max of each, the writer's commits during the last phase,
+and any reader that failed (a reader never waits for the write lock, so there should be none). The KB
+and its index are untouched.
+
 Machines are noisy: compare ratios within one run; medians over repeats.
 """
 
@@ -81,6 +91,7 @@ TARGETS = {
     "scale_total_minus_embed_p50_ms": 150.0,
     "rerank_p50_ms": 1500.0,
     "rerank_cached_p50_ms": 5.0,
+    "readers_failed": 0,
 }
 
 # Scale mode's default embedder: feature hashing (fast to index) at multilingual-e5-small's dimension,
@@ -497,6 +508,130 @@ def _round(x: float | None, nd: int) -> float | None:
     return None if x is None else round(x, nd)
 
 
+# ================================================================ readers mode
+
+READERS_QUERIES = 24  # the first queries of --queries (or the built-in mix), × --repeat, per phase
+
+
+def bench_readers(
+    engine: Engine, docs: int | None, repeat: int, queries: Sequence[str],
+    *, progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Reader latency (open read-only + search + close): idle, while another process indexes another
+    index (the control), and while it indexes the readers' own."""
+    from groove_tui.engine import Engine as EngineCls
+
+    notify = progress or (lambda _label, _done, _total: None)
+    config = engine.config
+    queries = list(queries)[:READERS_QUERIES]
+    with tempfile.TemporaryDirectory(prefix="groove-tui-bench-") as tmp:
+        tmpdir = Path(tmp)
+        kb, spare, idx, stop = tmpdir / "kb", tmpdir / "spare", tmpdir / "idx", tmpdir / "stop"
+        n_docs = copy_subset(engine.kb_path, kb, docs, config.exclude_dirs)
+        copy_subset(engine.kb_path, spare, docs, config.exclude_dirs)
+        notify("index", 0, 1)
+        with EngineCls.open(kb, config=config, index_dir=idx) as eng:
+            report = eng.index()
+            model_id = eng.model_id
+            db_path = eng.store.db_path
+        params = engine.default_params(reranker=None, mmr=False, parent_retriever=False, explain=False)
+
+        def generation() -> int:
+            with EngineCls.open(kb, config=config, index_dir=idx, readonly=True) as eng:
+                return eng.store.generation()
+
+        def readers(label: str) -> dict[str, Any]:
+            samples: list[float] = []
+            errors: list[str] = []
+            total = repeat * len(queries)
+            for r in range(repeat):
+                for i, q in enumerate(queries):
+                    notify(label, r * len(queries) + i, total)
+                    t0 = time.perf_counter()
+                    try:
+                        with EngineCls.open(kb, config=config, index_dir=idx, readonly=True) as eng:
+                            eng.search(q, params)
+                    except Exception as exc:  # counted and reported: a reader must never fail here
+                        errors.append(str(exc))
+                        continue
+                    samples.append(_ms(t0))
+            return {"ms": percentiles(samples), "failed": len(errors), "first_error": errors[0] if errors else None}
+
+        def while_indexing(label: str, target_kb: Path, target_idx: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+            stop.unlink(missing_ok=True)
+            writer = subprocess.Popen(
+                [sys.executable, "-c", "from groove_tui.bench import _writer_main; _writer_main()",
+                 str(target_kb), str(target_idx), str(spare), str(stop), model_id],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            try:
+                assert writer.stdout is not None
+                started = writer.stdout.readline().strip()  # "ready": its engine is open, the first run begins
+                gen0 = generation()
+                measured = readers(label)
+                gen1 = generation()
+            finally:
+                stop.touch()
+                out, err = writer.communicate(timeout=600)
+            if started != "ready" or writer.returncode != 0:
+                raise RuntimeError(f"the benchmark's indexing process failed: {(err or out).strip()[-500:]}")
+            try:
+                runs: int | None = int(out.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                runs = None
+            return measured, {"index_runs": runs, "commits_while_reading": gen1 - gen0}
+
+        EngineCls.open(kb, config=config, index_dir=idx, readonly=True).close()  # load the model, warm the pages
+        idle = readers("readers, idle")
+        # The control: the same indexing work on another KB and index, so the same CPU and disk load
+        # without sharing this index; what "indexing" costs beyond it is what sharing the index costs.
+        other_kb = tmpdir / "other"
+        copy_subset(engine.kb_path, other_kb, docs, config.exclude_dirs)
+        control, control_writer = while_indexing("readers, other index busy", other_kb, tmpdir / "other-idx")
+        busy, writer = while_indexing("readers, indexing", kb, idx)
+
+    def ratio(a: dict[str, Any], b: dict[str, Any]) -> float | None:
+        return _round(a["ms"]["p50"] / b["ms"]["p50"], 3) if a["ms"]["p50"] and b["ms"]["p50"] else None
+
+    return {
+        "documents": n_docs,
+        "chunks": report.chunks,
+        "queries": len(queries),
+        "repeat": repeat,
+        "index": str(db_path),
+        "idle": idle,
+        "other_index_busy": control,
+        "indexing": busy,
+        "writer": writer,
+        "control_writer": control_writer,
+        "p50_ratio": ratio(busy, idle),
+        "p50_ratio_to_control": ratio(busy, control),
+    }
+
+
+def _writer_main() -> None:
+    """The benchmark's indexing process (argv: kb, index dir, spare documents, stop file, model): indexes
+    the KB again and again, alternately with a copy of the spare documents added and deleted, until the
+    stop file exists (at least once); prints "ready" first and the number of runs last."""
+    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.engine import Engine as EngineCls
+
+    kb, idx, spare, stop = (Path(a) for a in sys.argv[1:5])
+    config = Config(embedding=EmbeddingConfig(model=sys.argv[5], explicit=True))
+    runs = 0
+    with EngineCls.open(kb, config=config, index_dir=idx) as eng:
+        print("ready", flush=True)
+        while runs == 0 or not stop.exists():  # at least one run, however fast the readers were
+            extra = kb / "zz-bench-writer"
+            if extra.exists():
+                shutil.rmtree(extra)
+            else:
+                shutil.copytree(spare, extra)
+            eng.index(embed=False)  # phase one: one write transaction per document, back to back
+            runs += 1
+    print(runs, flush=True)
+
+
 # ================================================================ scale mode
 
 
@@ -726,6 +861,9 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if rr and rr["per_query_ms"]["n"]:
         put("rerank_p50_ms", rr["per_query_ms"]["p50"])
         put("rerank_cached_p50_ms", rr["cached_rerank_ms"]["p50"])
+    rd = result.get("readers")
+    if rd:
+        put("readers_failed", sum(rd[k]["failed"] for k in ("idle", "other_index_busy", "indexing")))
     return out
 
 
@@ -824,6 +962,27 @@ def format_text(result: dict[str, Any]) -> str:
                                  ("cached total", "cached_total_ms", "ms")):
             st = rr[key]
             lines.append(f"  {label:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}   {unit}")
+    rd = result.get("readers")
+    if rd:
+        lines += [
+            "",
+            f"readers: open read-only + search + close, {rd['queries']} queries × {rd['repeat']}, on a copy of "
+            f"{rd['documents']} docs / {rd['chunks']} chunks",
+            f"  {'phase':<18} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'n':>6} {'failed':>7}",
+        ]
+        for label, key in (("idle", "idle"), ("other index busy", "other_index_busy"),
+                           ("while indexing", "indexing")):
+            ph = rd[key]
+            lines.append(f"  {label:<18} {_fmt(ph['ms']['p50']):>9} {_fmt(ph['ms']['p95']):>9} "
+                         f"{_fmt(ph['ms']['max']):>9} {ph['ms']['n']:>6} {ph['failed']:>7}")
+        w = rd["writer"]
+        lines.append(f"  p50 while indexing / idle: {_fmt(rd['p50_ratio'])}; / other index busy (the same "
+                     f"CPU and disk load, not this index): {_fmt(rd['p50_ratio_to_control'])}")
+        lines.append(f"  the indexer committed {w['commits_while_reading']} transactions while the readers ran "
+                     f"({w['index_runs']} index runs)")
+        for key in ("idle", "other_index_busy", "indexing"):
+            if rd[key]["first_error"]:
+                lines.append(f"  first failure ({key}): {rd[key]['first_error']}")
     i = result.get("index")
     if i:
         p1, p2, nc = i["phase_one"], i["phase_two"], i.get("no_change_reindex")
@@ -878,6 +1037,10 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
         name = getattr(args, "reranker", None) or engine.config.reranker.model or "ms-marco-l12"
         queries = load_queries(getattr(args, "queries", None))[: max(1, getattr(args, "rerank_queries", 30) or 30)]
         result["rerank"] = bench_rerank(engine, queries, repeat, name, progress=progress)
+    if mode == "readers":
+        docs_arg = getattr(args, "docs", None)
+        result["readers"] = bench_readers(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat,
+                                          load_queries(getattr(args, "queries", None)), progress=progress)
     if mode in ("index", "all"):
         docs_arg = getattr(args, "docs", None)
         result["index"] = bench_index(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat, progress=progress)

@@ -148,14 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
-    be.add_argument("--mode", choices=("search", "index", "all", "rerank"), default="search",
-                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries)")
+    be.add_argument("--mode", choices=("search", "index", "all", "rerank", "readers"), default="search",
+                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
+                    "readers: search latency idle and while another process indexes a copy of --docs documents")
     be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
     be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
     be.add_argument("--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)")
     be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
     be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
-    be.add_argument("--docs", type=int, default=300, help="index mode: documents in the throughput subset (0 = all)")
+    be.add_argument("--docs", type=int, default=300,
+                    help="index and readers modes: documents in the subset (0 = all)")
     be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
                     "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
     be.add_argument("--scale-dir", metavar="DIR", default=None, help="scale mode: keep the synthesised KB and index in "
@@ -198,7 +200,10 @@ def _config(args: argparse.Namespace):
     from groove_tui.config import check_range
 
     config = load_config(args.config)
-    if getattr(args, "model", None):
+    if getattr(args, "model", None) is not None:
+        if not args.model.strip():
+            raise CLIError(f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
+                           f"bge-small-en) or a local ONNX directory; leave the flag out for the default")
         config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
     rr = config.reranker
     for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
@@ -210,14 +215,30 @@ def _config(args: argparse.Namespace):
     return replace(config, reranker=rr)
 
 
-def _load(args: argparse.Namespace, *, allow_model_change: bool = False):
-    from groove_tui.engine import Engine, ModelMismatch
+def _load(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False):
+    """The engine for a command. Readers (search, status, eval, sweep) open the index read-only: they
+    answer from the last commit while an index runs and never wait for its write lock."""
+    from groove_tui.engine import Engine, IndexNotReady, ModelMismatch
 
     config = _config(args)
     try:
-        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change)
+        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change,
+                           readonly=readonly)
     except ModelMismatch as exc:
         raise CLIError(mismatch_advice(args, config, exc)) from None
+    except IndexNotReady as exc:
+        raise CLIError(not_ready_advice(args, exc)) from None
+
+
+def not_ready_advice(args: argparse.Namespace, exc) -> str:
+    """A reader's answer when there is no index it can read: what is wrong, and the command that fixes it."""
+    from groove_tui.textout import index_command
+
+    kb = Path(args.kb).expanduser().resolve()
+    if exc.reason == "missing":
+        return f"{kb} has not been indexed yet (index: {exc.db_path}). Run: {index_command(args, kb)}"
+    return (f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
+            f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}")
 
 
 def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
@@ -322,7 +343,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         status = engine.status()
     if args.format == "json":
         print(json_text(status.to_dict()))
@@ -335,7 +356,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         params = _params(engine, args)
         from dataclasses import replace
@@ -362,7 +383,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from groove_tui.evalrun import run_eval_command
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         if args.compare:
             from groove_tui.evalcompare import run_compare_command
@@ -405,7 +426,7 @@ def _eval_at_share(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from groove_tui.sweepcmd import run_sweep_command
 
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         return run_sweep_command(engine, args, _params(engine, args))
 
@@ -416,9 +437,17 @@ def cmd_config(args: argparse.Namespace) -> int:
     return run_config_command(_config(args), args)
 
 
+BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
+                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from groove_tui.bench import run_bench_command
 
+    for name, lo, hi, note in BENCH_LIMITS:
+        value = getattr(args, name)
+        if value is not None and not lo <= value <= hi:
+            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
     if args.scale is not None:
         return _bench_scale(args)
     with _load(args) as engine:
@@ -431,8 +460,6 @@ def _bench_scale(args: argparse.Namespace) -> int:
 
     from groove_tui.bench import SCALE_MODEL, run_scale_command
 
-    if args.scale < 1:
-        raise CLIError(f"--scale {args.scale}: expected a number of chunks >= 1")
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
         raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
@@ -504,22 +531,28 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except CLIError as exc:
-        print(f"groove-tui: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except ValueError as exc:  # ConfigError, QueryError, FilterError, GoldenError: user-facing messages
-        print(f"groove-tui: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except Exception as exc:
         from groove_tui.engine.errors import EngineError
 
         if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
-            print(f"groove-tui: {exc}", file=sys.stderr)
-            return 1
+            return _fail(str(exc))
         if isinstance(exc, OSError):  # a file system refusal the engine did not word: still one line
             where = f" ({exc.filename})" if exc.filename else ""
-            print(f"groove-tui: {exc.strerror or exc}{where}", file=sys.stderr)
-            return 1
+            return _fail(f"{exc.strerror or exc}{where}")
         raise
+
+
+def _fail(message: str) -> int:
+    """An error on stderr as one line, exit status 1. Messages echo paths (a KB, an index, a golden file)
+    whose names may hold a newline or a bidi control such as U+202E: they are shown as escapes, as
+    `status` shows them, so a name can neither forge a line nor reverse the text after it."""
+    from groove_tui.textout import escape_name
+
+    print(f"groove-tui: {escape_name(message)}", file=sys.stderr)
+    return 1
 
 
 def _closed_stdout() -> int:

@@ -77,6 +77,21 @@ def _str(key: str, value: Any) -> str:
     return value
 
 
+MODEL_NAME_ALLOWED = ('expected a model name (e.g. "multilingual-e5-small", "bge-small-en") or a local ONNX '
+                      'directory; leave the key out for the default')
+
+
+def check_model_name(key: str, value: Any) -> str:
+    """An embedding model name. An empty one is an error, not "the default" nor the current directory
+    (an empty path would resolve to it), so a half-edited groove.toml is noticed."""
+    if not isinstance(value, str) or not value.strip():
+        raise _err(key, value, MODEL_NAME_ALLOWED)
+    return value
+
+
+_model_name = check_model_name
+
+
 def _str_list(key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _err(key, value, "expected a list of strings")
@@ -278,9 +293,9 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     _take(emb, "embedding", {"model", "batch_size"})
     model = cfg.embedding.model
     if "model" in data:
-        model = GROOVE_MODEL_ALIASES.get(_str("model", data["model"]), data["model"])
+        model = GROOVE_MODEL_ALIASES.get(_model_name("model", data["model"]), data["model"])
     if "model" in emb:
-        model = _str("embedding.model", emb["model"])
+        model = _model_name("embedding.model", emb["model"])
     batch = int(check_range("embedding.batch_size", emb.get("batch_size", 8), 1, 1024, integer=True))
     explicit = "model" in data or "model" in emb
     cfg = replace(cfg, embedding=EmbeddingConfig(model=model, batch_size=batch, explicit=explicit))

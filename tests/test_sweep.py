@@ -16,7 +16,7 @@ from helpers import hashing_config, write_kb
 from groove_tui import cli
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.eval import eval_params, load_golden
-from groove_tui.engine.knobs import KnobError, apply_settings
+from groove_tui.engine.knobs import KnobError, apply_settings, format_value
 from groove_tui.engine.sweep import grid, parse_axis, run_sweep
 from groove_tui.evalrun import run_eval
 
@@ -135,6 +135,26 @@ def test_a_cancelled_sweep_stops(sweep_setup):
 
 
 # ---------------------------------------------------------------- specs
+
+
+def test_a_range_is_start_start_plus_step_and_so_on_exactly_as_typed(sweep_setup, capsys):
+    """The start is never rounded to the step's precision: 0.0004:1:0.5 is 0.0004 and 0.5004 (not 0 and
+    0.5), and the table and JSON print them with the digits they have."""
+    assert parse_axis("mmr_lambda=0.0004:1:0.5").values == (0.0004, 0.5004)
+    assert parse_axis("mmr_lambda=0.123456789:1:0.5").values == (0.123456789, 0.623456789)
+    assert parse_axis("mmr_same_doc_penalty=0.25:0.26:0.0025").values == (0.25, 0.2525, 0.255, 0.2575, 0.26)
+    assert format_value(0.123456789) == "0.123456789" and format_value(0.5) == "0.5" and format_value(1.0) == "1"
+    kb, idx, _config, _golden, golden_path = sweep_setup
+    from groove_tui.cli import main
+
+    code = main(["sweep", str(kb), "--index-dir", str(idx), "--model", "hashing", "--golden", str(golden_path),
+                 "--param", "mmr_lambda=0.0004:1:0.5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "0.0004 " in out and "0.5004 " in out
+    assert main(["sweep", str(kb), "--index-dir", str(idx), "--model", "hashing", "--golden", str(golden_path),
+                 "--param", "mmr_lambda=0.0004:1:0.5", "--format", "json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [p["settings"]["mmr_lambda"] for p in points] == [0.0004, 0.5004]
 
 
 def test_ranges_are_inclusive_and_rounded():

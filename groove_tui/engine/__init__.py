@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from groove_tui.config import Config
-from groove_tui.engine.errors import EngineError, KBError, ModelMismatch, SearchCancelled
+from groove_tui.engine.errors import EngineError, IndexNotReady, KBError, ModelMismatch, SearchCancelled
 from groove_tui.engine.types import (
     ExpandedFrom,
     Hit,
@@ -34,6 +34,7 @@ __all__ = [
     "HitTrace",
     "IndexProgress",
     "IndexReport",
+    "IndexNotReady",
     "IndexStatus",
     "KBError",
     "ModelMismatch",
@@ -49,14 +50,16 @@ DB_NAME = "index.db"
 class Engine:
     """Facade over the store, the indexer and the search pipeline. Thread-safe."""
 
-    def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False) -> None:
+    def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False,
+                 readonly: bool = False) -> None:
         from groove_tui.engine.embedders import default_model_name, describe_model
         from groove_tui.engine.search import Searcher
         from groove_tui.engine.store import Store
 
         self.kb_path = kb_path
         self.index_dir = index_dir
-        self.store = Store(index_dir / DB_NAME)
+        self.readonly = readonly
+        self.store = Store(index_dir / DB_NAME, readonly=readonly)
         recorded = self.store.get_meta("embedding_model")
         # No model named: the index decides (it was built with one), else the default, whose wheel is
         # missing on some platforms (Windows): there USE. A fresh index may still pick the English
@@ -92,7 +95,10 @@ class Engine:
         index_dir: str | os.PathLike[str] | None = None,
         *,
         allow_model_change: bool = False,
+        readonly: bool = False,
     ) -> Engine:
+        """`readonly=True` opens the index for searching only (search, status, eval): nothing is created
+        or written, so it never waits for an indexer; a missing or outdated index raises IndexNotReady."""
         from groove_tui.paths import index_dir_for
 
         kb = Path(kb_path).expanduser()
@@ -104,7 +110,7 @@ class Engine:
         target = index_dir_for(kb, index_dir)
         if _is_within(target, kb):
             raise KBError(f"the index directory {target} is inside the KB; groove-tui never writes into a KB")
-        return cls(kb, config or Config(), target, allow_model_change=allow_model_change)
+        return cls(kb, config or Config(), target, allow_model_change=allow_model_change, readonly=readonly)
 
     def close(self) -> None:
         self._searcher.vectors.close()  # a vector read in flight is discarded
@@ -140,6 +146,18 @@ class Engine:
     # ------------------------------------------------------------ indexing
 
     def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
+        """Index the KB (see the module docstring). A full disk or another write failure part-way raises
+        IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
+        from groove_tui.engine.store import sqlite3
+
+        if self.readonly:
+            raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
+        try:
+            return self._index(progress, force, cancel, embed)
+        except sqlite3.OperationalError as exc:
+            raise self.store.write_error(exc) from exc
+
+    def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
         from groove_tui.engine import modelchoice
         from groove_tui.engine.indexer import _now, writer_lock
 

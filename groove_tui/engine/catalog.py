@@ -8,9 +8,12 @@ of every file, so a local ONNX directory a user writes by hand can declare the s
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from pathlib import Path
 from typing import Literal
 
@@ -180,9 +183,21 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
 )
 
 
+class ModelNameError(ValueError):
+    """A model name that cannot name a folder inside the model directory ('..', '.', a hidden name)."""
+
+
 def safe_folder_name(name: str) -> str:
-    """A model name as one folder name: catalog names have a '/'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "--", name.strip()).strip("-") or "model"
+    """A model name as one folder name inside the model directory: catalog names have a '/'.
+
+    A name that would come out as '.', '..' or any hidden name is refused: '..' would be the model
+    directory's parent (remove would delete it), and hidden names are where pulls keep their partial
+    folders."""
+    folder = re.sub(r"[^A-Za-z0-9._-]+", "--", name.strip()).strip("-") or "model"
+    if folder.startswith("."):
+        raise ModelNameError(f"model name {name!r} is invalid: it would name the folder {folder!r}, which is not "
+                             f"a model folder inside the model directory")
+    return folder
 
 
 def find_spec(name: str, kind: Kind | None = None) -> ModelSpec | None:
@@ -219,6 +234,7 @@ class Manifest:
     passage_prefix: str = ""
     languages: tuple[str, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
+    sizes: dict[str, int] = field(default_factory=dict)  # file name -> bytes (a manifest without: hashes only)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -226,6 +242,7 @@ class Manifest:
                 "name": self.name, "kind": self.kind, "source": self.source, "fastembed_name": self.fastembed_name,
                 "pooling": self.pooling, "normalize": self.normalize, "query_prefix": self.query_prefix,
                 "passage_prefix": self.passage_prefix, "languages": list(self.languages), "files": self.files,
+                "sizes": self.sizes,
             },
             ensure_ascii=False, indent=2,
         )
@@ -269,6 +286,14 @@ def _manifest_from(data: dict, path: Path) -> Manifest:
     files = data.get("files", {})
     if not isinstance(files, dict):
         raise ManifestError(f"{path}: files = {files!r} is invalid: expected an object of name -> sha256")
+    for name in files:
+        if not inside_folder(str(name)):
+            raise ManifestError(f"{path}: files entry {name!r} is invalid: expected a path inside the model folder "
+                                f"(no '..', not absolute)")
+    sizes = data.get("sizes", {})
+    if not isinstance(sizes, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in sizes.values()):
+        raise ManifestError(f"{path}: sizes = {sizes!r} is invalid: expected an object of name -> bytes")
     fastembed_name = data.get("fastembed_name")
     if fastembed_name is not None and not isinstance(fastembed_name, str):
         raise ManifestError(f"{path}: fastembed_name = {fastembed_name!r} is invalid: expected a string")
@@ -276,8 +301,16 @@ def _manifest_from(data: dict, path: Path) -> Manifest:
         name=text("name"), kind=text("kind"), source=text("source"), fastembed_name=fastembed_name,
         pooling=pooling, normalize=normalize, query_prefix=text("query_prefix"),
         passage_prefix=text("passage_prefix"), languages=tuple(languages),
-        files={str(k): str(v) for k, v in files.items()},
+        files={str(k): str(v) for k, v in files.items()}, sizes={str(k): v for k, v in sizes.items()},
     )
+
+
+def inside_folder(name: str) -> bool:
+    """A manifest's file name stays inside its folder: relative, POSIX, no '..' (nor '.' or empty) part."""
+    if not name or "\\" in name or ":" in name or "\0" in name:
+        return False
+    p = PurePosixPath(name)
+    return not p.is_absolute() and all(part not in ("", ".", "..") for part in name.split("/"))
 
 
 def _sentence_transformers_pooling(folder: Path) -> Pooling | None:
@@ -295,10 +328,27 @@ def _sentence_transformers_pooling(folder: Path) -> Pooling | None:
 
 
 def installed_dir(name: str, root: Path | None = None) -> Path | None:
-    """The folder of a pulled model (by any of its names), or None when it is not installed."""
-    spec = find_spec(name)
-    folder = (root or model_root()) / (spec.folder_name if spec else safe_folder_name(name))
+    """The folder of a pulled model (by any of its names, in any letter case), or None when it is not
+    installed: a folder counts only with its manifest, which a pull writes last."""
+    folder = model_folder(name, root)
     return folder if (folder / MANIFEST).is_file() else None
+
+
+def model_folder(name: str, root: Path | None = None) -> Path:
+    """Where a model of this name is (or would be) installed. Names match case-insensitively, as fastembed's
+    catalog does: a catalog model pulled as 'Xenova/ms-marco-MiniLM-L-6-v2' is found as 'xenova/…' too."""
+    root = root or model_root()
+    spec = find_spec(name)
+    folder = spec.folder_name if spec else safe_folder_name(name)
+    exact = root / folder
+    if exact.exists() or not root.is_dir():
+        return exact
+    low = folder.lower()
+    try:
+        found = sorted(p for p in root.iterdir() if p.name.lower() == low and not p.name.startswith("."))
+    except OSError:
+        return exact
+    return found[0] if found else exact
 
 
 def pulled_reranker(root: Path | None = None) -> str | None:
@@ -311,6 +361,107 @@ def pulled_reranker(root: Path | None = None) -> str | None:
 
 def pull_command(name: str) -> str:
     return f"groove-tui models pull {name}"
+
+
+def repair_command(name: str) -> str:
+    return f"groove-tui models pull {name} --force"
+
+
+# ---------------------------------------------------------------- verifying an installed folder
+
+VERIFIED = ".groove-verified.json"  # per-file (size, mtime_ns, sha256) of the last successful hash
+_CHUNK = 1 << 20
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_folder(folder: Path, manifest: Manifest | None = None, *, use_cache: bool = True) -> list[str]:
+    """What is wrong with a model folder against the files its manifest lists (empty: nothing). Each file's
+    size is checked first, then its SHA-256. A file whose size and mtime are those of its last successful
+    check is not hashed again (`use_cache`): a model is hashed once, not at every start. A manifest that
+    lists no files (a hand-written one declaring pooling only) has nothing to check. Raises ManifestError."""
+    if manifest is None:
+        manifest = read_manifest(folder)
+    if manifest is None or not manifest.files:
+        return []
+    cache_path = folder / VERIFIED
+    cache: dict[str, list] = {}
+    if use_cache:
+        try:
+            loaded = json.loads(cache_path.read_text(encoding="utf-8"))
+            cache = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            cache = {}
+    fresh: dict[str, list] = {}
+    problems: list[str] = []
+    for name, digest in sorted(manifest.files.items()):
+        path = folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            problems.append(f"{name}: missing")
+            continue
+        expected = manifest.sizes.get(name)
+        if expected is not None and st.st_size != expected:
+            problems.append(f"{name}: {st.st_size:,} bytes, the manifest says {expected:,}")
+            continue
+        key = [st.st_size, st.st_mtime_ns, digest]
+        if cache.get(name) == key:
+            fresh[name] = key
+            continue
+        try:
+            actual = sha256_of(path)
+        except OSError as exc:
+            problems.append(f"{name}: unreadable ({exc.strerror or exc})")
+            continue
+        if actual != digest:
+            problems.append(f"{name}: SHA-256 differs from the one recorded when it was pulled")
+            continue
+        fresh[name] = key
+    if use_cache and fresh != cache:
+        _write_quietly(cache_path, json.dumps(fresh))
+    return problems
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    # A read-only model directory only costs a hash at the next start.
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
+def damaged_message(folder: Path, problems: list[str], setting: str, what: str) -> str:
+    """One line: which model folder is damaged, the first problem, and the command that repairs it."""
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return f"{setting}: {what} in {folder} is damaged ({problems[0]}{more}): {repair_advice(folder)}"
+
+
+def repair_advice(folder: Path) -> str:
+    """`run groove-tui models pull NAME --force` for a pulled folder; for a folder of the user's own, what to fix."""
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError:
+        manifest = None
+    try:
+        pulled = folder.resolve().parent == model_root().resolve()
+    except OSError:
+        pulled = False
+    if pulled:
+        name = (manifest.name if manifest is not None and manifest.name else "") or folder.name
+        return f"run `{repair_command(name)}`"
+    return f"restore its files, or correct the files listed in its {MANIFEST}"
 
 
 def not_pulled_message(spec: ModelSpec, setting: str) -> str:

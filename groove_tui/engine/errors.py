@@ -11,6 +11,23 @@ class IndexError_(EngineError):
     """The index cannot be used as it is (wrong model, corrupt, unreadable)."""
 
 
+class IndexNotReady(IndexError_):
+    """A reader found no index it can answer from without writing: `reason` is "missing" (never built,
+    or still being created) or "outdated" (made by an older groove-tui: an indexing run updates it)."""
+
+    def __init__(self, reason: str, db_path: object) -> None:
+        what = ("has not been built yet" if reason == "missing"
+                else "was made by another version of groove-tui and must be updated by an indexing run")
+        super().__init__(f"the index {db_path} {what}")
+        self.reason = reason
+        self.db_path = db_path
+
+
+class IndexWriteFailed(IndexError_):
+    """Writing the index failed part-way (a full disk, an I/O error); every document committed before
+    stays searchable, and the next indexing run goes on from there."""
+
+
 class ModelMismatch(IndexError_):
     """The index was built with another embedding model (`recorded`) than the one named (`configured`)."""
 

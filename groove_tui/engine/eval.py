@@ -112,18 +112,31 @@ class GoldenSet:
     def find(self, query_text: str) -> GoldenQuery | None:
         return next((q for q in self.queries if q.query == query_text), None)
 
+    def _free_id(self, wanted: str) -> str:
+        return _free_id_in(self.queries, wanted)
+
     def with_judgment(self, query_text: str, path: str, heading: str | None, grade: int) -> GoldenSet:
         """Record one judgment: grade >= 1 makes (path, heading) expected, grade 0 judged irrelevant."""
         if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
             raise ValueError(f"grade {grade!r} is invalid: expected an integer 0..3")
         old = self.find(query_text)
-        q = old or GoldenQuery(id=default_query_id(query_text), query=query_text)
+        q = old or GoldenQuery(id=self._free_id(default_query_id(query_text)), query=query_text)
         new = _judge(q, path, heading, grade)
         if old is None:
             queries = (*self.queries, new)
         else:
             queries = tuple(new if x is old else x for x in self.queries)
         return replace(self, queries=queries, sha256=None)  # no longer the file's bytes; save_golden gives the new hash
+
+
+def _free_id_in(queries: tuple[GoldenQuery, ...], wanted: str) -> str:
+    taken = {q.id for q in queries}
+    n = 2
+    qid = wanted
+    while qid in taken:  # ids are unique in a golden file (a second one would not load)
+        qid = f"{wanted} ({n})"
+        n += 1
+    return qid
 
 
 def default_query_id(query: str) -> str:
@@ -291,6 +304,7 @@ class _GoldenParser:
         seq = self.sequence(self.required(top, self.root, "the golden file", "queries"), "queries") or []
         ends = [n.start_mark.line for n in seq[1:]] + [len(self.lines)]
         queries = tuple(self.query(n, end) for n, end in zip(seq, ends))
+        self.unique_ids(queries, seq)
         return GoldenSet(
             queries=queries,
             source=self.source,
@@ -298,6 +312,29 @@ class _GoldenParser:
             header=self.header(),
             groove_compatible=not self.used_grade_key,
         )
+
+    def unique_ids(self, queries: tuple[GoldenQuery, ...], nodes: list[yaml.Node]) -> None:
+        """Every query id once: results, history and comparisons are keyed by it, so a second query with
+        the same id would be scored twice under one name (or hide the other)."""
+        first: dict[str, tuple[GoldenQuery, yaml.Node]] = {}
+        for q, node in zip(queries, nodes):
+            seen = first.get(q.id)
+            if seen is None:
+                first[q.id] = (q, node)
+                continue
+            was, was_node = seen
+            written = [("id" in {k.value for k, _ in n.value if isinstance(k, yaml.ScalarNode)}) for n in (was_node, node)]
+            if all(written):
+                how = "give one of them another id"
+            elif not any(written):
+                how = (f"neither has an `id:`, so both take the first {DEFAULT_ID_CHARS} characters of their query "
+                       f"as their id; give one of them an `id:`")
+            else:
+                how = ("one has no `id:` and takes the first characters of its query as its id; give it an `id:` "
+                       "of its own")
+            raise GoldenError(self.source, q.line,
+                              f"duplicate query id {q.id!r}: the queries at lines {was.line} and {q.line} both have "
+                              f"it; {how}", "id")
 
     def defaults(self, node: yaml.Node) -> GoldenDefaults | None:
         if isinstance(node, yaml.ScalarNode) and node.tag == _TAG_NULL:

@@ -162,7 +162,8 @@ def format_value(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, float):
-        return f"{value:g}"
+        short = f"{value:g}"  # six significant digits, unless that would print another number
+        return short if float(short) == value else repr(value)
     return str(value)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from groove_tui.engine.catalog import (
+    KNOWN_MODELS,
     HubSource,
     WheelSource,
     find_spec,
@@ -25,12 +26,14 @@ from groove_tui.engine.catalog import (
     not_pulled_message,
     pull_command,
     read_manifest,
+    repair_advice,
 )
 from groove_tui.engine.embedders import (
     DEFAULT_BATCH,
     ONNX_DIR_PREFIX,
     ModelCache,
     ModelUnavailable,
+    check_intact,
     fastembed_cache_dir,
     is_cached,
     local_registration_name,
@@ -97,6 +100,7 @@ class FastEmbedReranker:
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
         self.settings = settings
+        _not_an_embedder(name)
         canonical = describe_reranker(name)
         spec = find_spec(canonical, "reranker")
         self.languages: tuple[str, ...] = spec.languages if spec is not None else ()
@@ -124,6 +128,17 @@ class FastEmbedReranker:
             inner.tokenizer.enable_truncation(max_length=settings.max_tokens, strategy="longest_first")
         except Exception as e:
             raise ModelUnavailable(f"cannot load the reranker: {what} (fastembed: {e})") from e
+        # One pair through the model: a cross-encoder gives one score per pair; an embedder's ONNX (a
+        # local folder, a pulled embedder's files) gives a vector per token and would fail mid-search.
+        try:
+            probe = np.asarray(list(self._model.rerank("probe", ["probe"], batch_size=1)), dtype=np.float32)
+        except Exception:
+            probe = None
+        if probe is None or probe.shape != (1,):
+            raise ModelUnavailable(
+                f"[reranker] model: {what} is not a cross-encoder (it does not give one score per query and "
+                f"passage; an embedder?); {_RERANKERS_ARE}"
+            )
 
     def _resolve(self, TextCrossEncoder: Any, canonical: str, folder: Path | None) -> tuple[str, dict, str]:
         """fastembed's name for the model, its keyword arguments, and a description for messages."""
@@ -131,7 +146,9 @@ class FastEmbedReranker:
             try:
                 manifest = read_manifest(folder)
             except ValueError as e:
-                raise ModelUnavailable(f"[reranker] model: {e}") from None
+                raise ModelUnavailable(f"[reranker] model: {e}: {repair_advice(folder)}") from None
+            if manifest is not None:  # a damaged file is refused before anything reads it
+                check_intact(folder, "[reranker] model", f"the reranker {canonical!r}", manifest)
             if manifest is not None and manifest.languages and not self.languages:
                 self.languages = manifest.languages
             if manifest is not None and manifest.fastembed_name:
@@ -183,6 +200,48 @@ class FastEmbedReranker:
             if progress is not None:
                 progress(start + len(batch), len(documents))
         return out
+
+
+_RERANKERS_ARE = ("the rerankers are: " + ", ".join(s.name for s in KNOWN_MODELS if s.kind == "reranker")
+                  + ", any fastembed cross-encoder or a local cross-encoder ONNX directory ("
+                  + _FIND_NAMES + ")")
+
+
+def _not_an_embedder(name: str) -> None:
+    """An embedder named as the reranker is refused by name, before anything loads."""
+    from groove_tui.engine.embedders import HASHING_NAME, describe_model
+
+    text = name.strip()
+    if looks_like_path(text) or Path(text).expanduser().is_dir():
+        folder = resolve_dir(text)
+    else:
+        if find_spec(text, "reranker") is not None:
+            return
+        spec = find_spec(text, "embedder")
+        if spec is not None or HASHING_NAME.match(text.lower()) or _is_catalog_embedder(describe_model(text)):
+            shown = spec.name if spec is not None else text
+            raise ModelUnavailable(f"[reranker] model: {shown!r} is an embedder, not a reranker; {_RERANKERS_ARE}")
+        folder = installed_dir(text)
+        if folder is None:
+            return
+    try:
+        manifest = read_manifest(folder)
+    except ValueError:
+        return  # reported with its repair advice by the loader
+    if manifest is not None and manifest.kind == "embedder":
+        raise ModelUnavailable(f"[reranker] model: {name.strip()!r} ({folder}) is an embedder, not a reranker; "
+                               f"{_RERANKERS_ARE}")
+
+
+def _is_catalog_embedder(name: str) -> bool:
+    from groove_tui.engine.embedders import _fastembed_catalog
+
+    low = name.lower()
+    if low not in _fastembed_catalog():
+        return False
+    from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+    return not any(m.model.lower() == low for m in TextCrossEncoder._list_supported_models())
 
 
 def load_reranker(name: str, settings: RerankerSettings = RerankerSettings()) -> Reranker:

@@ -19,7 +19,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.errors import IndexError_
+from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 
 SCHEMA_VERSION = "1"
 
@@ -142,13 +142,25 @@ def to_blob(vector: np.ndarray) -> bytes:
 
 
 class Store:
-    """The index database. Thread-safe by giving every thread its own connection."""
+    """The index database. Thread-safe by giving every thread its own connection.
 
-    def __init__(self, db_path: Path) -> None:
+    `readonly=True` is a reader's store (search, status, eval): its connections are opened read-only and
+    it never creates, migrates or writes anything, so it never waits for the write lock an indexer holds;
+    in WAL mode it reads the last commit while any index runs. An index that does not exist yet, or that
+    only an indexing run can bring up to date, raises IndexNotReady at once instead."""
+
+    # What a reader needs; an index lacking one was never built, or was built before it existed.
+    REQUIRED_TABLES = ("index_meta", "documents", "chunks", "fts_chunks")
+
+    def __init__(self, db_path: Path, *, readonly: bool = False) -> None:
         self.db_path = db_path
+        self.readonly = readonly
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        if readonly:
+            self._check_readable()
+            return
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file, /dev/null, a read-only directory: say which and why
@@ -157,14 +169,41 @@ class Store:
             self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
             self.close()
+            if "full" in str(exc):  # not a damaged index: no room to create or update its tables
+                raise self.write_error(exc) from None
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
         try:
             self._init_meta()
-        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file
+        except sqlite3.Error as exc:  # e.g. a read-only index directory or database file, a full disk
             self.close()
+            if "full" in str(exc):
+                raise self.write_error(exc) from None
             raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
 
+    def _check_readable(self) -> None:
+        """A reader's checks, without writing: the file exists and holds every table a search reads."""
+        if not self.db_path.is_file():
+            raise IndexNotReady("missing", self.db_path)
+        try:
+            names = {r[0] for r in self.conn().execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = self.get_meta("schema_version") if "index_meta" in names else None
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise IndexError_(f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)") from None
+        if not names or (version is None and "documents" in names and self._empty()):
+            # created a moment ago by an indexer that has not committed its schema or first document yet
+            self.close()
+            raise IndexNotReady("missing", self.db_path)
+        if any(t not in names for t in self.REQUIRED_TABLES) or version != SCHEMA_VERSION:
+            self.close()
+            raise IndexNotReady("outdated", self.db_path)
+
+    def _empty(self) -> bool:
+        return self.conn().execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None
+
     def _init_meta(self) -> None:
+        if not self._meta_missing(self.conn()):  # read first: an index already set up takes no write lock
+            return
         with self.transaction() as conn:
             if self.get_meta("schema_version", conn) is None:
                 self.set_meta("schema_version", SCHEMA_VERSION, conn)
@@ -173,6 +212,12 @@ class Store:
                     self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
+
+    def _meta_missing(self, conn: sqlite3.Connection) -> bool:
+        if self.get_meta("schema_version", conn) is None:
+            return True
+        return not self._has_chunks(conn) and (
+            self.get_meta("bigram_version", conn) is None or self.get_meta("fulltext_version", conn) is None)
 
     @staticmethod
     def _has_chunks(conn: sqlite3.Connection) -> bool:
@@ -201,11 +246,16 @@ class Store:
     def open_connection(self) -> sqlite3.Connection:
         """A new connection, configured as conn()'s are, that the caller closes (a short-lived thread's)."""
         try:
-            conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
+            if self.readonly:  # mode=ro: SQLite itself refuses any write, so a reader cannot take the lock
+                uri = self.db_path.absolute().as_uri() + "?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=True)
+            else:
+                conn = sqlite3.connect(str(self.db_path), isolation_level=None, check_same_thread=True)
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            if not self.readonly:  # the writer made the file WAL (persistent); setting it is a write
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=30000")
@@ -224,12 +274,18 @@ class Store:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE … COMMIT, rolled back on any error: a killed writer leaves no half document."""
+        if self.readonly:
+            raise IndexError_(f"the index {self.db_path} was opened for reading only")
         conn = self.conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            # A full disk (or an I/O error) may have rolled the transaction back already: a second
+            # ROLLBACK would then fail and hide the error that says what happened.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
@@ -368,6 +424,23 @@ class Store:
 
     def pending_count(self) -> int:
         return self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+
+    def write_error(self, exc: Exception) -> IndexError_:
+        """A SQLite error met while writing the index, as one line that says what happened and what to do.
+
+        Each document is its own transaction, so what was committed before stays searchable."""
+        text = str(exc)
+        if "full" in text:  # SQLITE_FULL: "database or disk is full"
+            return IndexWriteFailed(
+                f"the disk holding the index is full (index: {self.db_path}); what was indexed before stays "
+                f"searchable. Free some space, or move the index elsewhere with --index-dir DIR (or "
+                f"GROOVE_TUI_INDEX_DIR), then index again to finish"
+            )
+        if "locked" in text:  # SQLITE_BUSY after busy_timeout: a process outside groove-tui's own lock
+            return IndexWriteFailed(f"another process kept the index {self.db_path} locked for 30 s; what was "
+                                    f"indexed before stays searchable. Close it and index again")
+        return IndexWriteFailed(f"cannot write the index {self.db_path} ({text}); what was indexed before stays "
+                                f"searchable. Check the disk and index again")
 
     def index_bytes(self) -> int:
         total = 0

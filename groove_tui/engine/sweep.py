@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal, InvalidOperation
 import statistics
 import threading
 import time
@@ -79,14 +80,21 @@ def _range(spec: str, k: Knob, raw: str) -> tuple[Any, ...]:
         raise KnobError(f"--param {spec!r} is invalid: the step {parts[2]!r} must be {kind} > 0")
     if stop < start:
         raise KnobError(f"--param {spec!r} is invalid: STOP {parts[1]} is below START {parts[0]}")
-    count = math.floor((stop - start) / step + 1e-9) + 1
+    if k.kind == "int":
+        count = (stop - start) // step + 1
+        if count > MAX_AXIS_VALUES:
+            raise KnobError(f"--param {spec!r} gives {count} values: at most {MAX_AXIS_VALUES}")
+        return tuple(int(start + i * step) for i in range(count))
+    # Decimal arithmetic on the numbers as typed: the values are exactly START, START+STEP, … (0.1 steps
+    # give 0.3, not 0.30000000000000004, and a START of 0.0004 stays 0.0004 whatever the step).
+    d_start, d_stop, d_step = (Decimal(p.strip()) for p in parts)
+    try:
+        count = int((d_stop - d_start) // d_step) + 1
+    except InvalidOperation:  # a quotient beyond Decimal's 28 digits: far too many values anyway
+        count = MAX_AXIS_VALUES + 1
     if count > MAX_AXIS_VALUES:
         raise KnobError(f"--param {spec!r} gives {count} values: at most {MAX_AXIS_VALUES}")
-    if k.kind == "int":
-        return tuple(int(start + i * step) for i in range(count))
-    # Rounded to the step's decimals so 0.1 steps give 0.3, not 0.30000000000000004.
-    places = max(0, -math.floor(math.log10(step)) + 2) if step < 1 else 6
-    return tuple(min(round(start + i * step, places), k.hi) for i in range(count))
+    return tuple(float(d_start + i * d_step) for i in range(count))
 
 
 def grid(axes: Sequence[SweepAxis]) -> tuple[tuple[Setting, ...], ...]:
