@@ -68,7 +68,7 @@ def test_time_left_is_worded_as_coarsely_as_an_estimate_deserves(seconds, text):
     assert format_eta(seconds) == text
 
 
-@pytest.mark.parametrize(("rate", "text"), [(0.42, "0.42 chunks/s"), (5.83, "5.8 chunks/s"),
+@pytest.mark.parametrize(("rate", "text"), [(0.004, "0.004 chunks/s"), (0.42, "0.42 chunks/s"), (5.83, "5.8 chunks/s"),
                                             (118.4, "118 chunks/s"), (2345.0, "2,345 chunks/s")])
 def test_rates_keep_two_significant_figures_or_so(rate, text):
     assert format_rate(rate) == text

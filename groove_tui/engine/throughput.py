@@ -67,9 +67,10 @@ def pending_in_order(conn: sqlite3.Connection, contextual: bool) -> list[Pending
 
 
 def format_rate(chunks_per_second: float) -> str:
-    """`5.8 chunks/s`, `120 chunks/s`: two significant figures are all a smoothed rate can claim."""
+    """`0.42 chunks/s`, `5.8 chunks/s`, `120 chunks/s`: about two significant figures, all a smoothed rate
+    can claim."""
     r = chunks_per_second
-    return f"{r:.2f} chunks/s" if r < 1 else f"{r:.1f} chunks/s" if r < 10 else f"{r:,.0f} chunks/s"
+    return f"{r:.2g} chunks/s" if r < 1 else f"{r:.1f} chunks/s" if r < 10 else f"{r:,.0f} chunks/s"
 
 
 def format_eta(seconds: float) -> str:
