@@ -63,6 +63,17 @@ def parse(query: str) -> tuple[list[str], list[str]]:
     return [t for t in include if t], [t for t in exclude if t]
 
 
+def _step(steps: threading.Semaphore | None, cancel: threading.Event | None) -> bool:
+    """Wait for the test to release one step of a slow index; False if the run was cancelled meanwhile."""
+    if steps is None:
+        return True
+    end = time.monotonic() + 30
+    while not steps.acquire(timeout=0.02):
+        if (cancel is not None and cancel.is_set()) or time.monotonic() > end:
+            return False
+    return True
+
+
 @dataclass
 class FakeEngine:
     kb_path: Path = Path("/kb")
@@ -95,8 +106,8 @@ class FakeEngine:
     def index(self, progress=None, force=False, cancel=None) -> IndexReport:
         n = len(DOCS)
         for i in range(n + 1):
-            if i and self.fulltext_steps is not None:
-                self.fulltext_steps.acquire(timeout=10)
+            if i and not _step(self.fulltext_steps, cancel):
+                return IndexReport()
             if progress:
                 progress(IndexProgress("fulltext", i, n))
         self.fresh = False
@@ -105,8 +116,8 @@ class FakeEngine:
         if self.index_gate is not None:
             self.index_gate.wait(5)
         for i in range(1, n + 1):
-            if self.embed_steps is not None:
-                self.embed_steps.acquire(timeout=10)
+            if not _step(self.embed_steps, cancel):
+                return IndexReport()
             rate = self.embed_rate if i >= 2 else None
             if progress:
                 progress(IndexProgress("embed", i, n, rate=rate, eta_seconds=(n - i) / rate if rate else None))

@@ -21,7 +21,6 @@ class IndexStatusBar(Horizontal):
     IndexStatusBar > #index-label { width: 1fr; padding: 0 1 0 0; text-wrap: nowrap; text-overflow: ellipsis; }
     IndexStatusBar > ProgressBar { width: auto; }
     IndexStatusBar Bar { width: 20; }
-    .-narrow IndexStatusBar > ProgressBar { display: none; }  /* the counts say it; the words need the room */
     """
 
     def compose(self):
