@@ -45,22 +45,29 @@ class ProgressLine:
         if now - self._last < 0.1 and not final:
             return
         self._last = now
+        room = self._columns() - 1  # a line that wraps could not be redrawn in place
         if total:
             frac = min(done / total, 1.0)
-            filled = int(frac * self.width)
-            bar = "█" * filled + "░" * (self.width - filled)
-            text = f"{label:<10} {bar} {frac:4.0%} {done:,}/{total:,}" + (f" · {extra}" if extra else "")
+            tail = f" {frac:4.0%} {done:,}/{total:,}" + (f" · {extra}" if extra else "")
+            width = min(self.width, room - 11 - len(tail))  # the bar gives way to the numbers first
+            bar = ""
+            if width >= 10:
+                filled = int(frac * width)
+                bar = " " + "█" * filled + "░" * (width - filled)
+            text = f"{label:<10}{bar}{tail}"
         else:
             text = f"{label:<10} …"
-        self.stream.write("\r\x1b[2K" + text[: self._columns() - 1])  # a wrapped line could not be redrawn
+        self.stream.write("\r\x1b[2K" + text[:room])
         self.stream.flush()
         self._drawn = True
 
     def _columns(self) -> int:
+        """The terminal's width; a terminal that reports none (0, as some pseudo-terminals do) is wide."""
         try:
-            return os.get_terminal_size(self.stream.fileno()).columns
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (AttributeError, OSError, ValueError):
-            return 10_000
+            columns = 0
+        return columns if columns > 0 else 10_000
 
     def close(self) -> None:
         if self._drawn:

@@ -214,3 +214,24 @@ def test_embed_progress_carries_rate_and_time_left_after_the_first_batch(tmp_pat
     assert etas == sorted(etas, reverse=True) and etas[-1] == 0.0 and etas[0] > 0
     assert report.embedded == 17 and report.embed_rate == pytest.approx(17 / 9)  # nine one-second batches
     assert report.to_dict()["embed_rate"] == 1.89
+
+
+@pytest.mark.parametrize(("columns", "expect_bar"), [(0, True), (80, True), (60, False)])
+def test_the_bar_gives_way_to_the_rate_and_time_left_on_a_narrow_terminal(monkeypatch, columns, expect_bar):
+    out = io.StringIO()
+    bar = ProgressLine(out, enabled=True)
+    monkeypatch.setattr(ProgressLine, "_columns", lambda self: columns if columns > 0 else 10_000)
+    bar.update(IndexProgress("embed", 16, 164, rate=1.4, eta_seconds=110))
+    line = out.getvalue().removeprefix("\r\x1b[2K")
+    assert line.endswith("16/164 · 1.4 chunks/s · about 2 min left") and len(line) < (columns or 10_000)
+    assert ("█" in line or "░" in line) == expect_bar
+
+
+def test_a_terminal_that_reports_no_width_cuts_nothing(monkeypatch):
+    import os as os_module
+
+    out = io.StringIO()
+    out.fileno = lambda: 2  # type: ignore[method-assign]
+    monkeypatch.setattr(os_module, "get_terminal_size", lambda fd: os_module.terminal_size((0, 0)))
+    ProgressLine(out, enabled=True).step("full text", 33, 33)
+    assert out.getvalue().endswith("100% 33/33")
