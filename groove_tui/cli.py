@@ -14,10 +14,11 @@ from pathlib import Path
 
 from groove_tui.config import FUSION_METHODS
 
-COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models")
+COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models", "demo")
 
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
+  groove-tui demo                     the explorer on a handbook about groove-tui, with its golden file
   groove-tui index KB [--force]       (re)index headlessly
   groove-tui search KB "query"        search; --format json gives groove's response shape
   groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
@@ -93,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     tui = sub.add_parser("open", help="open the explorer (the default: `groove-tui KB`)")
     _common(tui)
     tui.add_argument("--golden", help="golden file for live metrics")
+
+    demo = sub.add_parser("demo", help="open the explorer on the demo handbook, its golden file loaded")
+    demo.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
+    demo.add_argument("--index-dir", help="where indexes live (default: $GROOVE_TUI_INDEX_DIR or the user cache)")
+    demo.add_argument("--model", help="embedding model (overrides [embedding] model)")
+    demo.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
+    demo.add_argument("--paths", action="store_true",
+                      help="print the demo KB's folder and its golden file, one a line, and exit (to try the "
+                      "headless commands on it)")
 
     idx = sub.add_parser("index", help="(re)index a KB headlessly")
     _common(idx)
@@ -480,6 +490,27 @@ def cmd_open(args: argparse.Namespace) -> int:
                explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The explorer on the packaged handbook with its golden file: live metrics, ctrl+r and ctrl+b work at
+    once. The folder is read where it is installed (never copied, never written); its index goes where
+    every index goes."""
+    from groove_tui.demo import golden_path, kb_path
+
+    kb, golden = kb_path(), golden_path()
+    if not kb.is_dir() or not golden.is_file():
+        raise CLIError(f"the demo knowledge base is missing from this installation ({kb}); reinstall groove-tui")
+    if args.paths:
+        print(kb)
+        print(golden)
+        return 0
+    from groove_tui.tui.app import run
+
+    args.kb = str(kb)  # for the model-mismatch advice, which names the KB
+    config = _config(args)
+    return run(kb, config=config, index_dir=args.index_dir, golden=str(golden),
+               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from groove_tui.modelscmd import ModelsError, run
 
@@ -499,6 +530,7 @@ HANDLERS = {
     "bench": cmd_bench,
     "status": cmd_status,
     "models": cmd_models,
+    "demo": cmd_demo,
 }
 
 

@@ -10,6 +10,7 @@ import re
 import shlex
 from typing import Any
 
+from groove_tui.engine.throughput import format_rate
 from groove_tui.engine.types import Hit, IndexReport, SearchResponse
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -184,6 +185,7 @@ def format_index_report(r: IndexReport) -> str:
         f"added {r.added}, updated {r.updated} ({r.metadata_only} metadata only), unchanged {r.unchanged}, "
         f"renamed {r.renamed}, deleted {r.deleted}, skipped {len(r.skipped)}",
         f"{r.chunks:,} chunks; embedded {r.embedded:,} this run"
+        + (f" at {format_rate(r.embed_rate)}" if r.embed_rate is not None else "")
         + (f"; {r.pending_embeddings:,} still without a vector" if r.pending_embeddings else ""),
         f"{r.seconds:.2f} s (full text {r.fulltext_seconds:.2f} s, embeddings {r.embed_seconds:.2f} s)",
     ]

@@ -33,6 +33,7 @@ def test_index_json_report_then_status(cli, kb):
     for key in ("added", "updated", "unchanged", "renamed", "deleted", "skipped", "chunks", "seconds"):
         assert key in report
     assert report["added"] == 4
+    assert report["embedded"] == report["chunks"] and report["embed_rate"] > 0  # chunks/s of this run
     code, out, _ = cli("status", str(kb), "--model", "hashing", "--format", "json")
     status = json.loads(out)
     assert status["documents"] == 4 and status["model"] == "hashing-64"
@@ -40,6 +41,12 @@ def test_index_json_report_then_status(cli, kb):
         assert key in status
     code, out, _ = cli("status", str(kb), "--model", "hashing")
     assert "documents" in out and code == 0
+
+
+def test_index_text_report_states_the_embedding_rate(cli, kb):
+    code, out, err = cli("index", str(kb), "--model", "hashing")
+    assert code == 0, err
+    assert re.search(r"embedded \d+ this run at [\d,.]+ chunks/s", out)
 
 
 def test_search_json_is_groove_shaped(cli, kb):

@@ -28,6 +28,7 @@ from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
 from groove_tui.engine.markdown import parse_markdown
 from groove_tui.engine.store import BIGRAM_DDL, Store, to_blob
+from groove_tui.engine.throughput import RateMeter, pending_in_order
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -235,12 +236,15 @@ class _Counts:
     deleted: int = 0
     metadata_only: int = 0
     embedded: int = 0
+    embed_batch_seconds: float = 0.0  # time spent in embedding batches (model loading excluded)
     skipped: list[FileIssue] = field(default_factory=list)
     degraded: list[FileIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 class Indexer:
+    clock = staticmethod(time.perf_counter)  # times the embedding batches (tests drive it)
+
     def __init__(
         self,
         store: Store,
@@ -299,6 +303,8 @@ class Indexer:
             seconds=end - started,
             fulltext_seconds=fulltext_done - started,
             embed_seconds=embed_done - fulltext_done,  # (`seconds` includes the phrase statistics)
+            embed_rate=(report.embedded / report.embed_batch_seconds
+                        if report.embedded and report.embed_batch_seconds > 0 else None),
             notes=tuple(report.notes),
         )
 
@@ -651,7 +657,7 @@ class Indexer:
         self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, contextual: bool
     ) -> None:
         conn = self.store.conn()
-        pending = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE embedded = 0 ORDER BY id")]
+        pending = pending_in_order(conn, contextual)  # most likely searched first (engine/throughput.py)
         if not pending:
             return
         embedder = self._load_embedder()
@@ -659,26 +665,36 @@ class Indexer:
             self.store.ensure_vec_table(embedder.dim, wconn)
         batch_size = self.config.embedding.batch_size
         total = len(pending)
+        remaining = sum(p.work for p in pending)
+        meter = RateMeter()
         notify(IndexProgress("embed", 0, total))
+        last = self.clock()
         for start in range(0, total, batch_size):
             if cancel is not None and cancel.is_set():
                 raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
-            ids = pending[start : start + batch_size]
+            batch = pending[start : start + batch_size]
+            ids = [p.id for p in batch]
             marks = ",".join("?" * len(ids))
-            rows = conn.execute(
-                f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0 ORDER BY id", ids
-            ).fetchall()
-            if not rows:
-                continue
-            vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
-            with self.store.transaction() as wconn:
-                for (cid, _content, _ctx), vec in zip(rows, vectors):
-                    wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
-                    wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
-                wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])
-                self.store.bump_generation(wconn)
-            report.embedded += len(rows)
-            notify(IndexProgress("embed", min(start + batch_size, total), total))
+            found = {r[0]: r for r in conn.execute(
+                f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids)}
+            rows = [found[i] for i in ids if i in found]
+            if rows:
+                vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
+                with self.store.transaction() as wconn:
+                    for (cid, _content, _ctx), vec in zip(rows, vectors):
+                        wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+                        wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
+                    wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])
+                    self.store.bump_generation(wconn)
+                report.embedded += len(rows)
+            now = self.clock()
+            work = sum(p.work for p in batch)
+            remaining -= work
+            meter.add(len(rows), work, now - last)
+            report.embed_batch_seconds += now - last
+            last = now
+            notify(IndexProgress("embed", min(start + batch_size, total), total,
+                                 rate=meter.rate, eta_seconds=meter.eta(remaining)))
 
 
 def _path_category_topic(rel: str) -> tuple[str | None, str | None]:

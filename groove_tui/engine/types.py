@@ -52,12 +52,16 @@ class FileIssue:
 
 @dataclass(frozen=True, slots=True)
 class IndexProgress:
-    """Reported through `Engine.index(progress=...)`."""
+    """Reported through `Engine.index(progress=...)`. In the embed phase `rate` is the recent rate in
+    chunks per second and `eta_seconds` the estimated time left (engine/throughput.py); both are None
+    until a batch after the first (which pays for loading the model) has been timed."""
 
     phase: Literal["scan", "fulltext", "embed", "done"]
     done: int
     total: int
     path: str | None = None
+    rate: float | None = None
+    eta_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,8 @@ class IndexReport:
     seconds: float = 0.0
     fulltext_seconds: float = 0.0
     embed_seconds: float = 0.0
+    # chunks per second over this run's embedding batches (model loading excluded); None: none embedded
+    embed_rate: float | None = None
     notes: tuple[str, ...] = ()  # one line each: the model chosen for the KB, a hint, a language warning
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +100,7 @@ class IndexReport:
             "seconds": round(self.seconds, 3),
             "fulltext_seconds": round(self.fulltext_seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
+            "embed_rate": round(self.embed_rate, 2) if self.embed_rate is not None else None,
             "notes": list(self.notes),
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,18 @@ class GoldenMetrics:
         for side in self.active_sides:
             self.schedule_eval(side, 0)
         self._refresh_judgment_views()
+
+    def rescore_golden(self) -> None:
+        """The index changed under the metrics (an indexing run finished): score the set again with the
+        same settings; the old scores stay on screen, dimmed, until the new ones arrive."""
+        if self.golden_session is None:
+            return
+        for side in SIDES:
+            old = self.eval_outcomes[side]
+            if old is not None:
+                self.eval_outcomes[side] = replace(old, params=None)  # its cached hits are out of date
+        for side in self.active_sides:
+            self.schedule_eval(side, 0)
 
     def schedule_eval(self, side: str, delay: float | None = None) -> None:
         """(Re)score the golden set for a side's current settings, debounced like searches."""

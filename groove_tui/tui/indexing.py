@@ -16,7 +16,9 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 from rich.text import Text
 
+from groove_tui.engine.throughput import format_rate
 from groove_tui.engine.types import SearchParams
+from groove_tui.progress import embed_speed
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig
@@ -83,13 +85,17 @@ class KbIndexing:
             self.post_message(EngineReady())
         eng = self._engine
         needs = bool(eng.needs_index())
-        pending = 0
-        if not needs:
-            try:
-                pending = eng.status().pending_embeddings
-            except Exception:  # noqa: BLE001
-                pending = 0
-        if not needs:
+        try:
+            status = eng.status()
+            pending, held = status.pending_embeddings, status.documents
+        except Exception:  # noqa: BLE001
+            pending, held = 0, 0
+        if not needs or held:
+            # An index that already holds documents answers while it is brought up to date: each document
+            # is written in its own transaction, so a search sees every file either as it was or as it is.
+            # A new index waits for its full-text phase: a part of it would answer with whole folders
+            # missing (files go in path order) and no word that they are, and the golden metrics scored
+            # on it would be wrong; the wait says how far along the phase is (`waiting_for_index`).
             self._searchable.set()
         if needs or pending:
             self.indexing = True
@@ -128,6 +134,22 @@ class KbIndexing:
         self.index_progress = msg.progress
         self.show_index_state(None)
         self.header_signal.publish("index")
+        if not self._searchable.is_set():
+            self.refresh_waiting()  # the waiting searches say how far along the full-text phase is
+
+    def waiting_for_index(self) -> str | None:
+        """What a search waits for before it can run and how far along that is; None once it can run."""
+        if self._searchable.is_set():
+            return None
+        if not self._engine_ready.is_set():
+            return "waiting for the index to open…"
+        p = self.index_progress
+        if p is None or p.phase not in ("scan", "fulltext") or p.total <= 0:
+            return "waiting for the full-text index…"
+        pct = min(99, round(100 * p.done / p.total)) if p.done < p.total else 100
+        if p.phase == "scan":
+            return f"waiting for the full-text index: reading {p.done:,} / {p.total:,} files ({pct} %)"
+        return f"waiting for the full-text index: {p.done:,} / {p.total:,} files ({pct} %)"
 
     def on_index_finished(self, msg: IndexFinished) -> None:
         self.index_report = msg.report
@@ -138,6 +160,8 @@ class KbIndexing:
         if r is not None:
             text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
                     f"{r.chunks} chunks in {r.seconds:.1f}s")
+            if r.embed_rate is not None:
+                text += f"; {r.embedded:,} embedded at {format_rate(r.embed_rate)}"
             if r.pending_embeddings:
                 text += f"; {r.pending_embeddings} chunks still without vectors"
             if r.skipped:
@@ -148,6 +172,8 @@ class KbIndexing:
                             severity="warning" if note.startswith("warning") else "information")
         if self.query_text.strip():
             self.search_now()  # now with vectors for every chunk
+        if r is not None and (r.embedded or r.added or r.updated or r.deleted or r.renamed):
+            self.rescore_golden()  # the metrics shown were scored on the index as it was
 
     def _read_index_counts(self) -> None:
         try:
@@ -168,6 +194,9 @@ class KbIndexing:
         p = self.index_progress
         if p is not None and p.phase != "done":
             t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+            speed = embed_speed(p)
+            if speed:
+                t.append(f" · {speed}", style="italic")
         elif self.index_counts is not None and self.index_counts[0] == 0 and not self.indexing:
             t.append("  · no Markdown files indexed (*.md outside excluded folders)", style="italic")
         elif self.index_counts is not None:

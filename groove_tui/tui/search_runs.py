@@ -42,6 +42,7 @@ class SearchRuns:
         self.search_count = 0
         self._debounce_timers: dict[str, Timer | None] = {s: None for s in SIDES}
         self._busy_timers: dict[str, Timer | None] = {s: None for s in SIDES}
+        self._busy_shown: set[str] = set()  # sides whose pane says a search is on its way
         self._worker_meta: dict[Worker, tuple[str, int]] = {}
         self._interactive = 0  # search threads running now (golden scoring yields to them)
         self._interactive_lock = threading.Lock()
@@ -81,9 +82,23 @@ class SearchRuns:
         if self.applied[side] < serial == self.requested[side]:
             from groove_tui.tui.widgets.results import ResultsPane
 
+            self._busy_shown.add(side)
             for pane in self.screen.query(ResultsPane):
                 if pane.side == side:
-                    pane.set_busy(True)
+                    pane.set_busy(True, self.waiting_for_index())
+
+    def refresh_waiting(self) -> None:
+        """Index progress while searches wait for the index: their panes say how far along it is."""
+        from groove_tui.tui.widgets.results import ResultsPane
+
+        waiting = self.waiting_for_index()
+        for side in list(self._busy_shown):
+            if self.applied[side] >= self.requested[side]:
+                self._busy_shown.discard(side)
+                continue
+            for pane in self.screen.query(ResultsPane):
+                if pane.side == side:
+                    pane.set_busy(True, waiting)
 
     def _search(self, side: str, serial: int, query: str, rc: RunConfig, params: SearchParams) -> None:
         """Worker thread: wait until the engine can search, run it, post the result with its serial."""
@@ -202,8 +217,10 @@ class SearchRuns:
 
         screen = self.screen
         busy = self._busy_timers.get(side)
-        if busy is not None and self.applied[side] >= self.requested[side]:
-            busy.stop()
+        if self.applied[side] >= self.requested[side]:
+            self._busy_shown.discard(side)
+            if busy is not None:
+                busy.stop()
         if isinstance(screen, CompareScreen):
             screen.refresh_comparison()
             return

@@ -63,6 +63,17 @@ def parse(query: str) -> tuple[list[str], list[str]]:
     return [t for t in include if t], [t for t in exclude if t]
 
 
+def _step(steps: threading.Semaphore | None, cancel: threading.Event | None) -> bool:
+    """Wait for the test to release one step of a slow index; False if the run was cancelled meanwhile."""
+    if steps is None:
+        return True
+    end = time.monotonic() + 30
+    while not steps.acquire(timeout=0.02):
+        if (cancel is not None and cancel.is_set()) or time.monotonic() > end:
+            return False
+    return True
+
+
 @dataclass
 class FakeEngine:
     kb_path: Path = Path("/kb")
@@ -72,6 +83,10 @@ class FakeEngine:
     delays: dict[str, float] = field(default_factory=dict)  # query -> seconds to sleep
     ignore_cancel: bool = True  # a slow engine that does not notice cancellation (worst case)
     index_gate: threading.Event | None = None  # when set, phase two waits for it
+    fresh: bool = False  # the index holds no documents until phase one has run
+    fulltext_steps: threading.Semaphore | None = None  # when set, each file of phase one waits for a release
+    embed_steps: threading.Semaphore | None = None  # when set, each chunk of phase two waits for a release
+    embed_rate: float | None = None  # chunks/s reported from the second embedding batch on
     calls: list[tuple[str, SearchParams]] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)  # queries whose search returned or raised
     gate: object = None  # optional callable (query, params) -> threading.Event | None the search waits on
@@ -84,21 +99,28 @@ class FakeEngine:
         return SearchParams()
 
     def status(self) -> IndexStatus:
-        return IndexStatus(documents=len(DOCS), chunks=len(DOCS), model="hashing", dim=64, index_path="/idx",
+        held = 0 if self.fresh else len(DOCS)
+        return IndexStatus(documents=held, chunks=held, model="hashing", dim=64, index_path="/idx",
                            index_bytes=1, last_indexed=None, pending_embeddings=self.pending, context_mode="off")
 
     def index(self, progress=None, force=False, cancel=None) -> IndexReport:
         n = len(DOCS)
         for i in range(n + 1):
+            if i and not _step(self.fulltext_steps, cancel):
+                return IndexReport()
             if progress:
                 progress(IndexProgress("fulltext", i, n))
+        self.fresh = False
         if progress:
             progress(IndexProgress("embed", 0, n))
         if self.index_gate is not None:
             self.index_gate.wait(120)  # the test opens it; a loaded machine can take seconds to get there
         for i in range(1, n + 1):
+            if not _step(self.embed_steps, cancel):
+                return IndexReport()
+            rate = self.embed_rate if i >= 2 else None
             if progress:
-                progress(IndexProgress("embed", i, n))
+                progress(IndexProgress("embed", i, n, rate=rate, eta_seconds=(n - i) / rate if rate else None))
         if progress:
             progress(IndexProgress("done", n, n))
         self.stale = False

@@ -106,3 +106,56 @@ async def test_narrow_detail_puts_the_explain_panel_under_the_hit(tmp_path):
         detail, explain = app.screen.query_one("#detail"), app.screen.query_one("#detail-explain")
         assert explain.display and explain.region.y >= detail.region.bottom
         assert explain.region.width >= 50
+
+
+def _text(pilot, selector: str) -> str:
+    """A widget's text (a pane's summary line), "" until the screen has composed it."""
+    from textual.css.query import NoMatches
+
+    try:
+        widget = pilot.app.screen.query_one(selector)
+    except NoMatches:
+        return ""
+    return str(getattr(widget, "summary", widget).content)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_query_waiting_for_the_full_text_phase_at(snap_compare, tmp_path, size):
+    import threading
+
+    from .fakes import FakeEngine
+    from .helpers import wait_until
+
+    steps = threading.Semaphore(0)
+    app = make_app(tmp_path, FakeEngine(stale=True, fresh=True, fulltext_steps=steps))
+
+    async def run_before(pilot):
+        await wait_until(pilot, lambda: _text(pilot, "#header"), what="the screen")
+        steps.release(3)
+        pilot.app.screen.query_one("#query").value = "borrow"
+        await wait_until(pilot, lambda: "3 / 8 files" in _text(pilot, "#pane-left"), what="the waiting line")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
+    import threading
+
+    from .fakes import FakeEngine
+    from .helpers import wait_until
+
+    steps = threading.Semaphore(0)
+    app = make_app(tmp_path, FakeEngine(stale=True, embed_steps=steps, embed_rate=0.004))
+
+    async def run_before(pilot):
+        await wait_until(pilot, lambda: _text(pilot, "#header"), what="the screen")
+        steps.release(2)
+        await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
+        pilot.app.screen.query_one("#query").value = "tokio runtime"
+        await wait_until(pilot, lambda: pilot.app.responses["left"] is not None, what="the results")
+        await pilot.pause()
+        await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -54,6 +54,7 @@ class MetricsBar(Static):
         app.eval_signal.subscribe(self, lambda _side: self.refresh_metrics())
         app.results_signal.subscribe(self, lambda _side: self.refresh_metrics())
         app.theme_changed_signal.subscribe(self, lambda _t: self.refresh_metrics())
+        app.header_signal.subscribe(self, lambda _what: self.refresh_metrics())  # index progress
         self.refresh_metrics()
 
     @property
@@ -80,6 +81,10 @@ class MetricsBar(Static):
                       expand=False)
         title = Text(f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q",
                      style=st["metric--title"])
+        p = app.index_progress
+        if p is not None and p.phase == "embed" and p.total:
+            # scores of a partly embedded index: they move as vectors arrive and are taken again at the end
+            title.append(f" · {100 * p.done // p.total} % embedded", style=st["metric--label"])
         table.add_column(title, no_wrap=True, min_width=22)
         for n in names:
             table.add_column(n, no_wrap=True)
@@ -91,7 +96,7 @@ class MetricsBar(Static):
             if progress is not None:
                 label.append(f" {progress[0]}/{progress[1]}…", style="italic")
             if outcome is None:
-                msg = "no judged queries yet" if not session.golden.queries else ""
+                msg = "no judged queries yet" if not session.golden.queries else (app.waiting_for_index() or "")
                 table.add_row(label, Text(msg, style=st["metric--label"]), *[""] * (len(names) - 1))
                 continue
             prev = app.eval_previous.get(side)

@@ -127,11 +127,12 @@ class ResultsPane(Vertical):
         self.summary.set_class(error, "-error")
         self.summary.update(Text(render.one_line(text)))
 
-    def set_busy(self, busy: bool) -> None:
+    def set_busy(self, busy: bool, waiting: str | None = None) -> None:
+        """Say a search is on its way: `waiting` names what it waits for (the index), else "searching…"."""
         self.list.loading = False
         if busy:
             self.summary.set_class(False, "-error")
-            self.summary.update(Text("searching…", style="italic"))
+            self.summary.update(Text(render.one_line(waiting) if waiting else "searching…", style="italic"))
 
     def show(self, response: SearchResponse | None, *, markers: Sequence[Marker] | None = None,
              gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None, note: Text | None = None) -> None:

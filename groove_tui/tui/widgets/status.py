@@ -8,6 +8,7 @@ from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from groove_tui.engine.types import IndexProgress
+from groove_tui.progress import embed_speed
 
 PHASES = {"scan": "Scanning", "fulltext": "Indexing full text (1/2)", "embed": "Embedding (2/2) — search works",
           "done": "Index ready"}
@@ -17,8 +18,9 @@ class IndexStatusBar(Horizontal):
     DEFAULT_CSS = """
     IndexStatusBar { height: 1; display: none; padding: 0 1; background: $panel; }
     IndexStatusBar.-active { display: block; }
-    IndexStatusBar > #index-label { width: auto; padding: 0 1 0 0; }
-    IndexStatusBar > ProgressBar { width: 1fr; }
+    IndexStatusBar > #index-label { width: 1fr; padding: 0 1 0 0; text-wrap: nowrap; text-overflow: ellipsis; }
+    IndexStatusBar > ProgressBar { width: auto; }
+    IndexStatusBar Bar { width: 20; }
     """
 
     def compose(self):
@@ -27,8 +29,12 @@ class IndexStatusBar(Horizontal):
 
     def show_progress(self, p: IndexProgress) -> None:
         self.add_class("-active")
-        label = PHASES.get(p.phase, p.phase)
-        self.query_one("#index-label", Static).update(Text(f"{label} {p.done}/{p.total}"))
+        name, _, note = PHASES.get(p.phase, p.phase).partition(" (")
+        text = f"{name} {p.done:,}/{p.total:,}"
+        speed = embed_speed(p)  # "5.8 chunks/s · about 2 h 10 min left", once the rate is known
+        if speed:
+            text += f" · {speed}"
+        self.query_one("#index-label", Static).update(Text(f"{text} ({note}" if note else text))
         bar = self.query_one("#index-bar", ProgressBar)
         if p.total > 0:
             bar.update(total=p.total, progress=p.done)
