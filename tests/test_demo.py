@@ -123,3 +123,16 @@ def test_demo_opens_the_explorer_on_the_packaged_kb_with_its_golden_file(monkeyp
     assert main(["demo", "--index-dir", str(tmp_path / "idx"), "--model", "hashing"]) == 0
     assert seen == {"kb": kb_path(), "index_dir": str(tmp_path / "idx"), "golden": str(golden_path()),
                     "model": "hashing"}
+
+
+@pytest.mark.parametrize(("query", "path", "heading"), [
+    ("parent retriever", "ranking/parent-retriever.md", None),  # the note "The parent retriever"
+    ("Keyboard shortcuts", "explorer/keyboard-shortcuts.md", None),
+    ("exact phrases", "searching/query-language.md", "Exact phrases"),
+    ("Finding a good λ", "ranking/mmr.md", "Finding a good λ"),
+])
+def test_a_query_naming_a_title_or_heading_of_the_demo_ranks_it_first(demo_engine, query, path, heading):
+    eng, _ = demo_engine
+    for limit in (1, 5, 14):
+        first = eng.search(query, SearchParams(limit=limit)).results[0]
+        assert (first.path, first.heading if heading else None) == (path, heading)

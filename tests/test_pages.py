@@ -166,6 +166,8 @@ def test_heading_key_compares_as_a_reader_would():
     assert heading_key("ＡＢＣ") == "abc"  # NFKC: full width is the same word
     assert heading_key("設定。") == "設定"
     assert heading_key("C++") == "c++"
+    assert heading_key("The parent retriever") == heading_key("parent retriever")
+    assert heading_key("A") == "a" and heading_key("the") == "the"  # an article alone is a word
 
 
 def test_a_named_section_is_found_even_when_no_leg_ranks_it(tmp_path: Path):

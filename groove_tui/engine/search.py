@@ -103,9 +103,14 @@ _EDGE_PUNCT = " \t\r\n.,:;!?¡¿-–—_*`'\"“”‘’()[]{}<>#=~|/\\。、�
 
 def heading_key(text: str) -> str:
     """How a heading, a title and a query compare: NFKC, case-folded, inner whitespace collapsed, Markdown
-    emphasis and punctuation at either end dropped (a heading `tar:` in backticks names the same section as `tar`)."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    return folded.strip(_EDGE_PUNCT)
+    emphasis and punctuation at either end dropped (a heading `tar:` in backticks names the same section as
+    `tar`), and a leading English article too: "The parent retriever" is what "parent retriever" names."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(_EDGE_PUNCT)
+    head, _, rest = folded.partition(" ")
+    return rest.strip(_EDGE_PUNCT) if head in _ARTICLES and rest else folded
+
+
+_ARTICLES = frozenset({"the", "a", "an"})
 
 
 class LRU:
