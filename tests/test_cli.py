@@ -85,7 +85,7 @@ def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
     assert code == 1 and f"--index-dir '{idx}'" in err  # not a command that builds an index elsewhere
     cli("index", str(kb), "--model", "hashing", "--quiet")
     code, _, err = cli("search", str(kb), "--model", "hashing", "--", "-tokio")
-    assert code == 1 and "query has no positive term" in err
+    assert code == 2 and "only excludes words" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--lambda", "2")
     assert code == 1 and "--lambda 2 is invalid" in err and "[0, 1]" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--min-confidence-ratio", "-1")
@@ -154,3 +154,65 @@ def test_a_model_mismatch_offers_both_ways_with_the_users_own_flags(cli, kb, tmp
     assert f"groove-tui index {kb} --index-dir '{idx}' --force --model hashing-32" in err
     # without --model the index decides: no mismatch at all
     assert cli("search", str(kb), "tokio", "--index-dir", str(idx))[0] == 0
+
+
+# ---------------------------------------------------------------- typos and queries with nothing to find
+
+
+@pytest.fixture
+def run_cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no directory named like a command here
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def test_a_mistyped_command_is_named_with_a_suggestion(run_cli):
+    code, out, err = run_cli("serach", "docs", "foo")
+    assert code == 2 and out == ""
+    assert err.strip() == "groove-tui: unknown command 'serach' — did you mean 'search'?"
+    code, _, err = run_cli("stauts", "kb")
+    assert code == 2 and "did you mean 'status'?" in err
+
+
+def test_an_existing_directory_named_like_a_typo_is_still_a_kb(run_cli, tmp_path):
+    (tmp_path / "serach").mkdir()
+    code, _, err = run_cli("serach", "--limt")  # opens the KB; the flag is what is wrong
+    assert code == 2 and "unknown command" not in err and "did you mean '--limit'" not in err
+    code, _, err = run_cli("notes")  # no directory and close to no command: the KB error as before
+    assert code == 1 and "knowledge base 'notes' is not a directory" in err
+
+
+def test_a_mistyped_flag_gets_a_suggestion(run_cli, tmp_path):
+    code, _, err = run_cli("search", str(tmp_path), "tar", "--limt", "2")
+    assert code == 2 and err.strip() == "groove-tui search: unknown option '--limt' — did you mean '--limit'?"
+    code, _, err = run_cli("search", str(tmp_path), "--limt=2", "tar")
+    assert code == 2 and "did you mean '--limit'?" in err
+    code, _, err = run_cli("eval", str(tmp_path), "--goldn", "g.yml")
+    assert code == 2 and "did you mean '--golden'?" in err
+    code, _, err = run_cli("models", "pul", "x")
+    assert code == 2 and "did you mean 'pull'?" in err
+
+
+def test_a_query_starting_with_a_hyphen_is_told_how_to_pass_it(run_cli, tmp_path):
+    code, _, err = run_cli("search", str(tmp_path), "-foo")
+    assert code == 2 and "groove-tui search KB -- '-word'" in err and "did you mean" not in err
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t"])
+def test_an_empty_query_is_refused(run_cli, tmp_path, query):
+    code, out, err = run_cli("search", str(tmp_path), query)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "the query is empty" in err and "no results" not in err
+
+
+@pytest.mark.parametrize("query", ["-foo", "-foo -bar", ' -"two words"'])
+def test_a_query_of_exclusions_only_is_refused(run_cli, tmp_path, query):
+    code, out, err = run_cli("search", str(tmp_path), "--", query)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "only excludes" in err and "nothing positive to search for" in err
