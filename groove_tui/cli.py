@@ -430,6 +430,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         params = replace(params, explain=args.explain)
         resp = engine.search(args.query, params)
+        documents = _document_openings(engine, resp.results) if args.format == "text" else {}
     if args.format == "json":
         print(resp.to_json())
     else:
@@ -437,8 +438,23 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         from groove_tui.textout import use_color
 
-        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain))
+        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
+                                         documents=documents))
     return 0
+
+
+def _document_openings(engine, hits) -> dict[int, str]:
+    """The first chunk's text of each hit's document that has no title and does not itself open with an
+    H1: where text output finds the H1 a note opens with, as its title."""
+    from groove_tui.textout import display_title
+
+    out: dict[int, str] = {}
+    for hit in hits:
+        if hit.document_id in out or display_title(hit) is not None:
+            continue
+        rows = engine.store.document_chunks(hit.document_id)
+        out[hit.document_id] = rows[0][4] if rows else ""
+    return out
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -216,3 +216,41 @@ def test_a_query_of_exclusions_only_is_refused(run_cli, tmp_path, query):
     code, out, err = run_cli("search", str(tmp_path), "--", query)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "only excludes" in err and "nothing positive to search for" in err
+
+
+# ---------------------------------------------------------------- the title a person reads
+
+
+def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
+    from helpers import write_kb
+
+    kb = write_kb(tmp_path / "notes", {
+        "tar.md": "# tar\n\nArchiving utility, often with gzip compression for quokka files.\n\n"
+                  "## Extract\n\nExtract a quokka archive into the current directory with xf flags.\n",
+        "titled.md": "---\ntitle: From frontmatter\n---\n# Not this\n\nQuokka facts, one title from the frontmatter.\n",
+        "plain.md": "Quokka without any heading at all, a plain paragraph of text here.\n",
+    })
+    assert run_cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    code, out, err = run_cli("search", str(kb), "quokka", "--model", "hashing", "--limit", "10")
+    assert code == 0, err
+    titles = {}
+    for block in out.split("\n---\n"):
+        lines = block.splitlines()
+        if len(lines) > 2 and lines[2].startswith("rank: "):  # a hit, not the banner block
+            titles.setdefault(lines[1], lines[0])  # path#heading -> the title line
+    assert titles["tar.md"] == "# tar"
+    assert titles["tar.md#Extract"] == "# tar"  # a later section: its note's H1
+    assert titles["titled.md"] == "# From frontmatter"
+    assert titles["plain.md"] == "# (no title)"
+    code, out, _ = run_cli("search", str(kb), "quokka", "--model", "hashing", "--format", "json")
+    by_path = {r["path"]: r["title"] for r in json.loads(out)["results"]}
+    assert by_path["tar.md"] is None and by_path["titled.md"] == "From frontmatter"  # groove's title
+
+
+def test_h1_title_reads_atx_level_one_only():
+    from groove_tui.textout import h1_title
+
+    assert h1_title("\n\n# Tokio notes #\nbody") == "Tokio notes"
+    assert h1_title("   #  spaced  ") == "spaced"
+    for text in ("## Section\n", "#hashtag line", "body first\n# later", "#", "", None):
+        assert h1_title(text) is None, text

@@ -19,7 +19,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
-from groove_tui.textout import escape_name, scale_text
+from groove_tui.textout import display_title, escape_name, scale_text
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"
@@ -259,11 +259,15 @@ def fmt_score(score: float) -> str:
 
 
 def hit_title(hit: Hit) -> Text:
-    """`path › heading` as literal text."""
+    """`path › heading` as literal text; a chunk before the first heading shows its note's title instead
+    (frontmatter, else the H1 it opens with)."""
     t = Text(escape_name(hit.path), style="bold")
     if hit.heading:
         t.append(" › ", style="dim")
         t.append(escape_name(hit.heading) + hit.part_label)
+    elif (title := display_title(hit)) is not None:
+        t.append(" › ", style="dim")
+        t.append(escape_name(title) + hit.part_label)
     if hit.expanded_from is not None:
         t.append("  [+context]", style="italic dim")  # literal text, not markup
     return t

@@ -307,3 +307,13 @@ def test_empty_pages_and_mmr_order_are_explained():
     resp = _resp(results=(mkhit("alpha", trace=mmr),))
     assert render.order_note(resp) is None  # said on the summary line itself, so compare rows stay level
     assert "· MMR order, not by score" in render.response_summary(resp).plain
+
+
+def test_a_chunk_before_the_first_heading_shows_its_notes_title():
+    h1 = mkhit("# tar\n\nArchiving utility.", title=None, heading=None, level=None)
+    assert render.hit_title(h1).plain == "notes/a.md › tar"
+    titled = mkhit("Body first.", title="From frontmatter", heading=None, level=None)
+    assert render.hit_title(titled).plain == "notes/a.md › From frontmatter"
+    bare = mkhit("Body first.", title=None, heading=None, level=None)
+    assert render.hit_title(bare).plain == "notes/a.md"
+    assert render.hit_title(mkhit("## x", title=None)).plain == "notes/a.md › Intro"  # a heading wins
