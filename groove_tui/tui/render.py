@@ -10,11 +10,13 @@ displayed string. Document text is never parsed as markup: everything is built w
 from __future__ import annotations
 
 import math
+import os
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from rich.cells import get_character_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.style import Style
 from rich.text import Text
 
@@ -152,6 +154,47 @@ def advance_cells(text: str, start: int, cells: int) -> int:
         used += w
         i += 1
     return safe_end(text, i)
+
+
+# ---------------------------------------------------------------- paths
+
+
+def home_relative(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> str:
+    """`path` with the home directory written `~` (`/home/ann/notes` -> `~/notes`)."""
+    s = str(path)
+    h = str(Path.home() if home is None else home).rstrip("/")
+    if h and (s == h or s.startswith(h + "/")):
+        return "~" + s[len(h):]
+    return s
+
+
+def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike[str] | None = None) -> str:
+    """A path shown in at most `cells` cells: `~` for the home directory, then, when it is still too long,
+    an ellipsis in the middle that keeps the start and as many whole trailing folders as fit
+    (`/work/…/tldr/kb`); a last folder too long on its own is cut in its middle."""
+    s = one_line(home_relative(path, home))
+    if cell_len(s) <= cells:
+        return s
+    if cells <= 1:
+        return ELLIPSIS[:max(cells, 0)]
+    parts = s.split("/")
+    head = (parts[0] or "/" + (parts[1] if len(parts) > 2 else "")) + "/"  # "~/", "/work/", "notes/"
+    rest = parts[1:] if parts[0] else parts[2:]
+    tail = ""
+    for part in reversed(rest[1:] if len(rest) > 1 else rest):
+        candidate = part + ("/" + tail if tail else "")
+        if cell_len(head + ELLIPSIS + "/" + candidate) > cells:
+            break
+        tail = candidate
+    if tail:
+        return head + ELLIPSIS + "/" + tail
+    left = advance_cells(s, 0, (cells - 1) // 2)  # keep both ends of the string, cut in the middle
+    right = len(s) - len(_cells_from_end(s, cells - 1 - cell_len(s[:left])))
+    return s[:left] + ELLIPSIS + s[right:]
+
+
+def _cells_from_end(text: str, cells: int) -> str:
+    return text[_back_cells(text, len(text), max(cells, 0)):]
 
 
 # ---------------------------------------------------------------- snippets

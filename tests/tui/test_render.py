@@ -317,3 +317,17 @@ def test_a_chunk_before_the_first_heading_shows_its_notes_title():
     bare = mkhit("Body first.", title=None, heading=None, level=None)
     assert render.hit_title(bare).plain == "notes/a.md"
     assert render.hit_title(mkhit("## x", title=None)).plain == "notes/a.md › Intro"  # a heading wins
+
+
+def test_short_path_uses_tilde_and_an_ellipsis_in_the_middle():
+    home = "/home/ann"
+    assert render.short_path("/home/ann/notes/kb", 40, home) == "~/notes/kb"
+    assert render.short_path("/home/annex/kb", 40, home) == "/home/annex/kb"  # not under home
+    assert render.short_path("/work/shared/data/tldr/kb", 16, home) == "/work/…/tldr/kb"
+    assert render.short_path("/work/shared/data/tldr/kb", 11, home) == "/work/…/kb"
+    long_last = render.short_path("/work/" + "x" * 40, 15, home)
+    assert long_last.startswith("/work/x") and "…" in long_last and cell_len(long_last) == 15
+    cjk = render.short_path("/home/ann/東京の設定ノート集/メモ", 12, home)
+    assert cjk == "~/…/メモ" and cell_len(cjk) <= 12
+    for width in range(1, 30):
+        assert cell_len(render.short_path("/a/東京の設定ノート集/かなり長いフォルダ名", width, home)) <= width
