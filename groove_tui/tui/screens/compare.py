@@ -6,10 +6,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from groove_tui.tui.compare import compare
-from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
 from groove_tui.tui.screens.main import SearchScreenMixin
 from groove_tui.tui.widgets.config_pane import ConfigPane
@@ -64,7 +64,7 @@ class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
                         yield rp
         yield MetricsBar(("left", "right"), id="metrics")
         yield IndexStatusBar()
-        yield Footer(compact=True)
+        yield GrooveFooter(compact=True)
 
     def on_mount(self) -> None:
         self.app.results_signal.subscribe(self, self._on_results)
