@@ -185,7 +185,10 @@ class KbIndexing:
             t.append(f"  · rerank {render_one_line(rr)}")
         else:  # the installed model alone would read as "on" while F4 has it off
             on = self.run_configs["left"].reranker
-            t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
+            if "reranker" in self.pending_settings("left"):  # the list still shows the other state
+                t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off'} (pending)", style="italic")
+            else:
+                t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
         return t
 
     def kb_label(self, width: int | None = None) -> str:
