@@ -486,11 +486,11 @@ async def test_the_header_says_kb_model_index_state_and_reranker(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "embedding" in str(app.screen.query_one("#header").content),
                          what="the indexing state in the header")
-        assert str(app.screen.query_one("#header").content).startswith("kb · model hashing-64  · embedding 0/")
+        assert str(app.screen.query_one("#header").content).startswith("/kb · model hashing-64  · embedding 0/")
         gate.set()
         await settle(app, pilot)
         text = str(app.screen.query_one("#header").content)
-        assert text == (f"kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
+        assert text == (f"/kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
                         "  · rerank none (groove-tui models pull ms-marco-l12)")
         await pilot.press("f5")
         await settle(app, pilot)
