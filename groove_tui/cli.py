@@ -67,7 +67,7 @@ def _closest(word: str, choices) -> str | None:
 
 def _command_typo(word: str) -> str | None:
     """The subcommand `word` was probably meant to be, when it is no directory (a KB) but close to one."""
-    if os.sep in word or (os.altsep and os.altsep in word) or Path(word).expanduser().exists():
+    if os.sep in word or (os.altsep and os.altsep in word) or Path(word).expanduser().is_dir():
         return None
     return _closest(word, (*COMMANDS, "open"))
 
