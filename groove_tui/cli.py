@@ -7,8 +7,10 @@ stays fast; each command imports what it needs. Data goes to stdout, errors and 
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +36,77 @@ Run `groove-tui COMMAND --help` for a command's options."""
 
 class CLIError(Exception):
     """A user error: printed to stderr, exit status 1."""
+
+    code = 1
+
+
+class UsageError(CLIError):
+    """A command line that cannot mean anything (a typo, an empty query): exit status 2, like argparse's."""
+
+    code = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors raised, so `main` can add a "did you mean" to them (argparse's own
+    suggest_on_error exists only from Python 3.14)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ParseError(self, message)
+
+
+class _ParseError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+def _closest(word: str, choices) -> str | None:
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _command_typo(word: str) -> str | None:
+    """The subcommand `word` was probably meant to be, when it is no directory (a KB) but close to one."""
+    if os.sep in word or (os.altsep and os.altsep in word) or Path(word).expanduser().is_dir():
+        return None
+    return _closest(word, (*COMMANDS, "open"))
+
+
+def _options_of(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of `parser` and of the subcommands under it."""
+    out: list[str] = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _options_of(sub)
+    return out
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the subcommand named in `argv` (the top-level one if none is)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word in argv:
+                if word in action.choices:
+                    return action.choices[word]
+    return parser
+
+
+def _unknown_option(parser: argparse.ArgumentParser, argv: list[str], words: list[str]) -> str | None:
+    """"unknown option '--limt' — did you mean '--limit'?" for the first of `words` close to an option of
+    the command being run; None when none is."""
+    options = _options_of(_command_parser(parser, argv))
+    for word in words:
+        name = word.split("=", 1)[0]
+        # `-foo` is more often a query word than a mistyped option; a known option here came after `--`
+        if not word.startswith("--") or name in options:
+            continue
+        guess = _closest(name, options)
+        if guess:
+            return f"unknown option {name!r} — did you mean {guess!r}?"
+    return None
 
 
 # ---------------------------------------------------------------- parsers
@@ -82,14 +155,14 @@ def _filter_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="groove-tui",
         description="See how hybrid search ranks your Markdown notes.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     tui = sub.add_parser("open", help="open the explorer (the default: `groove-tui KB`)")
     _common(tui)
@@ -365,7 +438,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_query(query: str) -> None:
+    """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
+    which would print "no results" as if the KB held nothing, and one made only of exclusions."""
+    from groove_tui.engine.query import QueryError, parse_query
+
+    if not query.strip():
+        raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
+    try:
+        parse_query(query)
+    except QueryError as exc:
+        if query.strip().startswith("-") and "exclusion" in str(exc):
+            q = query.strip()
+            first = q.split()[0]
+            raise UsageError(f"the query {q!r} only excludes words: there is nothing positive to search for; "
+                             f"add a word to find (\"word {q}\"), or put a leading hyphen inside quotes "
+                             f"('\"{first}\"') to search for it literally") from None
+        raise
+
+
 def cmd_search(args: argparse.Namespace) -> int:
+    check_query(args.query)
     with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         params = _params(engine, args)
@@ -373,6 +466,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         params = replace(params, explain=args.explain)
         resp = engine.search(args.query, params)
+        documents = _document_openings(engine, resp.results) if args.format == "text" else {}
     if args.format == "json":
         print(resp.to_json())
     else:
@@ -380,8 +474,23 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         from groove_tui.textout import use_color
 
-        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain))
+        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
+                                         documents=documents))
     return 0
+
+
+def _document_openings(engine, hits) -> dict[int, str]:
+    """The first chunk's text of each hit's document that has no title and does not itself open with an
+    H1: where text output finds the H1 a note opens with, as its title."""
+    from groove_tui.textout import display_title
+
+    out: dict[int, str] = {}
+    for hit in hits:
+        if hit.document_id in out or display_title(hit) is not None:
+            continue
+        rows = engine.store.document_chunks(hit.document_id)
+        out[hit.document_id] = rows[0][4] if rows else ""
+    return out
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -540,11 +649,21 @@ def main(argv: list[str] | None = None) -> int:
     # Must be set before numpy is imported; an explicit user setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `groove-tui KB [options]` is `groove-tui open KB [options]`.
+    # `groove-tui KB [options]` is `groove-tui open KB [options]`, unless KB is no directory and looks
+    # like a mistyped command (`serach`), which would otherwise be reported as a missing KB.
     if argv and not argv[0].startswith("-") and argv[0] not in (*COMMANDS, "open"):
+        typo = _command_typo(argv[0])
+        if typo is not None:
+            print(f"groove-tui: unknown command {argv[0]!r} — did you mean {typo!r}?", file=sys.stderr)
+            return 2
         argv.insert(0, "open")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            parser.error("unrecognized arguments: " + " ".join(extra))
+    except _ParseError as exc:
+        return _usage_error(parser, argv, exc)
     if args.command is None:
         parser.print_help()
         return 0
@@ -563,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except CLIError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc.code)
     except ValueError as exc:  # ConfigError, QueryError, FilterError, GoldenError: user-facing messages
         return _fail(str(exc))
     except Exception as exc:
@@ -577,14 +696,36 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
-def _fail(message: str) -> int:
-    """An error on stderr as one line, exit status 1. Messages echo paths (a KB, an index, a golden file)
-    whose names may hold a newline or a bidi control such as U+202E: they are shown as escapes, as
-    `status` shows them, so a name can neither forge a line nor reverse the text after it."""
+def _fail(message: str, code: int = 1) -> int:
+    """An error on stderr as one line, exit status `code` (1; 2 for a usage error). Messages echo paths (a
+    KB, an index, a golden file) whose names may hold a newline or a bidi control such as U+202E: they are
+    shown as escapes, as `status` shows them, so a name can neither forge a line nor reverse the text
+    after it."""
     from groove_tui.textout import escape_name
 
     print(f"groove-tui: {escape_name(message)}", file=sys.stderr)
-    return 1
+    return code
+
+
+def _usage_error(parser: argparse.ArgumentParser, argv: list[str], exc: _ParseError) -> int:
+    """argparse's usage and message (exit 2), or one line with a suggestion for a mistyped option."""
+    words = exc.message.split(": ", 1)[1].split() if exc.message.startswith("unrecognized arguments") else [
+        w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in _options_of(exc.parser)]
+    hint = _unknown_option(parser, argv, words)
+    if hint is not None:
+        print(f"{_command_parser(parser, argv).prog}: {hint}", file=sys.stderr)
+        return 2
+    exc.parser.print_usage(sys.stderr)
+    message = exc.message
+    choice = re.match(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)$", message)
+    if choice:
+        guess = _closest(choice.group(2), re.findall(r"'([^']*)'", choice.group(3)))
+        if guess:
+            message += f" — did you mean {guess!r}?"
+    if "required: query" in message and any(w.startswith("-") for w in words):
+        message += " (a query that starts with '-' goes after --: groove-tui search KB -- '-word')"
+    print(f"{exc.parser.prog}: error: {message}", file=sys.stderr)
+    return 2
 
 
 def _closed_stdout() -> int:

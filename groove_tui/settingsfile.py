@@ -159,3 +159,84 @@ def provenance(config: Config, data: Mapping[str, Any] | None, flags: Mapping[st
     return rows
 
 
+
+
+# ---------------------------------------------------------------- saving into a groove.toml
+
+
+def merge_fragment(existing: str, fragment_text: str) -> str:
+    """`existing` groove.toml text with the values of `fragment_text` written into it (tomlkit: its
+    comments, order and other keys stay). The reranker may be a top-level `reranker = "…"` in one and a
+    `[reranker]` table in the other; the result keeps the file's form."""
+    import tomlkit
+    from tomlkit.items import Table
+
+    doc = tomlkit.parse(existing)
+    frag = tomlkit.parse(fragment_text)
+    rr = frag.get("reranker")
+    has_table = isinstance(doc.get("reranker"), Table)
+    if isinstance(rr, str):  # "none"
+        if has_table:
+            doc["reranker"]["model"] = rr
+        else:
+            doc["reranker"] = rr
+    elif rr is not None:
+        if isinstance(doc.get("reranker"), str):
+            del doc["reranker"]
+        _merge_table(doc, {"reranker": rr})
+    if "rerank_by_default" in frag:
+        doc["rerank_by_default"] = frag["rerank_by_default"]
+        if has_table and "rerank_by_default" in doc["reranker"]:  # the table's wins when both are set
+            doc["reranker"]["rerank_by_default"] = frag["rerank_by_default"]
+    _merge_table(doc, {k: v for k, v in frag.items() if k not in ("reranker", "rerank_by_default")})
+    return tomlkit.dumps(doc)
+
+
+def _merge_table(dst: Any, src: Mapping[str, Any]) -> None:
+    import tomlkit
+    from tomlkit.items import Table
+
+    for key, value in src.items():
+        if isinstance(value, Mapping) and isinstance(dst.get(key), Mapping):
+            _merge_table(dst[key], value)
+        elif key in dst:
+            # a plain value keeps the line's own comment; an unchanged one is not touched (its quoting stays)
+            plain = value.unwrap() if hasattr(value, "unwrap") else value
+            if dst[key] != plain:
+                dst[key] = plain
+        else:
+            if isinstance(value, Table):
+                value.add(tomlkit.nl())  # a blank line before whatever table follows it
+            dst[key] = value
+
+
+def save_fragment(path: Any, fragment_text: str) -> str:
+    """Write the fragment to `path`: merged into it when it is an existing groove.toml, else as a new
+    file (its folder made). The result must read back as a valid config (ConfigError otherwise, and
+    nothing is written). Returns "merged" or "created"."""
+    import os
+    import tempfile
+    import tomllib
+    from pathlib import Path
+
+    from groove_tui.config import ConfigError, parse_config
+
+    path = Path(path)
+    existed = path.is_file()
+    text = merge_fragment(path.read_text(encoding="utf-8"), fragment_text) if existed else fragment_text
+    try:
+        parse_config(tomllib.loads(text), source=str(path))
+    except (ConfigError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: the settings would not read back: {exc}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        if existed:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return "merged" if existed else "created"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from groove_tui.engine.throughput import format_rate
@@ -45,6 +46,29 @@ def _escape(m: re.Match[str]) -> str:
 def escape_name(text: str) -> str:
     """A path, title or heading for display on one line, its controls visible as escapes (\\n, \\u202e)."""
     return _NAME_UNSAFE.sub(_escape, text)
+
+
+# An ATX level-1 heading (`# Title`, `# Title #`), up to three spaces in, as CommonMark reads one.
+_H1 = re.compile(r" {0,3}#(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
+
+
+def h1_title(text: str | None) -> str | None:
+    """The H1 on the first non-blank line of `text`, else None."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            m = _H1.fullmatch(line)
+            title = (m.group(1) or "").strip() if m else ""
+            return title or None
+    return None
+
+
+def display_title(hit: Hit, document_text: str | None = None) -> str | None:
+    """The title a person reads: groove's `title` (frontmatter) when it has one, else the H1 a note opens
+    with (in the hit's own text, or `document_text`: the start of its document). JSON keeps groove's
+    `title`, which has no such fallback for Markdown."""
+    if hit.title and hit.title.strip():
+        return hit.title
+    return h1_title(hit.content) or h1_title(document_text)
 
 
 # A hit's text as printed: an expansion is at most 8192 tokens (~32 KB), so this only cuts a huge chunk
@@ -89,7 +113,10 @@ def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
     return out
 
 
-def format_response(resp: SearchResponse, *, color: bool, explain: bool = False) -> str:
+def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
+                    documents: Mapping[int, str] | None = None) -> str:
+    """groove's text output. `documents`: the opening text of a hit's document (by document id), where
+    the title fallback finds the H1 when the hit's own text does not start with it."""
     lines: list[str] = []
     if resp.low_confidence:
         lines.append("[low_confidence: no result stands out — the first hit may well be wrong]")
@@ -121,7 +148,7 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False)
     blocks = ["\n".join(lines)] if lines else []
     for rank, hit in enumerate(resp.results, 1):
         head = [
-            f"# {escape_name(hit.title) if hit.title else '(no title)'}",
+            f"# {escape_name(title) if (title := display_title(hit, (documents or {}).get(hit.document_id))) else '(no title)'}",
             escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else "") + hit.part_label,
             f"rank: {rank}  score: {hit.score:.4f}",
         ]

@@ -92,7 +92,7 @@ def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):
     assert code == 1 and f"--index-dir '{idx}'" in err  # not a command that builds an index elsewhere
     cli("index", str(kb), "--model", "hashing", "--quiet")
     code, _, err = cli("search", str(kb), "--model", "hashing", "--", "-tokio")
-    assert code == 1 and "query has no positive term" in err
+    assert code == 2 and "only excludes words" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--lambda", "2")
     assert code == 1 and "--lambda 2 is invalid" in err and "[0, 1]" in err
     code, _, err = cli("search", str(kb), "tokio", "--model", "hashing", "--min-confidence-ratio", "-1")
@@ -161,3 +161,103 @@ def test_a_model_mismatch_offers_both_ways_with_the_users_own_flags(cli, kb, tmp
     assert f"groove-tui index {kb} --index-dir '{idx}' --force --model hashing-32" in err
     # without --model the index decides: no mismatch at all
     assert cli("search", str(kb), "tokio", "--index-dir", str(idx))[0] == 0
+
+
+# ---------------------------------------------------------------- typos and queries with nothing to find
+
+
+@pytest.fixture
+def run_cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no directory named like a command here
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def test_a_mistyped_command_is_named_with_a_suggestion(run_cli):
+    code, out, err = run_cli("serach", "docs", "foo")
+    assert code == 2 and out == ""
+    assert err.strip() == "groove-tui: unknown command 'serach' — did you mean 'search'?"
+    code, _, err = run_cli("stauts", "kb")
+    assert code == 2 and "did you mean 'status'?" in err
+
+
+def test_an_existing_directory_named_like_a_typo_is_still_a_kb(run_cli, tmp_path):
+    (tmp_path / "serach").mkdir()
+    code, _, err = run_cli("serach", "--limt")  # opens the KB; the flag is what is wrong
+    assert code == 2 and "unknown command" not in err and "did you mean '--limit'" not in err
+    code, _, err = run_cli("notes")  # no directory and close to no command: the KB error as before
+    assert code == 1 and "knowledge base 'notes' is not a directory" in err
+
+
+def test_a_mistyped_flag_gets_a_suggestion(run_cli, tmp_path):
+    code, _, err = run_cli("search", str(tmp_path), "tar", "--limt", "2")
+    assert code == 2 and err.strip() == "groove-tui search: unknown option '--limt' — did you mean '--limit'?"
+    code, _, err = run_cli("search", str(tmp_path), "--limt=2", "tar")
+    assert code == 2 and "did you mean '--limit'?" in err
+    code, _, err = run_cli("eval", str(tmp_path), "--goldn", "g.yml")
+    assert code == 2 and "did you mean '--golden'?" in err
+    code, _, err = run_cli("models", "pul", "x")
+    assert code == 2 and "did you mean 'pull'?" in err
+
+
+def test_a_query_starting_with_a_hyphen_is_told_how_to_pass_it(run_cli, tmp_path):
+    code, _, err = run_cli("search", str(tmp_path), "-foo")
+    assert code == 2 and "groove-tui search KB -- '-word'" in err and "did you mean" not in err
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t"])
+def test_an_empty_query_is_refused(run_cli, tmp_path, query):
+    code, out, err = run_cli("search", str(tmp_path), query)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "the query is empty" in err and "no results" not in err
+
+
+@pytest.mark.parametrize("query", ["-foo", "-foo -bar", ' -"two words"'])
+def test_a_query_of_exclusions_only_is_refused(run_cli, tmp_path, query):
+    code, out, err = run_cli("search", str(tmp_path), "--", query)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "only excludes" in err and "nothing positive to search for" in err
+
+
+# ---------------------------------------------------------------- the title a person reads
+
+
+def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
+    from helpers import write_kb
+
+    kb = write_kb(tmp_path / "notes", {
+        "tar.md": "# tar\n\nArchiving utility, often with gzip compression for quokka files.\n\n"
+                  "## Extract\n\nExtract a quokka archive into the current directory with xf flags.\n",
+        "titled.md": "---\ntitle: From frontmatter\n---\n# Not this\n\nQuokka facts, one title from the frontmatter.\n",
+        "plain.md": "Quokka without any heading at all, a plain paragraph of text here.\n",
+    })
+    assert run_cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    code, out, err = run_cli("search", str(kb), "quokka", "--model", "hashing", "--limit", "10")
+    assert code == 0, err
+    titles = {}
+    for block in out.split("\n---\n"):
+        lines = block.splitlines()
+        if len(lines) > 2 and lines[2].startswith("rank: "):  # a hit, not the banner block
+            titles.setdefault(lines[1], lines[0])  # path#heading -> the title line
+    assert titles["tar.md"] == "# tar"
+    assert titles["tar.md#Extract"] == "# tar"  # a later section: its note's H1
+    assert titles["titled.md"] == "# From frontmatter"
+    assert titles["plain.md"] == "# (no title)"
+    code, out, _ = run_cli("search", str(kb), "quokka", "--model", "hashing", "--format", "json")
+    by_path = {r["path"]: r["title"] for r in json.loads(out)["results"]}
+    assert by_path["tar.md"] is None and by_path["titled.md"] == "From frontmatter"  # groove's title
+
+
+def test_h1_title_reads_atx_level_one_only():
+    from groove_tui.textout import h1_title
+
+    assert h1_title("\n\n# Tokio notes #\nbody") == "Tokio notes"
+    assert h1_title("   #  spaced  ") == "spaced"
+    for text in ("## Section\n", "#hashtag line", "body first\n# later", "#", "", None):
+        assert h1_title(text) is None, text

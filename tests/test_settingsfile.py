@@ -120,3 +120,28 @@ def test_non_finite_numbers_have_no_toml_form(value):
 
     with pytest.raises(ValueError):
         toml_value(value)
+
+
+def test_a_fragment_merges_into_a_groove_toml_keeping_its_comments_and_other_keys(tmp_path):
+    import tomllib
+
+    from groove_tui.config import Config, parse_config
+    from groove_tui.engine.types import SearchParams
+    from groove_tui.settingsfile import effective_config, fragment, save_fragment
+
+    path = tmp_path / "groove.toml"
+    original = ("# team settings\nexclude_dirs = ['.git']  # single quotes stay\n\n[reranker]\n"
+                "model = 'ms-marco-l12'\npool = 30  # measured\n\n[search.mmr]\nenabled = false\nlambda = 0.5\n")
+    path.write_text(original, encoding="utf-8")
+    cfg = parse_config(tomllib.loads(original))
+    text = fragment(effective_config(cfg, SearchParams(mmr=True, mmr_lambda=0.4, reranker="ms-marco-l12")))
+    assert save_fragment(path, text) == "merged"
+    merged = path.read_text(encoding="utf-8")
+    assert merged.startswith("# team settings\nexclude_dirs = ['.git']  # single quotes stay\n")
+    assert "pool = 30  # measured" in merged
+    back = parse_config(tomllib.loads(merged))
+    assert back.search.mmr.enabled and back.search.mmr.lambda_ == 0.4 and back.reranker.pool == 30
+    assert back.exclude_dirs == (".git",) and back.reranker.model == cfg.reranker.model
+    fresh = tmp_path / "new" / "groove.toml"
+    assert save_fragment(fresh, fragment(effective_config(Config(), SearchParams()))) == "created"
+    assert parse_config(tomllib.loads(fresh.read_text(encoding="utf-8"))).search.mmr.enabled is False

@@ -3,8 +3,9 @@
 The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.eval.eval_params`): no
 filters (`min_quality = 0`, no path/tag/date filters), `limit = max(k)`, MMR / parent retriever / reranker
 as the side's live settings. Metrics are `groove_tui.engine.eval`'s. Judgments go through
-`GoldenSet.with_judgment` and are written by `save_golden`, so the file stays groove-compatible (grades
-and grade-0 judgments live in comments).
+`GoldenSet.with_judgment`; saving edits the user's file in place (golden_yaml.py, ruamel.yaml), or writes a
+new one with `save_golden`, so the file stays groove-compatible (grades and grade-0 judgments live in
+comments).
 
 Ranked hits are cached per side for one set of search parameters: a judgment re-scores without
 searching again, and only queries new to the golden set are searched.
@@ -18,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groove_tui.engine.eval import (Aggregate, Expected, GoldenSet, QueryMetrics, RankedHit, aggregate,
-                                    evaluate_query, is_hit, load_golden, normalise_k_values, ranked_hits,
-                                    save_golden)
+from groove_tui.engine.eval import (GOLDEN_MAX_BYTES, Aggregate, Expected, GoldenError, GoldenSet, QueryMetrics,
+                                    RankedHit, _atomic_write, aggregate, evaluate_query, is_hit, load_golden,
+                                    normalise_k_values, parse_golden, ranked_hits, save_golden)
 from groove_tui.engine.types import SearchParams
 
 DEFAULT_JUDGMENTS_FILE = "groove-tui-judgments.yml"
@@ -100,6 +101,8 @@ class GoldenSession:
     loaded_from: Path | None = None  # None: a new set started by judging
     dirty: bool = False
     judged: int = field(default=0)  # judgments made in this session
+    # judgments not saved yet, in order: a save writes them into the file as the user left it
+    pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: str | Path, k_values, *, kb_path: Path | None = None,
@@ -164,11 +167,28 @@ class GoldenSession:
 
     def judge(self, query: str, path: str, heading: str | None, grade: int) -> None:
         self.golden = self.golden.with_judgment(query, path, heading, grade)
+        self.pending.append((query, path, heading, grade))
         self.dirty = True
         self.judged += 1
 
     def save(self) -> Path:
-        save_golden(self.path, self.golden)
+        """Write the judgments. An existing golden file (the target, else the file it was loaded from) is
+        edited in place: its comments, order and quoting stay and only judged entries change. Without
+        one, a new file in groove's golden format."""
+        base = self.path if self.path.is_file() else self.loaded_from
+        if base is None or not base.is_file():
+            save_golden(self.path, self.golden)
+        else:
+            from groove_tui.tui.golden_yaml import apply_judgments
+
+            text = apply_judgments(base.read_text(encoding="utf-8"), self.pending, source=str(base))
+            parse_golden(text, source=str(self.path))  # what is written must load again
+            data = text.encode("utf-8")
+            if len(data) > GOLDEN_MAX_BYTES:
+                raise GoldenError(str(self.path), None,
+                                  f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB")
+            _atomic_write(self.path, data)
+        self.pending.clear()
         self.dirty = False
         return self.path
 

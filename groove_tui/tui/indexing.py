@@ -183,12 +183,13 @@ class KbIndexing:
             self.index_counts = None
         self.header_signal.publish("index")
 
-    def header_text(self) -> Text:
-        """KB · model · index state · reranker, for the header line."""
+    def header_text(self, width: int | None = None) -> Text:
+        """KB · model · index state · reranker, for the header line (`width` cells: the KB's path is
+        shortened to leave the rest some room)."""
         from groove_tui.tui.widgets.status import PHASES
 
         t = Text()
-        t.append(render_one_line(self.kb_path.name or str(self.kb_path)), style="bold")
+        t.append(self.kb_label(width), style="bold")
         model = getattr(self._engine, "model_id", None) or self.config.embedding.model
         t.append(f" · model {render_one_line(str(model))}", style="")
         p = self.index_progress
@@ -213,8 +214,23 @@ class KbIndexing:
             t.append(f"  · rerank {render_one_line(rr)}")
         else:  # the installed model alone would read as "on" while F4 has it off
             on = self.run_configs["left"].reranker
-            t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
+            if "reranker" in self.pending_settings("left"):  # the list still shows the other state
+                t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off'} (pending)", style="italic")
+            else:
+                t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
         return t
+
+    def kb_label(self, width: int | None = None) -> str:
+        """The KB's absolute path, `~` for home; in a header `width` cells wide it takes up to half the
+        line (at least 24 cells), shortened in the middle, so the model and counts stay in view."""
+        from groove_tui.tui.render import short_path
+
+        path = self.kb_path.expanduser()
+        try:
+            path = path.resolve()
+        except OSError:  # a path that cannot be resolved is shown as given
+            pass
+        return short_path(path, max(24, width // 2) if width else 1_000)
 
     def show_index_state(self, screen: Screen | None) -> None:
         from groove_tui.tui.widgets.status import IndexStatusBar

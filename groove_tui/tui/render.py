@@ -10,16 +10,19 @@ displayed string. Document text is never parsed as markup: everything is built w
 from __future__ import annotations
 
 import math
+import os
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from rich.cells import get_character_cell_size
+from rich.cells import cell_len, get_character_cell_size
 from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
-from groove_tui.textout import escape_name, scale_text
+from groove_tui.textout import display_title, escape_name, scale_text
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"
@@ -154,6 +157,47 @@ def advance_cells(text: str, start: int, cells: int) -> int:
     return safe_end(text, i)
 
 
+# ---------------------------------------------------------------- paths
+
+
+def home_relative(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> str:
+    """`path` with the home directory written `~` (`/home/ann/notes` -> `~/notes`)."""
+    s = str(path)
+    h = str(Path.home() if home is None else home).rstrip("/")
+    if h and (s == h or s.startswith(h + "/")):
+        return "~" + s[len(h):]
+    return s
+
+
+def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike[str] | None = None) -> str:
+    """A path shown in at most `cells` cells: `~` for the home directory, then, when it is still too long,
+    an ellipsis in the middle that keeps the start and as many whole trailing folders as fit
+    (`/work/…/tldr/kb`); a last folder too long on its own is cut in its middle."""
+    s = one_line(home_relative(path, home))
+    if cell_len(s) <= cells:
+        return s
+    if cells <= 1:
+        return ELLIPSIS[:max(cells, 0)]
+    parts = s.split("/")
+    head = (parts[0] or "/" + (parts[1] if len(parts) > 2 else "")) + "/"  # "~/", "/work/", "notes/"
+    rest = parts[1:] if parts[0] else parts[2:]
+    tail = ""
+    for part in reversed(rest[1:] if len(rest) > 1 else rest):
+        candidate = part + ("/" + tail if tail else "")
+        if cell_len(head + ELLIPSIS + "/" + candidate) > cells:
+            break
+        tail = candidate
+    if tail:
+        return head + ELLIPSIS + "/" + tail
+    left = advance_cells(s, 0, (cells - 1) // 2)  # keep both ends of the string, cut in the middle
+    right = len(s) - len(_cells_from_end(s, cells - 1 - cell_len(s[:left])))
+    return s[:left] + ELLIPSIS + s[right:]
+
+
+def _cells_from_end(text: str, cells: int) -> str:
+    return text[_back_cells(text, len(text), max(cells, 0)):]
+
+
 # ---------------------------------------------------------------- snippets
 
 
@@ -236,15 +280,99 @@ def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse"
 
 def detail_text(hit: Hit, match_style: Style | str = "bold reverse",
                 expanded_style: Style | str | None = "on grey23") -> Text:
-    """The full content, sanitised, the merged neighbours shaded and every match span highlighted."""
+    """The full content, sanitised and reflowed (each paragraph one soft-wrapped line), the merged
+    neighbours shaded and every match span highlighted where its characters went."""
     content = sanitize(hit.content)
-    text = Text(content, tab_size=4)
+    shown, where = reflow(content)
+    text = Text(shown, tab_size=4)
     if expanded_style is not None:
         for s, e in expanded_ranges(hit):
-            text.stylize_before(expanded_style, s, e)
+            text.stylize_before(expanded_style, where[s], where[e])
     for s, e in merge_spans(hit.match_spans, len(content)):
-        text.stylize(match_style, s, e)
+        text.stylize(match_style, where[s], where[e])
     return text
+
+
+# ---------------------------------------------------------------- reflow
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_BLOCK_START = re.compile(
+    r" {0,3}(?:#{1,6}(?:[ \t]|$)"  # ATX heading
+    r"|[-*+][ \t]|\d{1,9}[.)](?:[ \t]|$)"  # list item
+    r"|>"  # block quote
+    r"|\|"  # table row
+    r"|(?:[-*_][ \t]*){3,}$"  # thematic break
+    r"|=+[ \t]*$|-+[ \t]*$"  # setext underline
+    r"|<)"  # HTML block
+)
+
+
+def _line_kinds(lines: Sequence[str]) -> list[str]:
+    """Each line's part in the text: "text" (a paragraph's prose), "blank", or "keep" (code, a heading,
+    a list, a quote, a table: lines whose breaks mean something)."""
+    kinds: list[str] = []
+    fence: str | None = None
+    state = "start"  # "start" (after a blank line), "para" (inside prose), "block" (a list, quote or table)
+    for line in lines:
+        if fence is not None:
+            kinds.append("keep")
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            continue
+        m = _FENCE.match(line)
+        if m:
+            fence = m.group(1)
+            kinds.append("keep")
+            state = "block"
+            continue
+        if not line.strip():
+            kinds.append("blank")
+            state = "start"
+            continue
+        if state == "start" and (line.startswith("    ") or line.startswith("\t")):  # indented code
+            kinds.append("keep")
+            continue
+        if _BLOCK_START.match(line) or " | " in line or state == "block":
+            kinds.append("keep")  # a list's or quote's lazy continuation lines stay too
+            state = "start" if line.lstrip().startswith("#") else "block"  # a heading is one line
+            continue
+        kinds.append("text")
+        state = "para"
+    return kinds
+
+
+def reflow(text: str) -> tuple[str, list[int]]:
+    """Join the hard line breaks inside each paragraph into spaces, so the paragraph soft-wraps as one;
+    code (fenced or indented), headings, lists, block quotes and tables keep their lines, and so does a
+    Markdown hard break (two trailing spaces or a backslash).
+
+    Returns the text and `where`, len(text) + 1 entries: `where[i]` is the offset in the result of the
+    character at `i` (of the whitespace a join dropped: the place it went), so a span [s, e) of the
+    input is [where[s], where[e]) of the result."""
+    lines = text.split("\n")
+    kinds = _line_kinds(lines)
+    joins = [kinds[i] == "text" and kinds[i + 1] == "text" and not lines[i].endswith(("  ", "\\"))
+             for i in range(len(lines) - 1)]
+    if not any(joins):
+        return text, list(range(len(text) + 1))
+    out: list[str] = []
+    where: list[int] = []
+    n = 0
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        lo = len(line) - len(line.lstrip(" \t")) if i and joins[i - 1] else 0
+        hi = max(lo, len(line.rstrip(" \t"))) if i < last and joins[i] else len(line)
+        where.extend([n] * lo)
+        where.extend(range(n, n + hi - lo))
+        out.append(line[lo:hi])
+        n += hi - lo
+        where.extend([n] * (len(line) - hi))
+        if i < last:
+            where.append(n)
+            out.append(" " if joins[i] else "\n")
+            n += 1
+    where.append(n)
+    return "".join(out), where
 
 
 # ---------------------------------------------------------------- hit rows
@@ -259,11 +387,15 @@ def fmt_score(score: float) -> str:
 
 
 def hit_title(hit: Hit) -> Text:
-    """`path › heading` as literal text."""
+    """`path › heading` as literal text; a chunk before the first heading shows its note's title instead
+    (frontmatter, else the H1 it opens with)."""
     t = Text(escape_name(hit.path), style="bold")
     if hit.heading:
         t.append(" › ", style="dim")
         t.append(escape_name(hit.heading) + hit.part_label)
+    elif (title := display_title(hit)) is not None:
+        t.append(" › ", style="dim")
+        t.append(escape_name(title) + hit.part_label)
     if hit.expanded_from is not None:
         t.append("  [+context]", style="italic dim")  # literal text, not markup
     return t

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
+from rich.cells import cell_len
+
 from groove_tui.config import FUSION_METHODS, FusionConfig
 from groove_tui.engine.types import SearchParams
 
@@ -75,21 +77,45 @@ class RunConfig:
         """One line for compare mode. `fusion` adds the method (the caller knows when it matters); it
         comes early because a label too wide for its column is cut at the end. A side that asks for a
         reranker when none is installed says so instead of claiming "rerank on"."""
-        parts = [f"limit {self.limit}"]
+        return " · ".join(text for _key, text in self.describe_parts(fusion=fusion,
+                                                                     reranker_available=reranker_available))
+
+    def describe_parts(self, *, fusion: bool = False, reranker_available: bool = True) -> list[tuple[str, str]]:
+        """`describe`'s parts as (setting, text), in the order shown."""
+        parts = [("limit", f"limit {self.limit}")]
         if fusion:
-            parts.append(f"fusion {fusion_label(self.fusion)}")
-        parts.append(f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
-                     if self.mmr else "MMR off")
-        parts.append("parent on" if self.parent else "parent off")
+            parts.append(("fusion", f"fusion {fusion_label(self.fusion)}"))
+        parts.append(("mmr", f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty
+                                                        else "") if self.mmr else "MMR off"))
+        parts.append(("parent", "parent on" if self.parent else "parent off"))
         if self.reranker:
-            parts.append("rerank on" if reranker_available else "rerank: none installed")
+            parts.append(("reranker", "rerank on" if reranker_available else "rerank: none installed"))
         else:
-            parts.append("rerank off")
+            parts.append(("reranker", "rerank off"))
         if self.path_globs:
-            parts.append("paths " + ",".join(self.path_globs))
+            parts.append(("paths", "paths " + ",".join(self.path_globs)))
         if self.tags:
-            parts.append("tags " + ",".join(self.tags))
-        return " · ".join(parts)
+            parts.append(("tags", "tags " + ",".join(self.tags)))
+        return parts
+
+
+# The parts a side's label gives up first when its column is too narrow: the reranker's state is never
+# given up (it is what "reranker off / on" compares).
+DROP_ORDER = ("limit", "tags", "paths", "parent", "fusion", "mmr")
+
+
+def fit_parts(parts: list[tuple[str, str]], shared: set[str], width: int, prefix: int = 0,
+              sep: str = " · ") -> list[tuple[str, str]]:
+    """The parts of one side's label that fit in `width` cells after `prefix` cells: the `shared` ones
+    (the same on both sides, so they say nothing about the difference) go first, then the others, in
+    DROP_ORDER; the reranker's part always stays."""
+    kept = list(parts)
+    order = [k for k in DROP_ORDER if k in shared] + list(DROP_ORDER)
+    for key in order:
+        if prefix + cell_len(sep.join(t for _k, t in kept)) <= width:
+            break
+        kept = [(k, t) for k, t in kept if k != key]
+    return kept
 
 
 def split_list(text: str) -> tuple[str, ...]:

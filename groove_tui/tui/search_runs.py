@@ -36,6 +36,8 @@ class SearchRuns:
         self.rerank_progress: dict[str, tuple[int, int] | None] = {s: None for s in SIDES}
         self.shown_final: dict[str, bool] = {s: True for s in SIDES}
         self.response_queries: dict[str, str | None] = {s: None for s in SIDES}  # query text of each response
+        # the settings the painted results were found with (a reranker still running counts as off)
+        self.shown_configs: dict[str, RunConfig | None] = {s: None for s in SIDES}
         self.errors: dict[str, str | None] = {s: None for s in SIDES}
         self.requested: dict[str, int] = {s: 0 for s in SIDES}  # newest serial started per side
         self.applied: dict[str, int] = {s: 0 for s in SIDES}  # newest serial shown per side
@@ -63,6 +65,7 @@ class SearchRuns:
             self.applied[side] = serial
             self.responses[side] = None
             self.response_queries[side] = None
+            self.shown_configs[side] = None
             self.errors[side] = None
             self.workers.cancel_group(self, f"search-{side}")
             self.results_signal.publish(side)
@@ -146,8 +149,10 @@ class SearchRuns:
         had = self._bindings_state()
         self.responses[side] = msg.response
         self.response_queries[side] = msg.query
+        self.shown_configs[side] = msg.run_config if msg.final else replace(msg.run_config, reranker=False)
         self.errors[side] = None
         self.results_signal.publish(side)
+        self.header_signal.publish("settings")  # the header names the reranker state the list shows
         if self._bindings_state() != had:
             self.refresh_bindings()
 
@@ -175,6 +180,17 @@ class SearchRuns:
             return Text(render_one_line(resp.rerank_skipped), style="dim")
         return None
 
+    def pending_settings(self, side: str) -> set[str]:
+        """The settings (RunConfig.describe_parts keys) a side asks for that its painted results were not
+        found with yet: a label or header naming them must say they are pending. Empty while no results
+        are shown (there is nothing to disagree with)."""
+        shown = self.shown_configs[side]
+        want = self.run_configs[side]
+        if shown is None or shown == want:
+            return set()
+        had = dict(shown.describe_parts(fusion=True))
+        return {k for k, t in want.describe_parts(fusion=True) if had.get(k) != t}
+
     def same_query_shown(self) -> bool:
         """Both sides show a response to the current query text (compare mode may mark them)."""
         q = self.query_text
@@ -199,6 +215,7 @@ class SearchRuns:
             self.rerank_progress[side] = None
             self.responses[side] = None
             self.response_queries[side] = None
+            self.shown_configs[side] = None
             if isinstance(err, ValueError):  # QueryError, FilterError: the engine's user message
                 self.errors[side] = str(err) or type(err).__name__
             else:

@@ -110,3 +110,8 @@ def notifications(app: GrooveApp) -> list[str]:
 def paths(app: GrooveApp, side: str = "left") -> list[str]:
     resp = app.responses[side]
     return [h.path for h in resp.results] if resp else []
+
+
+def screen_lines(app: GrooveApp) -> list[str]:
+    """The screen as the terminal shows it, one string per row (what a snapshot draws, as text)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]

@@ -8,6 +8,8 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from rich.text import Text
 
 from groove_tui.config import Config, RerankerConfig, TuiConfig
@@ -484,11 +486,11 @@ async def test_the_header_says_kb_model_index_state_and_reranker(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: "embedding" in str(app.screen.query_one("#header").content),
                          what="the indexing state in the header")
-        assert str(app.screen.query_one("#header").content).startswith("kb · model hashing-64  · embedding 0/")
+        assert str(app.screen.query_one("#header").content).startswith("/kb · model hashing-64  · embedding 0/")
         gate.set()
         await settle(app, pilot)
         text = str(app.screen.query_one("#header").content)
-        assert text == (f"kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
+        assert text == (f"/kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
                         "  · rerank none (groove-tui models pull ms-marco-l12)")
         await pilot.press("f5")
         await settle(app, pilot)
@@ -523,3 +525,23 @@ async def test_no_hits_while_the_index_builds_says_so(tmp_path):
         assert "the index is still being built" in str(app.screen.query_one("#pane-left").summary.content)
         gate.set()
         await settle(app, pilot)
+
+
+@pytest.mark.parametrize("size", [(60, 20), (100, 30), (160, 45)], ids=["60", "100", "160"])
+async def test_the_header_names_the_kb_by_its_path(tmp_path, monkeypatch, size):
+    from .helpers import screen_lines
+
+    home = tmp_path / "home"
+    kb = home / "notes" / "projects" / "groove" / "knowledge-base"
+    kb.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    app = make_app(tmp_path)
+    app.kb_path = kb
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        header = screen_lines(app)[0].strip()
+        if size[0] >= 100:
+            assert header.startswith("~/notes/projects/groove/knowledge-base · model")
+        else:  # shortened in the middle, the KB's own folder kept
+            assert header.startswith("~/…/groove/knowledge-base · model"), header
+        assert Path.home() == home

@@ -212,8 +212,9 @@ async def test_compare_sides_differ_in_fusion(tmp_path):
             assert (app.run_configs["left"].fusion, app.run_configs["right"].fusion) == ("dbsf", method)
             assert len(eng.calls) == n + 1 and eng.calls[-1][1].fusion == method and eng.calls[-1][1].mmr
         assert notifications(app)[-2:] == ["Fusion: relative (right)", "Fusion: RRF (right)"]
-        assert label(app, "left").startswith("LEFT: limit 10 · fusion DBSF · MMR off")
-        assert label(app, "right").startswith("RIGHT: limit 10 · fusion RRF · MMR λ0.70")
+        # at 120 columns the limit, the same on both sides, makes room for what differs
+        assert label(app, "left").startswith("LEFT: fusion DBSF · MMR off")
+        assert label(app, "right").startswith("RIGHT: fusion RRF · MMR λ0.70")
         assert app.screen.comparison is not None  # both sides answered: markers and summary
         # the palette names the focused side and offers its other methods
         assert set(fusion_commands(app)) == {"search: switch fusion to DBSF (right side)",
@@ -234,8 +235,8 @@ async def test_compare_sides_differ_in_fusion(tmp_path):
             await settle(app, pilot)
             assert (app.run_configs["left"].fusion, app.run_configs["right"].fusion) == ("dbsf", right)
             assert sorted(p.fusion for _q, p in eng.calls[n:]) == runs
-            assert label(app, "left").startswith("LEFT: limit 10 · fusion DBSF")
-            assert label(app, "right").startswith(f"RIGHT: limit 10 · fusion {LABELS[right]}")
+            assert label(app, "left").startswith("LEFT: fusion DBSF")  # the shared limit made room
+            assert label(app, "right").startswith(f"RIGHT: fusion {LABELS[right]}")
             assert notifications(app)[-1] == f"Preset: {title.removeprefix('compare: preset ')}"
         assert "compare: preset fusion relative / RRF" not in commands
 

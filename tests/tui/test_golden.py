@@ -234,3 +234,89 @@ def test_session_labels_and_kb_guard(tmp_path, monkeypatch):
     assert s.label_of("tokio", "python/asyncio.md", "asyncio") == "✓3"
     assert s.label_of("tokio", "rust/errors.md", None) == "✗"
     assert s.save() == tmp_path / "golden.yml" and inside.read_text() == GOLDEN
+
+
+HAND_WRITTEN = """\
+# Golden set for the team notes
+# maintained by hand: keep the comments
+defaults: {limit: 10, rerank: false}
+queries:
+  # tokio questions first
+  - id: tokio-spawn
+    query: "tokio spawn"   # the classic
+    tags: [rust, async]
+    expected:
+      - path: rust/async.md
+        heading: 'Tokio runtime'
+      - path: "rust/tokio-spawn.md"  # grade: 2
+  - id: 'borrow'
+    query: borrowing rules
+    expected:
+      - path: rust/ownership.md
+    # judged-0: {"path": "notes/markup.md", "heading": null}
+
+  - id: 東京
+    query: 東京の設定
+    expected: []
+"""
+
+
+def test_saving_judgments_edits_the_users_golden_file_in_place(tmp_path):
+    """Comments, order, quoting and flow style stay byte for byte; only the judged lines change."""
+    from groove_tui.tui.golden import GoldenSession
+
+    path = write_golden(tmp_path, HAND_WRITTEN)
+    s = GoldenSession.load(path, (1, 10))
+    assert s.save() == path and path.read_text(encoding="utf-8") == HAND_WRITTEN  # nothing judged: no change
+    s.judge("tokio spawn", "rust/tokio-spawn.md", None, 3)  # re-graded: its comment changes
+    s.judge("tokio spawn", "rust/errors.md", "Error handling", 2)  # a new entry
+    s.judge("borrowing rules", "notes/markup.md", None, 1)  # judged 0 before: now expected
+    s.judge("borrowing rules", "rust/async.md", None, 0)  # a new grade-0 judgment
+    s.judge("東京の設定", "ja/設定.md", "東京の設定", 3)
+    s.save()
+    assert path.read_text(encoding="utf-8") == """\
+# Golden set for the team notes
+# maintained by hand: keep the comments
+defaults: {limit: 10, rerank: false}
+queries:
+  # tokio questions first
+  - id: tokio-spawn
+    query: "tokio spawn"   # the classic
+    tags: [rust, async]
+    expected:
+      - path: rust/async.md
+        heading: 'Tokio runtime'
+      - path: "rust/tokio-spawn.md"  # grade: 3
+      - path: "rust/errors.md"  # grade: 2
+        heading: "Error handling"
+  - id: 'borrow'
+    query: borrowing rules
+    # judged-0: {"path": "rust/async.md", "heading": null}
+    expected:
+      - path: rust/ownership.md
+      - path: "notes/markup.md"  # grade: 1
+
+  - id: 東京
+    query: 東京の設定
+    expected:
+      - path: "ja/設定.md"  # grade: 3
+        heading: "東京の設定"
+"""
+    back = load_golden(path, strict=True)  # still a groove golden file
+    assert [(e.path, e.grade) for e in back.find("borrowing rules").expected] == [
+        ("rust/ownership.md", None), ("notes/markup.md", 1)]
+    assert back.find("borrowing rules").judged_irrelevant == (("rust/async.md", None),)
+    s.judge("a new query", "rust/async.md", None, 1)  # a query the file does not have: appended
+    s.save()
+    assert path.read_text(encoding="utf-8").endswith(
+        '  - id: "a new query"\n    query: "a new query"\n    expected:\n      - path: "rust/async.md"  # grade: 1\n')
+
+
+def test_a_new_judgments_file_is_written_in_groove_format(tmp_path):
+    from groove_tui.engine.eval import dump_golden
+    from groove_tui.tui.golden import GoldenSession
+
+    s = GoldenSession.new((1, 10), tmp_path)
+    s.judge("rust", "rust/async.md", "Tokio runtime", 2)
+    path = s.save()
+    assert path.read_text(encoding="utf-8") == dump_golden(s.golden)

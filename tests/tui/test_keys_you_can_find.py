@@ -107,3 +107,27 @@ async def test_a_narrow_footer_keeps_f1_which_lists_the_rest(tmp_path, where):
         assert "f1" in keys and visible(app, keys["f1"])
         if where == "detail":
             assert visible(app, keys["escape"])
+
+
+@pytest.mark.parametrize("size", [(60, 20), (100, 30), (160, 45)], ids=["60", "100", "160"])
+@pytest.mark.parametrize("screen", ["main", "compare"])
+async def test_footer_keys_are_separated_and_nothing_is_cut(tmp_path, size, screen):
+    from .helpers import screen_lines
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await search(app, pilot, "rust")
+        if screen == "compare":
+            await pilot.press("f5")
+            await settle(app, pilot)
+        footer = screen_lines(app)[-1].rstrip()
+        assert footer.endswith("^p palette"), footer  # nothing stray after it
+        assert not re.search(r"[a-z][A-Z]|[a-z]f\d|\df\d|\^[a-z][A-Z]", footer), footer  # "f5Back", "f7f8f9"
+        if screen == "compare" and size[0] >= 100:
+            assert "f7 f8 f9 Presets" in footer
+        palette = next(k for k in app.screen.query(FooterKey) if k.key == app.COMMAND_PALETTE_BINDING)
+        shown = [k for k in app.screen.query(FooterKey) if k.display and k is not palette
+                 and all(a.display for a in k.ancestors_with_self if hasattr(a, "display"))]
+        assert shown and all(visible(app, k) for k in shown)  # a key is shown whole or not at all
+        for key in shown:  # "f5 Back", not "f5Back"
+            assert not key.description or key.render().plain.strip().endswith(" " + key.description)

@@ -307,3 +307,106 @@ def test_empty_pages_and_mmr_order_are_explained():
     resp = _resp(results=(mkhit("alpha", trace=mmr),))
     assert render.order_note(resp) is None  # said on the summary line itself, so compare rows stay level
     assert "· MMR order, not by score" in render.response_summary(resp).plain
+
+
+def test_a_chunk_before_the_first_heading_shows_its_notes_title():
+    h1 = mkhit("# tar\n\nArchiving utility.", title=None, heading=None, level=None)
+    assert render.hit_title(h1).plain == "notes/a.md › tar"
+    titled = mkhit("Body first.", title="From frontmatter", heading=None, level=None)
+    assert render.hit_title(titled).plain == "notes/a.md › From frontmatter"
+    bare = mkhit("Body first.", title=None, heading=None, level=None)
+    assert render.hit_title(bare).plain == "notes/a.md"
+    assert render.hit_title(mkhit("## x", title=None)).plain == "notes/a.md › Intro"  # a heading wins
+
+
+def test_short_path_uses_tilde_and_an_ellipsis_in_the_middle():
+    home = "/home/ann"
+    assert render.short_path("/home/ann/notes/kb", 40, home) == "~/notes/kb"
+    assert render.short_path("/home/annex/kb", 40, home) == "/home/annex/kb"  # not under home
+    assert render.short_path("/work/shared/data/tldr/kb", 16, home) == "/work/…/tldr/kb"
+    assert render.short_path("/work/shared/data/tldr/kb", 11, home) == "/work/…/kb"
+    long_last = render.short_path("/work/" + "x" * 40, 15, home)
+    assert long_last.startswith("/work/x") and "…" in long_last and cell_len(long_last) == 15
+    cjk = render.short_path("/home/ann/東京の設定ノート集/メモ", 12, home)
+    assert cjk == "~/…/メモ" and cell_len(cjk) <= 12
+    for width in range(1, 30):
+        assert cell_len(render.short_path("/a/東京の設定ノート集/かなり長いフォルダ名", width, home)) <= width
+
+
+# ---------------------------------------------------------------- reflow
+
+REFLOW_SOURCE = (
+    "# Heading\n"
+    "A paragraph hard-wrapped\n"
+    "   by its editor at\n"
+    "forty columns.\n"
+    "\n"
+    "- a list item\n"
+    "  its continuation\n"
+    "- another item\n"
+    "\n"
+    "> a quote line\n"
+    "> and its second line\n"
+    "\n"
+    "| a | b |\n"
+    "|---|---|\n"
+    "\n"
+    "```\n"
+    "code line one\n"
+    "code line two\n"
+    "```\n"
+    "\n"
+    "    indented code\n"
+    "    second line\n"
+    "\n"
+    "Hard break here  \n"
+    "next line\n"
+    "東京の設定\n"
+    "ファイル 👨\u200d👩\u200d👧 cafe\u0301"
+)
+
+
+def test_reflow_joins_paragraph_lines_and_keeps_blocks():
+    shown, where = render.reflow(REFLOW_SOURCE)
+    assert len(where) == len(REFLOW_SOURCE) + 1
+    assert "A paragraph hard-wrapped by its editor at forty columns.\n" in shown
+    for kept in ("# Heading\n", "- a list item\n  its continuation\n- another item\n",
+                 "> a quote line\n> and its second line\n", "| a | b |\n|---|---|\n",
+                 "```\ncode line one\ncode line two\n```\n", "    indented code\n    second line\n"):
+        assert kept in shown, kept
+    assert "Hard break here  \nnext line 東京の設定 ファイル" in shown  # a hard break stays; the rest joins
+
+
+def test_reflow_leaves_text_without_soft_breaks_alone():
+    text = "one line\n\n- list\n- list"
+    assert render.reflow(text) == (text, list(range(len(text) + 1)))
+
+
+def test_highlights_land_on_the_same_characters_after_reflow():
+    content = REFLOW_SOURCE
+    words = ["editor", "forty", "columns", "continuation", "second", "東京", "ファイル", "👨\u200d👩\u200d👧",
+             "cafe\u0301"]
+    spans = [(content.index(w), content.index(w) + len(w)) for w in words]
+    across = (content.index("wrapped"), content.index("by its") + 2)  # a span across a joined break
+    hs = content.index("A paragraph")
+    he = content.index("columns.") + len("columns.")
+    hit = mkhit(content, spans=[*spans, across],
+                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he))
+    t = render.detail_text(hit, MATCH, EXP)
+    assert styled(t, MATCH) == ["wrapped by", *words[:4], "second", *words[5:]]
+    shaded = styled(t, EXP)
+    assert shaded[0] == "# Heading\n" and shaded[1].startswith("\n\n- a list item")
+    assert t.plain[len("# Heading\n"):].startswith("A paragraph hard-wrapped by its editor at forty columns.")
+
+
+@given(st.lists(st.sampled_from(["word", "東京", " ", "  ", "\n", "\n\n", "- ", "> ", "```", "    ", "|", "#"]),
+                max_size=40), st.data())
+def test_reflow_keeps_every_shown_character_where_the_spans_say(parts, data):
+    text = "".join(parts)
+    shown, where = render.reflow(text)
+    assert len(where) == len(text) + 1 and where[0] == 0 and where[-1] == len(shown)
+    assert all(a <= b for a, b in zip(where, where[1:]))  # spans keep their order and never invert
+    for i, ch in enumerate(text):
+        if not ch.isspace():
+            assert shown[where[i]] == ch  # every visible character is where the map says
+    assert shown.replace("\n", " ").split() == text.replace("\n", " ").split()  # nothing lost or added

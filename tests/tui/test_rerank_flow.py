@@ -145,3 +145,65 @@ async def test_the_header_says_whether_the_installed_reranker_is_on(tmp_path):
         app.action_preset("reranker")  # each side's state is in the compare header, not this one
         await settle(app, pilot)
         assert header().endswith("rerank tiny-ce")
+
+
+def label_text(app, side: str) -> str:
+    return str(app.screen.query_one(f"#label-{side}").content)
+
+
+async def test_a_preset_names_the_reranker_as_pending_until_its_results_are_painted(tmp_path):
+    """The compare labels and the header describe the results on screen: a setting whose results are not
+    painted yet is "(pending)", never named as if the list already showed it."""
+    release = threading.Event()
+    eng = FakeEngine(config=RERANKER_CFG, gate=lambda q, p: release if p.reranker else None)
+    app = make_app(tmp_path, eng, config=RERANKER_CFG)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.set_query("rust")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        assert "rerank off" in label_text(app, "right") and "pending" not in label_text(app, "right")
+        await pilot.press("f7")  # reranker off / on: the right side's cross-encoder is held
+        await wait_until(pilot, lambda: "rerank on (pending)" in label_text(app, "right"), what="pending")
+        assert not app.responses["right"] or not app.responses["right"].reranked
+        await wait_until(pilot, lambda: app.responses["right"] is not None and not app.shown_final["right"],
+                         what="the fused results")
+        assert "rerank on (pending)" in label_text(app, "right")  # fused order: still not reranked
+        assert "rerank off" in label_text(app, "left") and "pending" not in label_text(app, "left")
+        release.set()
+        await settle(app, pilot)
+        assert app.responses["right"].reranked
+        assert "rerank on" in label_text(app, "right") and "pending" not in label_text(app, "right")
+
+
+async def test_the_header_names_the_reranker_as_pending_until_its_results_are_painted(tmp_path):
+    release = threading.Event()
+    eng = FakeEngine(config=RERANKER_CFG, gate=lambda q, p: release if p.reranker else None)
+    app = make_app(tmp_path, eng, config=RERANKER_CFG)
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.set_query("rust")
+        await settle(app, pilot)
+        header = lambda: str(app.screen.query_one("#header").content)  # noqa: E731
+        assert "rerank tiny-ce off (F4)" in header()
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: "rerank tiny-ce on (pending)" in header(), what="pending")
+        release.set()
+        await settle(app, pilot)
+        assert "rerank tiny-ce on" in header() and "pending" not in header()
+
+
+async def test_compare_labels_keep_the_reranker_state_at_100_columns(tmp_path):
+    """At 100x30 each label has ~48 cells: what both sides share goes first, the reranker state stays."""
+    app = make_app(tmp_path, FakeEngine(config=RERANKER_CFG), config=RERANKER_CFG)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.set_query("rust")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        app.action_set_fusion("rrf")  # a longer label: the fusion method is named on both sides
+        app.set_run_config("right", replace(app.run_configs["right"], reranker=True, same_doc_penalty=0.25))
+        await settle(app, pilot)
+        for side in ("left", "right"):
+            label = app.screen.query_one(f"#label-{side}")
+            text = label_text(app, side)
+            assert "rerank o" in text and "…" not in text, text
+            assert len(text) <= label.content_size.width
+        assert "MMR λ0.70 pen 0.25" in label_text(app, "right")  # what differs is kept

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import parse_config
+from groove_tui.config import Config, parse_config
 from groove_tui.engine.eval import load_golden
 from groove_tui.engine.winloss import wins_losses
 from groove_tui.tui.golden import eval_params, run_golden
@@ -171,6 +171,10 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
 
 
 async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch):
+    """No groove.toml in use: the default target is groove.toml in the user config directory (read when
+    no other is found), created there, shown in full before it is written."""
+    from groove_tui.paths import user_config_dir
+
     monkeypatch.chdir(tmp_path)
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -179,17 +183,88 @@ async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch
         await pilot.press("ctrl+f")
         await settle(app, pilot)
         assert isinstance(app.screen, SaveSettingsScreen)
+        saved = user_config_dir() / "groove.toml"
+        assert str(tmp_path) in str(saved)  # the isolated XDG_CONFIG_HOME
+        assert f"→ {saved} (a new file)" in str(app.screen.query_one("#settings-target").content)
         await pilot.press("enter")
         await settle(app, pilot)
-        saved = tmp_path / "groove-tui-settings.toml"
         back = parse_config(tomllib.loads(saved.read_text(encoding="utf-8")))
         assert (back.search.mmr.enabled, back.search.mmr.lambda_, back.search.fusion.method,
                 back.search.parent_retriever.enabled) == (True, 0.35, "rrf", True)
+        assert not (tmp_path / "groove-tui-settings.toml").exists()  # nothing in the current directory
         await pilot.press("ctrl+f")
         await settle(app, pilot)
         await pilot.press("ctrl+y")
         await settle(app, pilot)
-        assert app.clipboard == saved.read_text(encoding="utf-8")
+        assert "[search.mmr]" in app.clipboard and "lambda = 0.35" in app.clipboard
+
+
+async def test_settings_merge_into_the_groove_toml_in_use_keeping_its_comments(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    toml = tmp_path / "conf" / "groove.toml"
+    toml.parent.mkdir()
+    original = ('# my settings\nmodel = "bge-small-en-v1.5"  # the English one\n\n[search.mmr]\n'
+                "enabled = false  # off for now\nlambda = 0.5\n")
+    toml.write_text(original, encoding="utf-8")
+    cfg = replace(parse_config(tomllib.loads(original)), source=str(toml))
+    app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
+    app.kb_path = kb
+    async with app.run_test(size=SIZE) as pilot:
+        app.set_run_config("left", replace(app.run_configs["left"], mmr=True, lam=0.35))
+        await settle(app, pilot)
+        await pilot.press("ctrl+f")
+        await settle(app, pilot)
+        assert f"→ {toml} (merged in" in str(app.screen.query_one("#settings-target").content)
+        await pilot.press("enter")
+        await settle(app, pilot)
+    text = toml.read_text(encoding="utf-8")
+    assert text.startswith('# my settings\nmodel = "bge-small-en-v1.5"  # the English one\n')
+    assert "enabled = true  # off for now" in text and "lambda = 0.35" in text
+    back = parse_config(tomllib.loads(text))
+    assert back.embedding.model == cfg.embedding.model and back.search.mmr.lambda_ == 0.35
+    assert list(kb.iterdir()) == []
+
+
+async def test_settings_are_never_written_into_the_kb(tmp_path):
+    from groove_tui.paths import user_config_dir
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    inside = kb / "groove.toml"
+    inside.write_text("[search.mmr]\nenabled = false\n", encoding="utf-8")
+    cfg = replace(Config(), source=str(inside))
+    app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
+    app.kb_path = kb
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+f")
+        await settle(app, pilot)
+        field = app.screen.query_one("#settings-path")
+        assert field.value == str(user_config_dir() / "groove.toml")  # not the KB's groove.toml
+        field.value = str(inside)
+        await settle(app, pilot)
+        assert "never writes into it" in str(app.screen.query_one("#settings-target").content)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, SaveSettingsScreen)  # refused: the dialog stays
+    assert inside.read_text(encoding="utf-8") == "[search.mmr]\nenabled = false\n"
+    assert sorted(p.name for p in kb.iterdir()) == ["groove.toml"]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+async def test_the_settings_dialog_fits_the_terminal(tmp_path, size):
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.press("ctrl+f")
+        await settle(app, pilot)
+        screen = app.screen
+        dialog = screen.query_one("Vertical")
+        for widget in (screen.query_one("#settings-path"), screen.query_one("#settings-target"),
+                       screen.query_one(".dialog-keys"), screen.query_one("#settings-preview")):
+            region = widget.region
+            assert region.height > 0 and region.y >= 0 and region.bottom <= SIZES[size][1], widget
+            assert region.x >= 0 and region.right <= SIZES[size][0], widget
+            assert dialog.region.contains_region(region), widget
 
 
 # ---------------------------------------------------------------- snapshots
@@ -213,9 +288,12 @@ def test_snapshot_wins_losses_at(snap_compare, tmp_path, size):
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
-def test_snapshot_save_settings(snap_compare, tmp_path):
+@pytest.mark.parametrize("size", ["narrow", "medium"])
+def test_snapshot_save_settings(snap_compare, tmp_path, size):
     async def run_before(pilot):
         await pilot.press("ctrl+f")
         await settle(pilot.app, pilot)
 
-    assert snap_compare(make_app(tmp_path), terminal_size=SIZES["medium"], run_before=run_before)
+    cfg = replace(Config(), source="/srv/team/groove.toml")  # a fixed path (it need not exist)
+    app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from groove_tui.tui.compare import compare
-from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
+from groove_tui.tui.runconfig import SIDES, fit_parts
 from groove_tui.tui.screens.main import SearchScreenMixin
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -64,7 +66,7 @@ class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
                         yield rp
         yield MetricsBar(("left", "right"), id="metrics")
         yield IndexStatusBar()
-        yield Footer(compact=True)
+        yield GrooveFooter(compact=True)
 
     def on_mount(self) -> None:
         self.app.results_signal.subscribe(self, self._on_results)
@@ -93,18 +95,38 @@ class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
         # the list was hidden, so it can take the focus only once it is displayed
         self.call_after_refresh(self.query_one(f"#pane-{other}", ResultsPane).list.focus)
 
+    def apply_size(self, width: int, height: int) -> None:
+        super().apply_size(width, height)
+        self.call_after_refresh(self._labels)  # each label fits its column
+
     def _labels(self) -> None:
-        rcs = self.app.run_configs
+        """Each side's settings, as far as its list shows them: a setting whose results are not painted
+        yet is marked "(pending)"; parts the column has no room for go first, the reranker's state last."""
+        if not self.is_mounted:
+            return
+        app = self.app
+        rcs = app.run_configs
         # the fusion method is named when the sides differ in it or when it is not the configured one
         methods = {rcs["left"].fusion, rcs["right"].fusion}
-        fusion = methods != {self.app.default_fusion}
-        available = self.app.reranker_model is not None
-        for side in ("left", "right"):
-            self.query_one(f"#label-{side}", Static).update(
-                Text(f"{side.upper()}: {rcs[side].describe(fusion=fusion, reranker_available=available)}",
-                     style="bold"))
+        fusion = methods != {app.default_fusion}
+        available = app.reranker_model is not None
+        parts = {side: rcs[side].describe_parts(fusion=fusion, reranker_available=available) for side in SIDES}
+        shared = {k for k, t in parts["left"] if (k, t) in parts["right"]}
+        for side in SIDES:
+            pending = app.pending_settings(side)
+            label = self.query_one(f"#label-{side}", Static)
+            prefix = f"{side.upper()}: "
+            marked = [(k, t + " (pending)" if k in pending else t) for k, t in parts[side]]
+            width = label.content_size.width or 10_000
+            text = Text(prefix, style="bold")
+            for i, (key, part) in enumerate(fit_parts(marked, shared, width, cell_len(prefix))):
+                if i:
+                    text.append(" · ", style="bold")
+                text.append(part, style="italic" if key in pending else "bold")
+            label.update(text)
 
     def _on_results(self, side: str) -> None:
+        self._labels()  # a pending setting's results may have arrived
         self.refresh_comparison()
 
     def refresh_comparison(self) -> None:

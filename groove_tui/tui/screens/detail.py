@@ -5,9 +5,8 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer
 
-from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
@@ -36,7 +35,7 @@ class DetailScreen(FooterOrder, Responsive, Screen):
             ex = ExplainPanel(id="detail-explain")
             ex.border_title = "Explain"
             yield ex
-        yield Footer()
+        yield GrooveFooter()
 
     def on_mount(self) -> None:
         self.refresh_content()

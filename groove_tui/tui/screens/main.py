@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
-from groove_tui.tui.footer import FooterOrder
+from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.detail import DetailView
@@ -84,7 +84,7 @@ class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
                 yield ex
         yield MetricsBar(("left",), id="metrics")
         yield IndexStatusBar()
-        yield Footer()
+        yield GrooveFooter()
 
     def on_mount(self) -> None:
         self.app.results_signal.subscribe(self, self._on_results)

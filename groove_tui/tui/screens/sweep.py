@@ -16,13 +16,14 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, ProgressBar, Static
+from textual.widgets import DataTable, ProgressBar, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 from textual_plot import HiResMode, PlotWidget
 
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.knobs import format_value
 from groove_tui.engine.sweep import SweepResult, run_sweep
+from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import SweepTarget, current_value, with_value
 
 METRIC_LINES = (("ndcg", "nDCG@{k}", "green"), ("recall", "recall@{k}", "cyan"), ("mrr", "MRR", "magenta"))
@@ -85,7 +86,7 @@ class SweepScreen(Screen):
             yield Static("", id="sweep-status")
         table = DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Footer()
+        yield GrooveFooter()
 
     def on_mount(self) -> None:
         plot = self.query_one(PlotWidget)

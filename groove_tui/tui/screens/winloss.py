@@ -11,9 +11,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from groove_tui.engine.winloss import WinLoss, metric_label, wins_losses
+from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import side_results
 
 METRICS = ("ndcg", "recall", "mrr")
@@ -51,7 +52,7 @@ class WinLossScreen(Screen):
         yield Static("", id="winloss-sides")
         yield Static("", id="winloss-summary")
         yield QueryTable(id="winloss-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield GrooveFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("Δ", "left", "right", "query")

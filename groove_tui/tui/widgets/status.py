@@ -57,5 +57,8 @@ class OrientationHeader(Static):
         self.app.header_signal.subscribe(self, lambda _=None: self.refresh_text())
         self.refresh_text()
 
+    def on_resize(self) -> None:  # the KB's path is shortened to the width
+        self.refresh_text()
+
     def refresh_text(self) -> None:
-        self.update(self.app.header_text())
+        self.update(self.app.header_text(self.content_size.width or None))
