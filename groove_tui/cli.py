@@ -531,7 +531,7 @@ def _eval_at_share(args: argparse.Namespace) -> int:
     from groove_tui.paths import index_dir_for
 
     share = args.embedded_share
-    with _load(args) as engine:
+    with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         source, kb = engine.store.db_path, engine.kb_path
     with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
