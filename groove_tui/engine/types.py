@@ -54,7 +54,7 @@ class FileIssue:
 class IndexProgress:
     """Reported through `Engine.index(progress=...)`."""
 
-    phase: Literal["scan", "fulltext", "embed", "done"]
+    phase: Literal["scan", "fulltext", "embed", "building model", "done"]  # "building model": path says which
     done: int
     total: int
     path: str | None = None
