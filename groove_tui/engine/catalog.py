@@ -198,7 +198,7 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         size_bytes=2_270_000_000, source=HubSource("BAAI/bge-m3"), aliases=("BAAI/bge-m3",), dim=1024,
         note="groove's multilingual embedder; cannot run here",
         unsupported=("groove's bge-m3 embedder is not in the catalog of fastembed 0.9.1, which groove-tui "
-                     "runs models with: use multilingual-e5-small (the default, the same languages) or a "
+                     "runs models with: use multilingual-e5-small-int8 (the default, the same languages) or a "
                      "local ONNX directory"),
     ),
 )
