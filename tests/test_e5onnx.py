@@ -166,6 +166,20 @@ def test_a_damaged_built_file_is_refused(tiny, tmp_path: Path, name: str) -> Non
         E5Int8Embedder(root=tmp_path)
 
 
+def test_a_folder_of_an_older_build_format_is_rebuilt_on_first_use(tiny_build, tiny, tmp_path: Path) -> None:
+    final = _install_tiny(tiny, tmp_path)
+    config = json.loads((final / "config.json").read_text())
+    config["build_format"] = e5onnx.BUILD_FORMAT - 1
+    (final / "config.json").write_text(json.dumps(config))
+    manifest = json.loads((final / "groove-model.json").read_text())
+    manifest["files"]["config.json"] = e5onnx.sha256_file(final / "config.json")
+    (final / "groove-model.json").write_text(json.dumps(manifest))
+    emb = E5Int8Embedder(root=tmp_path)  # verified, so not refused; but not this builder's output
+    assert not emb.ready
+    assert emb.embed_passages(["hello"]).shape == (1, 64)
+    assert emb.ready and tiny_build == [final]
+
+
 def test_a_missing_built_file_is_refused(tiny, tmp_path: Path) -> None:
     final = _install_tiny(tiny, tmp_path)
     (final / "tokenizer.json").unlink()

@@ -488,7 +488,12 @@ def install(source: Path, final: Path, manifest_fields: dict[str, Any], *, linea
             if final.exists():
                 old = final.with_name(f"{_PARTIAL_PREFIX}{final.name}-old-{partial.name[-8:]}")
                 final.rename(old)
-            partial.rename(final)
+            try:
+                partial.rename(final)
+            except OSError:
+                if verify_folder(final):  # not another process's finished build of the same bytes
+                    raise
+                shutil.rmtree(partial, ignore_errors=True)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
         except BaseException:

