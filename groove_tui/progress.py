@@ -11,7 +11,8 @@ from groove_tui.engine.throughput import format_eta, format_rate
 from groove_tui.engine.types import IndexProgress
 
 T = TypeVar("T")
-PHASE_LABELS = {"scan": "scanning", "fulltext": "full text", "embed": "embedding", "done": "done"}
+PHASE_LABELS = {"scan": "scanning", "fulltext": "full text", "embed": "embedding", "building model": "model",
+                "done": "done"}
 
 
 def embed_speed(p: IndexProgress) -> str:
@@ -25,15 +26,20 @@ def embed_speed(p: IndexProgress) -> str:
 
 
 class ProgressLine:
-    def __init__(self, stream: TextIO, *, enabled: bool, width: int = 30) -> None:
+    def __init__(self, stream: TextIO, *, enabled: bool, width: int = 30, notices: bool | None = None) -> None:
         self.stream = stream
         self.enabled = enabled
+        self.notices = enabled if notices is None else notices  # one-line notes also when no bar is drawn
         self.width = width
         self._last = 0.0
         self._drawn = False
 
     def update(self, p: IndexProgress) -> None:
         """The indexer's progress callback (the embed phase adds its rate and time left)."""
+        if p.phase == "building model" and p.done == 0 and p.path and self.notices:
+            # a one-time wait of its own: say what it is
+            self.stream.write(("\r\x1b[2K" if self.enabled else "") + p.path + "\n")
+            self.stream.flush()
         self.step(PHASE_LABELS.get(p.phase, p.phase), p.done, p.total, embed_speed(p))
 
     def step(self, label: str, done: int, total: int, extra: str = "") -> None:

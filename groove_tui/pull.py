@@ -24,6 +24,7 @@ from pathlib import Path
 
 from groove_tui.engine.catalog import (
     MANIFEST,
+    BuiltSource,
     HubSource,
     Kind,
     Manifest,
@@ -101,6 +102,8 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
             f"nothing to pull (pip install {spec.source.package} if it is missing)"
         )
     final = root / spec.folder_name
+    if isinstance(spec.source, BuiltSource):
+        return _pull_built(spec, final, progress, force)
     if final.is_dir() and not force and not verify_installed(final):
         files = read_manifest(final).files  # type: ignore[union-attr]
         return PullResult(final, True, len(files), sum((final / n).stat().st_size for n in files))
@@ -126,6 +129,26 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return PullResult(final, False, len(manifest.files), sum((final / n).stat().st_size for n in manifest.files))
+
+
+def _pull_built(spec: ModelSpec, final: Path, progress: Progress | None, force: bool) -> PullResult:
+    """Build a model from an installed package's weights (no download); verified like a pulled one."""
+    from groove_tui.engine.embedders import ModelUnavailable, build_e5_int8, e5_int8_built
+
+    if final.is_dir() and not force and e5_int8_built(final) and not verify_installed(final):
+        files = read_manifest(final).files  # type: ignore[union-attr]
+        return PullResult(final, True, len(files), sum((final / n).stat().st_size for n in files))
+    if progress is not None:
+        progress(f"building {spec.name}", 0, 0)
+    try:
+        build_e5_int8(final, force=True)
+    except ModelUnavailable as e:
+        raise PullError(str(e)) from None
+    problems = verify_installed(final)
+    if problems:  # pragma: no cover - the build just recorded these digests
+        raise PullError(f"the built model does not verify: {'; '.join(problems)}")
+    files = read_manifest(final).files  # type: ignore[union-attr]
+    return PullResult(final, False, len(files), sum((final / n).stat().st_size for n in files))
 
 
 def _swap_into_place(partial: Path, final: Path) -> None:

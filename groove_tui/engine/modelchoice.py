@@ -1,7 +1,7 @@
 """Which embedder a KB gets when the user names none, and the one-line notes that explain the choice.
 
-multilingual-e5-small is the default: it serves Japanese and English. On a KB with no CJK text the English
-bge-small-en ranks better and indexes ~4x faster (docs/evaluation.md), so once it is pulled a fresh index
+multilingual-e5-small (int8) is the default: it serves Japanese and English. On a KB with no CJK text the
+English bge-small-en ranks better (docs/evaluation.md), so once it is pulled a fresh index
 of such a KB uses it; the choice is recorded in the index like any model, and said. A later document in
 a script the chosen model does not read is then a warning, not a silent loss.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from groove_tui.engine.catalog import find_spec, installed_dir, pull_command
-from groove_tui.engine.embedders import E5_ID
+from groove_tui.engine.embedders import E5_INT8_ID
 from groove_tui.engine.scripts import scripts_covered
 from groove_tui.engine.store import Store
 
@@ -47,15 +47,15 @@ def english_model_pulled() -> bool:
 
 def chosen_note() -> str:
     return (f"embedding model {ENGLISH_MODEL}: the KB has no CJK text and {ENGLISH_MODEL} is pulled (English, "
-            f"ranks better than {E5_ID} there); [embedding] model or --model names another")
+            f"ranks better than multilingual-e5-small there); [embedding] model or --model names another")
 
 
 def hint_note() -> str:
-    return (f"hint: the KB has no CJK text: the English embedder {ENGLISH_MODEL} ranks such KBs better and indexes "
-            f"~4x faster; `{pull_command(ENGLISH_MODEL)}`, then re-index with --force to switch")
+    return (f"hint: the KB has no CJK text: the English embedder {ENGLISH_MODEL} ranks such KBs better; "
+            f"`{pull_command(ENGLISH_MODEL)}`, then re-index with --force to switch")
 
 
 def unread_script_note(model_id: str, count: int, examples: list[str]) -> str:
     shown = ", ".join(examples) + (", …" if count > len(examples) else "")
     return (f"warning: {count} document{'s' if count != 1 else ''} with CJK text ({shown}) embedded by the "
-            f"English-only model {model_id}: their vector leg is weak; re-index with --model {E5_ID} --force")
+            f"English-only model {model_id}: their vector leg is weak; re-index with --model {E5_INT8_ID} --force")

@@ -56,7 +56,7 @@ class IndexProgress:
     chunks per second and `eta_seconds` the estimated time left (engine/throughput.py); both are None
     until a batch after the first (which pays for loading the model) has been timed."""
 
-    phase: Literal["scan", "fulltext", "embed", "done"]
+    phase: Literal["scan", "fulltext", "embed", "building model", "done"]  # "building model": path says which
     done: int
     total: int
     path: str | None = None

