@@ -91,6 +91,10 @@ NAMED_KB = {
         "## MMR\n\nDiversity for the page.\n"
     ),
     "tools/tar.md": "# tar\n\nArchiving utility. Create an archive from files.\n",
+    "ideas/garden.md": "---\ntitle: The kitchen garden\n---\n\nBeds near the door; herbs and salad leaves.\n",
+    "ideas/compost.md": "# The compost heap\n\nGreens and browns in layers; turn it monthly.\n",
+    **{f"ideas/k{i}.md": f"# Plot {i}\n\nkitchen garden kitchen garden compost heap compost heap, plot {i}.\n"
+       for i in range(8)},
     **{f"tools/{n}.md": f"# {n}\n\nStart the target; tar tar target restart tar of the target.\n"
        for n in ("getarch", "target-start", "npm-star", "docker-restart", "ibmcloud-target")},
 }
@@ -136,6 +140,12 @@ def test_a_query_equal_to_a_title_ranks_that_note_first(named):
         assert off.search("tar", SearchParams(limit=5, min_quality=0)).results[0].path != "tools/tar.md"
     finally:
         off.close()
+
+
+@pytest.mark.parametrize(("query", "path"), [("kitchen garden", "ideas/garden.md"), ("compost heap", "ideas/compost.md")])
+def test_a_title_with_a_leading_article_is_named_without_it(named, query, path):
+    hits = named.search(query, SearchParams(limit=3, min_quality=0, explain=True)).results
+    assert hits[0].path == path and hits[0].trace.named
 
 
 @pytest.mark.parametrize("extra", [

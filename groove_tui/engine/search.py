@@ -391,12 +391,12 @@ class Searcher:
     def _named_sections(
         self, pq: ParsedQuery, doc_filter: DocFilter, legs: Legs, which: str
     ) -> tuple[tuple[int, int], ...]:
-        """Chunks the query names, each with 0 for a heading, 1 for a title: a section whose heading equals the query, or the first section of a
-        note whose title does (its frontmatter title, else the H1 it opens with), case, width and
-        surrounding punctuation aside. A user who types a heading asks for that section; ranking it below
-        passages that merely mention the words is the one answer they know to be wrong. The chunks are
-        looked up in the index, so a section no leg ranked high enough is still found. Pure leg runs
-        (`legs` vector or fts) rank by their leg alone."""
+        """Chunks the query names, as (0 for a heading or 1 for a title, chunk id): a section whose heading
+        equals the query, or the first section of a note whose title does (its frontmatter title, else the
+        H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
+        section; ranking it below passages that merely mention the words is the one answer they know to be
+        wrong. The chunks are looked up in the index, so a section no leg ranked high enough is still
+        found. Pure leg runs (`legs` vector or fts) rank by their leg alone."""
         wanted = heading_key(pq.positive_text)
         if which != "hybrid" or not wanted or len(wanted) > HEADING_KEY_MAX:
             return ()
@@ -404,7 +404,8 @@ class Searcher:
         if not text:
             return ()
         conn = self.store.conn()
-        lookups = []  # (kind, statement, argument): each names candidates that are then checked exactly
+        lookups: list[tuple[str, str, str | tuple[str, ...]]] = []  # (kind, statement, arguments): candidates,
+        # each checked exactly below
         if self.config.search.cjk_bigram and self.store.bigram_ready():
             words = (segment(text) or "").split()
             if words:
@@ -413,15 +414,18 @@ class Searcher:
         elif len(text) >= 3:
             lookups.append(("heading", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
                             "{heading} : " + fts_phrase(text)))
-        # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it.
-        lookups.append(("h1", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                        "{content} : " + fts_phrase("# " + text)))
-        lookups.append(("title", "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id "
-                        f"WHERE d.title = ? COLLATE NOCASE LIMIT {NAMED_SCAN_MAX}", text))
+        # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it,
+        # with or without the article heading_key ignores ("# The parent retriever").
+        for opening in ("# ", "# the "):
+            lookups.append(("h1", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                            "{content} : " + fts_phrase(opening + text)))
+        titles = (text, *(f"{article} {text}" for article in sorted(_ARTICLES)))
+        lookups.append(("title", "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id WHERE "
+                        f"d.title COLLATE NOCASE IN ({','.join('?' * len(titles))}) LIMIT {NAMED_SCAN_MAX}", titles))
         found: list[tuple[str, int]] = []
         for kind, sql, arg in lookups:
             try:
-                found += [(kind, r[0]) for r in conn.execute(sql, (arg,))]
+                found += [(kind, r[0]) for r in conn.execute(sql, arg if isinstance(arg, tuple) else (arg,))]
             except sqlite3.OperationalError as exc:  # a lookup that cannot run names nothing; the search goes on
                 log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
         if not found:
