@@ -193,6 +193,7 @@ class Searcher:
         # Big enough for a golden set's queries, so the explorer's live metrics re-rank from cache.
         # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
         self.legs_cache = LRU(1024)
+        self.named_cache = LRU(1024)  # the sections each query names (see _named_sections)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-vector")
         self._embed_lock = threading.Lock()
         self.query_vectors = LRU(256)
@@ -271,9 +272,12 @@ class Searcher:
             fused: list[_Candidate] = []
             placed: set[int] = set()
             first: _Ranked | None = None
+            t = time.perf_counter()
+            named = self._named_sections(pq, doc_filter, params.legs) if self.config.search.heading_first else ()
+            timings["named"] = _ms(t)
             for tier in page_tiers(limit):
                 ranked = self._ranked(pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel,
-                                      progress, timings)
+                                      progress, timings, named)
                 if first is None:
                     first = ranked
                 elif ranked.warnings:
@@ -335,7 +339,7 @@ class Searcher:
     def _ranked(
         self, pq: ParsedQuery, bq: BigramQuery | None, doc_filter: DocFilter, limit: int, params: SearchParams,
         reranker, method: str, lam: float, penalty: float, cancel: threading.Event | None,
-        progress: RerankProgress | None, timings: dict[str, float],
+        progress: RerankProgress | None, timings: dict[str, float], named: tuple[tuple[int, CandidateRow], ...],
     ) -> _Ranked:
         """The first `limit` candidates of the pipeline up to MMR, for a page of `limit` (timings added up)."""
         if reranker is not None:
@@ -358,7 +362,6 @@ class Searcher:
             legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None,
             method=method,
         )
-        named = self._named_sections(pq, doc_filter, legs, params.legs) if self.config.search.heading_first else ()
         timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
         _check(cancel)
 
@@ -380,7 +383,7 @@ class Searcher:
 
         pinned = 0
         if named:
-            fused, pinned = _pin(fused, named, legs.rows)
+            fused, pinned = _pin(fused, named)
         if params.mmr and fused:
             t = time.perf_counter()
             fused = self._mmr(fused, limit, lam, penalty, pinned)
@@ -389,16 +392,27 @@ class Searcher:
         return _Ranked(fused[:limit], legs, reranked, failed, warnings)
 
     def _named_sections(
-        self, pq: ParsedQuery, doc_filter: DocFilter, legs: Legs, which: str
-    ) -> tuple[tuple[int, int], ...]:
-        """Chunks the query names, as (0 for a heading or 1 for a title, chunk id): a section whose heading
+        self, pq: ParsedQuery, doc_filter: DocFilter, which: str
+    ) -> tuple[tuple[int, CandidateRow], ...]:
+        """Cached per (query, filters, index generation), so a settings change costs no lookup."""
+        if which != "hybrid" or len(heading_key(pq.positive_text)) > HEADING_KEY_MAX:
+            return ()
+        key = (pq.positive_text, pq.negative_expr, doc_filter, self.store.generation())
+        cached = self.named_cache.get(key)
+        if cached is None:
+            cached = self._look_up_named(pq, doc_filter)
+            self.named_cache.put(key, cached)
+        return cached  # type: ignore[return-value]
+
+    def _look_up_named(self, pq: ParsedQuery, doc_filter: DocFilter) -> tuple[tuple[int, CandidateRow], ...]:
+        """Chunks the query names, as (0 for a heading or 1 for a title, row): a section whose heading
         equals the query, or the first section of a note whose title does (its frontmatter title, else the
         H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
         section; ranking it below passages that merely mention the words is the one answer they know to be
         wrong. The chunks are looked up in the index, so a section no leg ranked high enough is still
         found. Pure leg runs (`legs` vector or fts) rank by their leg alone."""
         wanted = heading_key(pq.positive_text)
-        if which != "hybrid" or not wanted or len(wanted) > HEADING_KEY_MAX:
+        if not wanted:
             return ()
         text = " ".join("".join(ch if ch.isprintable() else " " for ch in pq.positive_text).split())  # FTS5 ends at NUL
         if not text:
@@ -430,10 +444,7 @@ class Searcher:
                 log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
         if not found:
             return ()
-        rows = dict(legs.rows)
-        missing = list({cid for _, cid in found if cid not in rows})
-        if missing:
-            rows.update(self.store.rows_by_ids(missing))
+        rows = self.store.rows_by_ids(list({cid for _, cid in found}))
         excluded = self._excluded_ids(pq)
         best: dict[tuple[int, int], tuple[int, CandidateRow]] = {}  # per section or note: (kind order, first part)
         for kind, cid in found:
@@ -453,8 +464,7 @@ class Searcher:
                 best[key] = (rank, row)
         if not best:
             return ()
-        legs.rows.update({row.chunk_id: row for _, row in best.values()})
-        return tuple((rank, row.chunk_id) for rank, row in best.values())
+        return tuple(best.values())
 
     # ------------------------------------------------------------ settings
 
@@ -562,13 +572,14 @@ class Searcher:
         the vector weight by this share lets the leg count exactly as far as it has looked at what the
         full text found: nothing at 0 %, today's fusion at 100 %. With no full-text candidates, the
         share of the whole index stands in."""
-        if self.store.pending_count() == 0:
+        waiting = self.store.pending_count()
+        if waiting == 0:
             return 1.0
         ids = sorted({cid for leg in (fts, bigram) for cid, _ in leg})
         conn = self.store.conn()
         if not ids:
             total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            return 1.0 - self.store.pending_count() / total if total else 1.0
+            return 1.0 - waiting / total if total else 1.0
         pending = 0
         for start in range(0, len(ids), 500):
             batch = ids[start:start + 500]
@@ -894,9 +905,7 @@ def _opening_h1(content: str) -> str:
     return first[2:] if first.startswith("# ") else ""
 
 
-def _pin(
-    items: list[_Candidate], named: Sequence[tuple[int, int]], rows: dict[int, CandidateRow]
-) -> tuple[list[_Candidate], int]:
+def _pin(items: list[_Candidate], named: Sequence[tuple[int, CandidateRow]]) -> tuple[list[_Candidate], int]:
     """The named sections first, then the rest in their order. Among the named, headings come before
     titles, then the better score (the pipeline's own opinion), then path and position; a named section
     the pool does not hold joins with a score of 0. With merged parts a section is one candidate: the one
@@ -904,9 +913,8 @@ def _pin(
     by_chunk = {c.row.chunk_id: c for c in items}
     by_section = {_section(c.row): c for c in items}
     chosen: dict[int, tuple[int, _Candidate]] = {}
-    for rank, cid in named:
-        row = rows[cid]
-        c = by_chunk.get(cid) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
+    for rank, row in named:
+        c = by_chunk.get(row.chunk_id) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
         if id(c) not in chosen or rank < chosen[id(c)][0]:
             chosen[id(c)] = (rank, c)
     front = [c for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path,
