@@ -141,7 +141,8 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
         if trace is not None:
             legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
             if trace.vector_share is not None:
-                legs.append(f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits embedded)")
+                legs.append(f"{trace.vector_share:.0%} of full-text hits embedded, the others' vector terms "
+                            "are their full-text readings")
             lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
     if not resp.results:
         lines.append("no results")
@@ -181,7 +182,8 @@ def scale_text(reads: str, scale: tuple[float, float]) -> str:
 def _trace_line(hit: Hit) -> str:
     t = hit.trace
     parts = [
-        f"vector #{t.vector_rank} d={t.vector_distance:.4f}" if t.vector_rank else "vector —",
+        f"vector #{t.vector_rank} d={t.vector_distance:.4f}" if t.vector_rank
+        else "vector pending (full-text reading)" if t.vector_imputed else "vector —",
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
         f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
     ]

@@ -1,4 +1,5 @@
-"""While vectors are pending, the vector leg counts as far as it has looked at what the full text found."""
+"""While vectors are pending, a full-text candidate with no vector yet takes its full-text reading as its vector
+term: fusion never ranks it below embedded candidates for want of a vector."""
 
 from __future__ import annotations
 
@@ -75,31 +76,55 @@ def test_with_every_vector_the_fusion_is_unchanged(full):
         copy.close()
 
 
-def test_the_vector_weight_follows_the_share_of_full_text_candidates_embedded(full):
+def test_a_candidate_with_no_vector_yet_takes_its_full_text_reading_as_its_vector_term(full):
+    eng = _at_share(full, 0.5, seed=3)
+    try:
+        pending = {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks WHERE embedded = 0")}
+        seen_imputed = seen_embedded = 0
+        for q in QUERIES:
+            resp = eng.search(q, SearchParams(limit=20, min_quality=0, explain=True))
+            fts = eng.search(q, SearchParams(limit=50, min_quality=0, legs="fts")).results
+            fts_ids = {h.chunk_id for h in fts}
+            expected_share = 1 - len(fts_ids & pending) / len(fts_ids)
+            assert 0 < expected_share < 1
+            assert resp.vector_share == pytest.approx(expected_share, abs=0.05)
+            imputed_fts_ranks = []
+            for h in resp.results:
+                t = h.trace
+                assert t.vector_share == resp.vector_share
+                if h.chunk_id in pending:
+                    # the vector leg never saw it: its vector term is its full-text term (weights 1:1)
+                    assert t.vector_rank is None and t.vector_imputed
+                    assert t.rrf_vector == pytest.approx(t.rrf_fts, rel=1e-5, abs=1e-7)
+                    assert t.rrf_score == pytest.approx(2 * t.rrf_fts, rel=1e-5, abs=1e-7)
+                    imputed_fts_ranks.append(t.fts_rank)
+                    seen_imputed += 1
+                else:
+                    assert not t.vector_imputed
+                    if t.vector_rank is not None:  # its own reading on the leg's scale, at full weight
+                        lo, hi = t.vector_scale
+                        reading = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
+                        assert t.rrf_vector == pytest.approx(reading, rel=1e-4, abs=1e-6)
+                        seen_embedded += 1
+            # among themselves the candidates with no vector keep the full-text order
+            assert imputed_fts_ranks == sorted(imputed_fts_ranks)
+            assert json.loads(resp.to_json())["results"]  # the response still serialises
+        assert seen_imputed and seen_embedded
+    finally:
+        eng.close()
+
+
+def test_the_explain_output_says_which_vector_terms_stand_in(full):
+    from groove_tui.textout import format_response
+
     eng = _at_share(full, 0.5, seed=3)
     try:
         resp = eng.search("garden soil", SearchParams(limit=10, min_quality=0, explain=True))
-        fts = eng._searcher._retrieve(
-            __import__("groove_tui.engine.query", fromlist=["parse_query"]).parse_query("garden soil"),
-            __import__("groove_tui.engine.filters", fromlist=["DocFilter"]).DocFilter.build(min_quality=0.0),
-            50, None,
-        )
-        ids = {cid for cid, _ in fts.fts}
-        pending = {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks WHERE embedded = 0")}
-        expected = 1 - len(ids & pending) / len(ids)
-        assert 0 < expected < 1
-        assert resp.vector_share == pytest.approx(expected)
-        assert all(h.trace.vector_share == pytest.approx(expected) for h in resp.results)
-        # each hit's vector term is its dbsf reading on the leg's own scale, times the share
-        for h in resp.results:
-            t = h.trace
-            if t.vector_rank is None:
-                assert not t.rrf_vector
-                continue
-            lo, hi = t.vector_scale
-            unscaled = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
-            assert t.rrf_vector == pytest.approx(unscaled * expected, rel=1e-4, abs=1e-6)
-        assert json.loads(resp.to_json())["results"]  # the response still serialises
+        text = format_response(resp, color=False, explain=True)
+        assert "of full-text hits embedded, the others' vector terms are their full-text readings" in text
+        assert "vector pending (full-text reading)" in text
+        data = json.loads(resp.to_json())
+        assert any(h["fusion"].get("vector_imputed") for h in data["explain"]["hits"])
     finally:
         eng.close()
 

@@ -153,9 +153,9 @@ class Legs:
     bigram: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_bigram, best first
     bigram_ms: float = 0.0
     # The share of the full-text candidates that have a vector (1.0 once every chunk is embedded): how
-    # much of what the full text found the vector leg could have scored at all. Fusion scales the
-    # vector weight by it (see `vector_share`).
+    # much of what the full text found the vector leg could have scored at all (see `vector_share`).
     vector_share: float = 1.0
+    unembedded: frozenset[int] = frozenset()  # full-text candidates with no vector yet
 
 
 @dataclass(slots=True)
@@ -558,36 +558,37 @@ class Searcher:
             rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
-        share = self._vector_share(fts, bigram) if vector else 1.0
-        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms, share)
+        share, unembedded = self._vector_share(fts, bigram) if vector else (1.0, frozenset())
+        legs = Legs(tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms, share,
+                    unembedded)
         self.legs_cache.put(key, legs)
         return legs
 
-    def _vector_share(self, fts: Sequence[tuple[int, float]], bigram: Sequence[tuple[int, float]]) -> float:
-        """The share of the full-text candidates that have a vector; 1.0 when nothing is pending.
+    def _vector_share(
+        self, fts: Sequence[tuple[int, float]], bigram: Sequence[tuple[int, float]]
+    ) -> tuple[float, frozenset[int]]:
+        """The share of the full-text candidates that have a vector (1.0 when nothing is pending), and
+        those that have none yet.
 
-        While the embedding phase runs, the vector leg ranks only the chunks embedded so far: its first
-        hits are the nearest of a sample, not of the KB, and a chunk it never saw earns no vector term.
-        Fused at full weight, a handful of embedded chunks outrank the full text's best answers. Scaling
-        the vector weight by this share lets the leg count exactly as far as it has looked at what the
-        full text found: nothing at 0 %, today's fusion at 100 %. With no full-text candidates, the
+        While the embedding phase runs, the vector leg ranks only the chunks embedded so far, and a chunk
+        it never saw earns no vector term: fusion lets the full text's reading stand in for it (`_fuse`).
+        The share is what the explain pane and the response report. With no full-text candidates, the
         share of the whole index stands in."""
         waiting = self.store.pending_count()
         if waiting == 0:
-            return 1.0
+            return 1.0, frozenset()
         ids = sorted({cid for leg in (fts, bigram) for cid, _ in leg})
         conn = self.store.conn()
         if not ids:
             total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            return 1.0 - waiting / total if total else 1.0
-        pending = 0
+            return (1.0 - waiting / total if total else 1.0), frozenset()
+        pending: set[int] = set()
         for start in range(0, len(ids), 500):
             batch = ids[start:start + 500]
             marks = ",".join("?" * len(batch))
-            pending += conn.execute(
-                f"SELECT count(*) FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch
-            ).fetchone()[0]
-        return 1.0 - pending / len(ids)
+            pending.update(r[0] for r in conn.execute(
+                f"SELECT id FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch))
+        return 1.0 - len(pending) / len(ids), frozenset(pending)
 
     def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
         """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
@@ -742,10 +743,10 @@ class Searcher:
         part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
         ties: dict[Hashable, np.float32] = {}
         scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
+        stand_in: dict[Hashable, tuple[np.float32, np.float32 | None]] = {}  # no vector yet: full-text reading
+        seen_by_vector: set[Hashable] = set()
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
-        if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked
-            wv = F32(wv * F32(legs.vector_share))
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
                 for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
@@ -759,6 +760,12 @@ class Searcher:
             for rank, ((cid, raw), term) in enumerate(zip(leg, terms)):
                 key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
+                if name == "vector":
+                    seen_by_vector.add(key)
+                elif cid in legs.unembedded and weight > 0:  # the leg's reading on its own 0..1 scale
+                    reading = F32(term / weight)
+                    if reading > stand_in.get(key, (F32(-1.0),))[0]:
+                        stand_in[key] = (reading, rrf_terms[rank] / weight if rrf_terms is not None else None)
                 if rrf_terms is not None:
                     ties[key] = ties.get(key, F32(0.0)) + rrf_terms[rank]
                 if explain:
@@ -766,6 +773,21 @@ class Searcher:
                     tr[f"{name}_rank"] = rank + 1
                     tr[raw_name[name]] = float(raw)
                     tr[f"rrf_{name}"] = float(term)
+        # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
+        # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
+        # leg has not looked, take it to agree with the full text: the candidate's best full-text reading
+        # stands in for its vector reading. Unembedded candidates then keep the full-text order among
+        # themselves and meet embedded ones on equal terms; nothing is imputed once every chunk has a vector.
+        for key, (reading, rrf_reading) in stand_in.items():
+            if key in seen_by_vector:  # merged parts: another part of the section has a vector term
+                continue
+            term = F32(wv * reading)
+            scores[key] = scores[key] + term
+            if rrf_reading is not None:
+                ties[key] = ties.get(key, F32(0.0)) + F32(wv * rrf_reading)
+            if explain:
+                traces.setdefault(key, {})["rrf_vector"] = float(term)
+                traces[key]["vector_imputed"] = True
         if merge:
             parts: dict[Hashable, list[int]] = {}
             for cid in part_scores:
@@ -1053,7 +1075,7 @@ def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ..
 def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
     """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
     weight), counting only the legs that returned candidates."""
-    return (fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
+    return (fusion.vector_weight * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
             + fusion.fts_weight * bool(legs.bigram))
 
 

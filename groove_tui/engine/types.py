@@ -223,9 +223,10 @@ class HitTrace:
     vector_scale: tuple[float, float] | None = None
     fts_scale: tuple[float, float] | None = None
     bigram_scale: tuple[float, float] | None = None
-    # While vectors are pending: the share of the full-text candidates that have one, by which the vector
-    # weight was scaled (None when every chunk is embedded and the weight stands as configured).
+    # While vectors are pending: the share of the full-text candidates that have one (None when every
+    # chunk is embedded), and whether this hit has none yet, so its vector term is its full-text reading.
     vector_share: float | None = None
+    vector_imputed: bool = False
     # The query equals this section's heading or its note's title: it ranks first ([search] heading_first).
     named: bool = False
 
@@ -258,6 +259,8 @@ class HitTrace:
             out["fusion"]["bigram_term"] = _num(self.rrf_bigram)
         if self.vector_share is not None:
             out["fusion"]["vector_share"] = _num(self.vector_share)
+        if self.vector_imputed:
+            out["fusion"]["vector_imputed"] = True
         if self.named:
             out["named"] = True
         if self.merged_parts is not None:
@@ -346,8 +349,8 @@ class SearchResponse:
     timings_ms: Mapping[str, float]
     query: QueryInfo
     pending_embeddings: int = 0  # chunks that had no vector yet (phase two of indexing still running)
-    # While vectors are pending, the share of the full-text candidates that have one: the factor fusion
-    # applied to the vector weight (1.0 when nothing is pending or no vector leg ran).
+    # While vectors are pending, the share of the full-text candidates that have one (1.0 when nothing is
+    # pending or no vector leg ran); the others' vector terms are their full-text readings.
     vector_share: float = 1.0
     reranked: bool = False
     rerank_skipped: str | None = None  # why a requested reranker did not run (unavailable, language, failure)

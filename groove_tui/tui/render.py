@@ -496,8 +496,8 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         t.append("  filters: ", style="dim")
         t.append(one_line(f))
     if resp.pending_embeddings > 0:
-        t.append(f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings (vector leg counts "
-                 f"{resp.vector_share:.0%})", style=warn_style)
+        t.append(f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings ({resp.vector_share:.0%} of "
+                 "full-text hits have vectors)", style=warn_style)
     for w in resp.warnings:
         t.append("  ⚠ ", style=warn_style)
         t.append(one_line(w))
@@ -570,12 +570,14 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
                 row("bigram rank", _rank(tr.bigram_rank))
                 row("bigram bm25", _num(tr.bigram_bm25))
             head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))
-            row("vector term", _num(tr.rrf_vector, 6))
+            row("vector term", _num(tr.rrf_vector, 6)
+                + ("  (no vector yet: its full-text reading stands in)" if tr.vector_imputed else ""))
             row("fts term", _num(tr.rrf_fts, 6))
             if tr.bigram_leg:
                 row("bigram term", _num(tr.rrf_bigram, 6))
-            if tr.vector_share is not None:  # vectors pending: the vector weight follows its coverage
-                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × {tr.vector_share:.2f}")
+            if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
+                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded; the others' vector "
+                    "terms are their full-text readings")
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
             for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie
