@@ -141,8 +141,8 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
         if trace is not None:
             legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
             if trace.vector_share is not None:
-                legs.append(f"{trace.vector_share:.0%} of full-text hits embedded, the others' vector terms "
-                            "are their full-text readings")
+                legs.append(f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits "
+                            "embedded, the others' vector terms are their full-text readings)")
             lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
     if not resp.results:
         lines.append("no results")

@@ -1,5 +1,5 @@
-"""While vectors are pending, a full-text candidate with no vector yet takes its full-text reading as its vector
-term: fusion never ranks it below embedded candidates for want of a vector."""
+"""While vectors are pending, the vector leg counts as far as it has looked at what the full text found, and a
+full-text candidate with no vector yet takes its full-text reading as its vector term."""
 
 from __future__ import annotations
 
@@ -92,19 +92,21 @@ def test_a_candidate_with_no_vector_yet_takes_its_full_text_reading_as_its_vecto
             for h in resp.results:
                 t = h.trace
                 assert t.vector_share == resp.vector_share
+                share = resp.vector_share
                 if h.chunk_id in pending:
-                    # the vector leg never saw it: its vector term is its full-text term (weights 1:1)
+                    # the vector leg never saw it: its full-text reading stands in (weights 1:1, the vector's
+                    # scaled by the share)
                     assert t.vector_rank is None and t.vector_imputed
-                    assert t.rrf_vector == pytest.approx(t.rrf_fts, rel=1e-5, abs=1e-7)
-                    assert t.rrf_score == pytest.approx(2 * t.rrf_fts, rel=1e-5, abs=1e-7)
+                    assert t.rrf_vector == pytest.approx(t.rrf_fts * share, rel=1e-5, abs=1e-7)
+                    assert t.rrf_score == pytest.approx(t.rrf_fts * (1 + share), rel=1e-5, abs=1e-7)
                     imputed_fts_ranks.append(t.fts_rank)
                     seen_imputed += 1
                 else:
                     assert not t.vector_imputed
-                    if t.vector_rank is not None:  # its own reading on the leg's scale, at full weight
+                    if t.vector_rank is not None:  # its own reading on the leg's scale, times the share
                         lo, hi = t.vector_scale
                         reading = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
-                        assert t.rrf_vector == pytest.approx(reading, rel=1e-4, abs=1e-6)
+                        assert t.rrf_vector == pytest.approx(reading * share, rel=1e-4, abs=1e-6)
                         seen_embedded += 1
             # among themselves the candidates with no vector keep the full-text order
             assert imputed_fts_ranks == sorted(imputed_fts_ranks)
@@ -121,7 +123,8 @@ def test_the_explain_output_says_which_vector_terms_stand_in(full):
     try:
         resp = eng.search("garden soil", SearchParams(limit=10, min_quality=0, explain=True))
         text = format_response(resp, color=False, explain=True)
-        assert "of full-text hits embedded, the others' vector terms are their full-text readings" in text
+        assert "of full-text hits embedded, the others' vector terms are their full-text readings)" in text
+        assert "vector weight × 0." in text
         assert "vector pending (full-text reading)" in text
         data = json.loads(resp.to_json())
         assert any(h["fusion"].get("vector_imputed") for h in data["explain"]["hits"])

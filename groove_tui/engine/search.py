@@ -153,7 +153,8 @@ class Legs:
     bigram: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_bigram, best first
     bigram_ms: float = 0.0
     # The share of the full-text candidates that have a vector (1.0 once every chunk is embedded): how
-    # much of what the full text found the vector leg could have scored at all (see `vector_share`).
+    # much of what the full text found the vector leg could have scored at all. Fusion scales the vector
+    # weight by it (see `vector_share`).
     vector_share: float = 1.0
     unembedded: frozenset[int] = frozenset()  # full-text candidates with no vector yet
 
@@ -571,9 +572,9 @@ class Searcher:
         those that have none yet.
 
         While the embedding phase runs, the vector leg ranks only the chunks embedded so far, and a chunk
-        it never saw earns no vector term: fusion lets the full text's reading stand in for it (`_fuse`).
-        The share is what the explain pane and the response report. With no full-text candidates, the
-        share of the whole index stands in."""
+        it never saw earns no vector term: fusion scales the vector weight by the share and lets the
+        full text's reading stand in for the missing terms (`_fuse`): the full text's ranking at 0 %,
+        today's fusion at 100 %. With no full-text candidates, the share of the whole index stands in."""
         waiting = self.store.pending_count()
         if waiting == 0:
             return 1.0, frozenset()
@@ -747,6 +748,8 @@ class Searcher:
         seen_by_vector: set[Hashable] = set()
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+        if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
+            wv = F32(wv * F32(legs.vector_share))
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
                 for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
@@ -1075,7 +1078,7 @@ def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ..
 def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
     """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
     weight), counting only the legs that returned candidates."""
-    return (fusion.vector_weight * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
+    return (fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
             + fusion.fts_weight * bool(legs.bigram))
 
 

@@ -223,8 +223,9 @@ class HitTrace:
     vector_scale: tuple[float, float] | None = None
     fts_scale: tuple[float, float] | None = None
     bigram_scale: tuple[float, float] | None = None
-    # While vectors are pending: the share of the full-text candidates that have one (None when every
-    # chunk is embedded), and whether this hit has none yet, so its vector term is its full-text reading.
+    # While vectors are pending: the share of the full-text candidates that have one, by which the vector
+    # weight was scaled (None when every chunk is embedded), and whether this hit has none yet, so its
+    # vector term is its full-text reading at that weight.
     vector_share: float | None = None
     vector_imputed: bool = False
     # The query equals this section's heading or its note's title: it ranks first ([search] heading_first).
@@ -349,8 +350,9 @@ class SearchResponse:
     timings_ms: Mapping[str, float]
     query: QueryInfo
     pending_embeddings: int = 0  # chunks that had no vector yet (phase two of indexing still running)
-    # While vectors are pending, the share of the full-text candidates that have one (1.0 when nothing is
-    # pending or no vector leg ran); the others' vector terms are their full-text readings.
+    # While vectors are pending, the share of the full-text candidates that have one: the factor fusion
+    # applied to the vector weight (1.0 when nothing is pending or no vector leg ran); the others' vector
+    # terms are their full-text readings.
     vector_share: float = 1.0
     reranked: bool = False
     rerank_skipped: str | None = None  # why a requested reranker did not run (unavailable, language, failure)

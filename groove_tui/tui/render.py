@@ -576,8 +576,8 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             if tr.bigram_leg:
                 row("bigram term", _num(tr.rrf_bigram, 6))
             if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
-                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded; the others' vector "
-                    "terms are their full-text readings")
+                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × "
+                    f"{tr.vector_share:.2f}; the others' vector terms are their full-text readings")
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
             for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie
