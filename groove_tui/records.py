@@ -67,7 +67,8 @@ class Recording:
         return path
 
 
-def begin(target: str | None, kind: str, argv: Sequence[str] | None, kb: Path | None = None) -> Recording | None:
+def begin(target: str | None, kind: str, argv: Sequence[str] | None, kb: Path | None = None,
+          program: str = "groove-tui") -> Recording | None:
     """The recording for `--record TARGET` (None without it), refused before the run when TARGET cannot
     take a record: an existing file that is not .json, a directory path that is a file, or a place inside
     the KB (groove-tui never writes into a KB)."""
@@ -89,7 +90,7 @@ def begin(target: str | None, kind: str, argv: Sequence[str] | None, kb: Path | 
             raise RecordError(f"--record {target!r} is invalid: it is inside the knowledge base {str(kb_root)!r}; "
                               "groove-tui never writes into a KB")
     words = list(argv) if argv is not None else sys.argv[1:]
-    return Recording(path, kind, shlex.join(["groove-tui", *words]), _now(), git_commit(), _load())
+    return Recording(path, kind, shlex.join([*program.split(), *words]), _now(), git_commit(), _load())
 
 
 def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> Path | None:
