@@ -46,8 +46,8 @@ BENCH_RECORD  = $(if $(RECORD),--record $(RECORD))
 bench: setup
 	@if [ ! -d "$(DATA)/scifact" ]; then echo "no evaluation sets in $(DATA): run make bench DATA=/path/to/sets"; exit 0; fi; \
 	kb=$(DATA)/scifact/kb; q=$(DATA)/scifact/golden-train.yml; \
-	for m in use-multilingual multilingual-e5-small; do \
-		dir="$(BENCH_INDEX)/$$m"; docs=300; [ $$m = multilingual-e5-small ] && docs=100; \
+	for m in use-multilingual multilingual-e5-small-int8; do \
+		dir="$(BENCH_INDEX)/$$m"; docs=300; [ $$m = multilingual-e5-small-int8 ] && docs=100; \
 		echo "=== $$m ($$dir)"; \
 		if [ $$m = use-multilingual ] && [ ! -d "$$dir" ]; then \
 			$(BIN)/groove-tui index $$kb --index-dir "$$dir" --model $$m --quiet || exit 1; fi; \

