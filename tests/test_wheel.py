@@ -10,6 +10,7 @@ processed, so `groove_tui` can only come from the wheel, which the test asserts.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -33,7 +34,8 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("build", reason="the test extra installs build")
+    assert importlib.util.find_spec("build") and importlib.util.find_spec("hatchling"), \
+        "build and hatchling come with the test extra: pip install -e '.[test]'"
     out = tmp_path_factory.mktemp("dist")
     _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)], cwd=out)
     (found,) = out.glob("groove_tui-*.whl")
@@ -48,7 +50,8 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / "python"
     _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], cwd=root)
-    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root).strip())
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(_run([str(python), "-c", purelib], cwd=root).strip())
     (site / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", HOME=str(root / "home"), XDG_CACHE_HOME=str(root / "cache"),
@@ -72,7 +75,8 @@ def test_the_wheel_carries_the_demo_handbook_its_golden_file_and_the_themes(whee
 def test_the_installed_wheel_runs_outside_the_repository(installed, tmp_path):
     bin_dir, env = installed
     tool = str(bin_dir / "groove-tui")
-    where = _run([str(bin_dir / "python"), "-c", "import groove_tui; print(groove_tui.__file__)"], cwd=tmp_path, env=env)
+    where = _run([str(bin_dir / "python"), "-c", "import groove_tui; print(groove_tui.__file__)"], cwd=tmp_path,
+                 env=env)
     assert Path(where.strip()).is_relative_to(bin_dir.parent)  # the wheel's copy, not this checkout
 
     from importlib.metadata import version
