@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DATA   ?= ../shared/data
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench tables clean
 
 setup: $(STAMP)
 
@@ -35,33 +35,41 @@ test: setup
 
 # Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders, then
 # readers' latency idle and while another process indexes (a temporary copy; the KB's index is not written).
-# Indexes live in BENCH_INDEX, one per model (never the KB). USE's is built if missing (a few minutes);
-# e5's takes ~35 min on 2 cores, so its search bench runs only once you have built it (command printed).
+# DATA holds the evaluation sets (docs/evaluation.md, "Reference results"). Indexes live in BENCH_INDEX, one
+# per model (never the KB). USE's is built if missing (a few minutes); e5's takes much longer on 2 cores, so
+# its search bench runs only once you have built it (command printed). RECORD=DIR also writes each run's
+# measurement record into DIR (e.g. RECORD=benchmarks/results, then `make tables`).
 BENCH_INDEX  ?= $(HOME)/.cache/groove-tui/bench
 BENCH_REPEAT ?= 2
+RECORD       ?=
+BENCH_RECORD  = $(if $(RECORD),--record $(RECORD))
 bench: setup
-	@if [ ! -d "$(DATA)/scifact" ]; then echo "no $(DATA): benchmarks need ../shared/data"; exit 0; fi; \
+	@if [ ! -d "$(DATA)/scifact" ]; then echo "no evaluation sets in $(DATA): run make bench DATA=/path/to/sets"; exit 0; fi; \
 	kb=$(DATA)/scifact/kb; q=$(DATA)/scifact/golden-train.yml; \
-	for m in use-multilingual multilingual-e5-small; do \
-		dir="$(BENCH_INDEX)/$$m"; docs=300; [ $$m = multilingual-e5-small ] && docs=100; \
+	for m in use-multilingual multilingual-e5-small-int8; do \
+		dir="$(BENCH_INDEX)/$$m"; docs=300; [ $$m = multilingual-e5-small-int8 ] && docs=100; \
 		echo "=== $$m ($$dir)"; \
 		if [ $$m = use-multilingual ] && [ ! -d "$$dir" ]; then \
 			$(BIN)/groove-tui index $$kb --index-dir "$$dir" --model $$m --quiet || exit 1; fi; \
 		if [ -d "$$dir" ] && ! $(BIN)/groove-tui status $$kb --index-dir "$$dir" --model $$m --format json \
 				| grep -q '"documents": 0,'; then \
 			$(BIN)/groove-tui bench $$kb --index-dir "$$dir" --model $$m --queries $$q --repeat $(BENCH_REPEAT) \
-				--mode all --docs $$docs || exit 1; \
+				--mode all --docs $$docs $(BENCH_RECORD) || exit 1; \
 		else \
 			echo "no $$m index: search bench skipped; build it with"; \
 			echo "  $(BIN)/groove-tui index $$kb --index-dir \"$$dir\" --model $$m"; \
 			tmp=$$(mktemp -d); \
 			$(BIN)/groove-tui bench $$kb --index-dir "$$tmp" --model $$m --mode index --docs $$docs \
-				--repeat $(BENCH_REPEAT) || { rm -rf "$$tmp"; exit 1; }; rm -rf "$$tmp"; \
+				--repeat $(BENCH_REPEAT) $(BENCH_RECORD) || { rm -rf "$$tmp"; exit 1; }; rm -rf "$$tmp"; \
 		fi; \
 	done; \
 	echo "=== readers during an index (use-multilingual, a temporary copy of 300 docs)"; \
 	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
-		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) || exit 1
+		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
+
+# The docs' reference tables, rendered from the measurement records in benchmarks/results (a test checks them).
+tables: setup
+	$(BIN)/python benchmarks/render_tables.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

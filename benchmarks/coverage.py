@@ -2,7 +2,7 @@
 embedded, against the full-text leg alone, written as a measurement record.
 
     python benchmarks/coverage.py KB GOLDEN --index-dir DIR --model NAME [--shares 0,0.1,0.5,0.9,1]
-        [--seed 0] [--record benchmarks/results/coverage-NAME.json]
+        [--seed 0] [--record benchmarks/results]
 
 Each share is a copy of the finished index with only that seeded share of its chunks embedded (the state
 the indexer leaves part way through its embedding phase: `groove-tui eval --embedded-share` does the same
@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
+from groove_tui import records
 from groove_tui.config import Config, EmbeddingConfig
 from groove_tui.engine import DB_NAME, Engine
 from groove_tui.engine.coverage import copy_with_share
@@ -52,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shares", default="0,0.1,0.5,0.9,1")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--queries", type=int, default=None, metavar="N", help="only the golden file's first N queries")
-    ap.add_argument("--record", default=None, help="write the record here (JSON)")
+    ap.add_argument("--record", default=None, metavar="DIR",
+                    help="write a measurement record into DIR (or to DIR if it ends in .json)")
     ap.add_argument("--keep-copies", default=None, metavar="DIR",
                     help="keep each share's index copy under DIR/s<share> (to evaluate it with other code)")
     args = ap.parse_args(argv)
@@ -61,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     golden = load_golden(Path(args.golden), validate_query=validate_query)
     if args.queries is not None:
         golden = replace(golden, queries=golden.queries[: args.queries])
+    recording = records.begin(args.record, "coverage", argv, Path(args.kb), program="python benchmarks/coverage.py")
     base = Engine.open(args.kb, config=config, index_dir=args.index_dir)
     query_vectors = LRU(len(golden.queries) + 16)
     rows: list[dict] = []
@@ -87,26 +87,14 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
     finally:
         base.close()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    record = {
-        "what": "fusion at seeded shares of chunks embedded (benchmarks/coverage.py)",
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": commit,
-        "machine": {"cores": os.cpu_count(), "load_1m": round(os.getloadavg()[0], 2), "python": platform.python_version()},
-        "command": " ".join(["python", "benchmarks/coverage.py", *(argv if argv is not None else sys.argv[1:])]),
-        "kb": os.path.basename(os.path.dirname(os.path.abspath(args.kb))) or args.kb,
-        "golden": os.path.basename(args.golden),
-        "queries": len(golden.queries),
-        "model": args.model,
-        "seed": args.seed,
-        "full_text": fts,
-        "shares": rows,
-        "seconds": round(time.time() - started, 1),
-    }
-    text = json.dumps(record, indent=2, ensure_ascii=False)
-    if args.record:
-        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.record).write_text(text + "\n", encoding="utf-8")
+    figures = {"queries": len(golden.queries), "seed": args.seed, "full_text": fts, "shares": rows,
+               "seconds": round(time.time() - started, 1)}
+    if recording is not None:
+        kb = Path(args.kb).resolve()
+        recording.write(figures, what="fusion at seeded shares of chunks embedded (benchmarks/coverage.py)",
+                        subject={"kb": str(kb), "kb_name": kb.parent.name if kb.name == "kb" else kb.name,
+                                 "golden": os.path.basename(args.golden), "model": args.model, "variant": "coverage"})
+    text = json.dumps(figures, indent=2, ensure_ascii=False)
     print(text)
     return 0
 

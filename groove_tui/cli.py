@@ -199,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=("text", "json"), default="text")
     ev.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a metric regressed")
     ev.add_argument("--no-history", action="store_true", help="do not record this run")
+    ev.add_argument("--record", metavar="DIR", default=None,
+                    help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
+                    "DIR, or to DIR if it ends in .json (docs/evaluation.md)")
     ev.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
     ev.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
                     help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
@@ -231,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
+    be.add_argument("--record", metavar="DIR", default=None,
+                    help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
+                    "DIR, or to DIR if it ends in .json (docs/performance.md)")
     be.add_argument("--mode", choices=("search", "index", "all", "rerank", "readers"), default="search",
                     help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
                     "readers: search latency idle and while another process indexes a copy of --docs documents")
@@ -505,6 +511,8 @@ def _eval(args: argparse.Namespace) -> int:
     with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         if args.compare:
+            if args.record:
+                raise CLIError("--record is invalid with --compare: it records one setting's figures; run eval once per setting")
             from groove_tui.evalcompare import run_compare_command
 
             return run_compare_command(engine, args, _params(engine, args))
@@ -667,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    args.argv = tuple(argv)  # the command line as given, for --record
     if getattr(args, "model_dir", None):
         # the engine finds pulled models through the environment, like the index directory
         from groove_tui.paths import MODEL_DIR_ENV

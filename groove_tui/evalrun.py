@@ -423,7 +423,11 @@ def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchPar
     from groove_tui.textout import use_color
     from groove_tui.progress import with_progress
 
+    from groove_tui import records
+
+    recording = records.begin(getattr(args, "record", None), "eval", getattr(args, "argv", None), engine.kb_path)
     outcome = with_progress("eval", lambda progress: evaluate_kb(engine, args, params, progress=progress))
+    records.record_eval(recording, to_json(outcome), args)
     if getattr(args, "format", "text") == "json":
         print(json_text(to_json(outcome), allow_nan=False))
     else:

