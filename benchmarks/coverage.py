@@ -24,14 +24,14 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from groove_tui.config import Config, EmbeddingConfig
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.engine import DB_NAME, Engine
-from groove_tui.engine.coverage import copy_with_share
-from groove_tui.engine.eval import eval_limit, eval_params, load_golden, validate_query
-from groove_tui.engine.search import LRU
+from groove_tui.engine.index.coverage import copy_with_share
+from groove_tui.engine.evaluate.golden import eval_limit, eval_params, load_golden, validate_query
+from groove_tui.engine.retrieve.searcher import LRU
 from groove_tui.engine.types import SearchParams
-from groove_tui.evalrun import run_eval
-from groove_tui.paths import index_dir_for
+from groove_tui.commands.eval import run_eval
+from groove_tui.settings.paths import index_dir_for
 
 K_VALUES = (1, 5, 10)
 

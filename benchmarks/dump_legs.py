@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import yaml  # noqa: E402
 
-from groove_tui.config import Config  # noqa: E402
+from groove_tui.settings.config import Config  # noqa: E402
 from groove_tui.engine import Engine, SearchParams  # noqa: E402
 
 

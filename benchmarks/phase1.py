@@ -17,7 +17,7 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import groove_tui  # noqa: E402
-from groove_tui.config import Config, EmbeddingConfig  # noqa: E402
+from groove_tui.settings.config import Config, EmbeddingConfig  # noqa: E402
 from groove_tui.engine import Engine  # noqa: E402
 
 

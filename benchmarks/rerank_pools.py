@@ -18,10 +18,10 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from groove_tui.config import load_config  # noqa: E402
+from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine, SearchParams  # noqa: E402
-from groove_tui.engine.eval import load_golden  # noqa: E402
-from groove_tui.evalrun import eval_params, run_eval, validate_query  # noqa: E402
+from groove_tui.engine.evaluate.golden import load_golden  # noqa: E402
+from groove_tui.commands.eval import eval_params, run_eval, validate_query  # noqa: E402
 
 
 def main(kb: str, golden_path: str, index_dir: str, model: str, reranker: str, pools: str, first: str = "0") -> None:

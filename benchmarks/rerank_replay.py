@@ -4,7 +4,7 @@
 
 For each pool: the fused order alone, the cross-encoder alone (groove: its raw score replaces the fused
 one), and blends w·norm(ce) + (1 − w)·norm(fused), each score normalised over its own pool (min–max or
-z-score). Metrics are the engine's own (engine/eval.py) on the top 10 of each ranking.
+z-score). Metrics are the engine's own (engine/evaluate/golden.py) on the top 10 of each ranking.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from groove_tui.engine.eval import Expected, GoldenQuery, aggregate, evaluate_query, RankedHit
+from groove_tui.engine.evaluate.golden import Expected, GoldenQuery, aggregate, evaluate_query, RankedHit
 
 KS = (1, 5, 10)
 

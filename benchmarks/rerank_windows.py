@@ -17,7 +17,7 @@ import sys
 import numpy as np
 from rerank_dump import dump_pools, open_engine  # the script's folder is on sys.path
 
-from groove_tui.engine.rerank import get_reranker
+from groove_tui.engine.stages.rerank import get_reranker
 
 
 class WindowedReranker:

@@ -20,10 +20,10 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from groove_tui.config import load_config  # noqa: E402
+from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine  # noqa: E402
-from groove_tui.engine.eval import aggregate, eval_params, load_golden, validate_query  # noqa: E402
-from groove_tui.engine.sweep import parse_axis, run_sweep, score_golden  # noqa: E402
+from groove_tui.engine.evaluate.golden import aggregate, eval_params, load_golden, validate_query  # noqa: E402
+from groove_tui.engine.evaluate.sweep import parse_axis, run_sweep, score_golden  # noqa: E402
 
 
 def main(kb: str, golden_path: str, index_dir: str, model: str, repeat: str = "3") -> None:

@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from groove_tui.config import FUSION_METHODS
+from groove_tui.settings.config import FUSION_METHODS
 
 COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models", "demo")
 
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="toml: the ranking settings as a groove.toml fragment")
     _pipeline_flags(cs)
 
-    from groove_tui.modelscmd import add_parser as add_models_parser
+    from groove_tui.commands.models import add_parser as add_models_parser
 
     add_models_parser(sub)
     return parser
@@ -278,9 +278,9 @@ def _config(args: argparse.Namespace):
     """groove.toml as found, with --model applied."""
     from dataclasses import replace
 
-    from groove_tui.config import load_config
+    from groove_tui.settings.config import load_config
 
-    from groove_tui.config import check_range
+    from groove_tui.settings.config import check_range
 
     config = load_config(args.config)
     if getattr(args, "model", None) is not None:
@@ -315,7 +315,7 @@ def _load(args: argparse.Namespace, *, allow_model_change: bool = False, readonl
 
 def not_ready_advice(args: argparse.Namespace, exc) -> str:
     """A reader's answer when there is no index it can read: what is wrong, and the command that fixes it."""
-    from groove_tui.textout import index_command
+    from groove_tui.output.textout import index_command
 
     kb = Path(args.kb).expanduser().resolve()
     if exc.reason == "missing":
@@ -328,7 +328,7 @@ def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
     """Both ways out of a model mismatch, as commands with the user's own flags."""
     import shlex
 
-    from groove_tui.textout import index_command
+    from groove_tui.output.textout import index_command
 
     named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
     keep = ("drop " + named if named else
@@ -390,7 +390,7 @@ def _flag_value(value: float) -> str:
 
 
 def _require_index(engine, args: argparse.Namespace) -> None:
-    from groove_tui.textout import index_command
+    from groove_tui.output.textout import index_command
 
     docs, _chunks, _pending = engine.store.counts()
     if docs == 0:
@@ -405,7 +405,7 @@ def _require_index(engine, args: argparse.Namespace) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
-    from groove_tui.progress import ProgressLine
+    from groove_tui.output.progress import ProgressLine
 
     engine = _load(args, allow_model_change=args.force)
     with engine:
@@ -417,7 +417,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json_text(report.to_dict()))
     else:
-        from groove_tui.textout import format_index_report
+        from groove_tui.output.textout import format_index_report
 
         print(format_index_report(report))
     return 0
@@ -431,7 +431,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json_text(status.to_dict()))
     else:
-        from groove_tui.textout import escape_name
+        from groove_tui.output.textout import escape_name
 
         for key, value in status.to_dict().items():
             print(f"{key:<20} {escape_name(str(value)) if value is not None else '-'}")
@@ -441,7 +441,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def check_query(query: str) -> None:
     """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
     which would print "no results" as if the KB held nothing, and one made only of exclusions."""
-    from groove_tui.engine.query import QueryError, parse_query
+    from groove_tui.engine.analysis.query import QueryError, parse_query
 
     if not query.strip():
         raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
@@ -470,9 +470,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(resp.to_json())
     else:
-        from groove_tui.textout import format_response
+        from groove_tui.output.textout import format_response
 
-        from groove_tui.textout import use_color
+        from groove_tui.output.textout import use_color
 
         sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
                                          documents=documents))
@@ -482,7 +482,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _document_openings(engine, hits) -> dict[int, str]:
     """The first chunk's text of each hit's document that has no title and does not itself open with an
     H1: where text output finds the H1 a note opens with, as its title."""
-    from groove_tui.textout import display_title
+    from groove_tui.output.textout import display_title
 
     out: dict[int, str] = {}
     for hit in hits:
@@ -500,12 +500,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from groove_tui.evalrun import run_eval_command
+    from groove_tui.commands.eval import run_eval_command
 
     with _load(args, readonly=True) as engine:
         _require_index(engine, args)
         if args.compare:
-            from groove_tui.evalcompare import run_compare_command
+            from groove_tui.commands.eval_compare import run_compare_command
 
             return run_compare_command(engine, args, _params(engine, args))
         return run_eval_command(engine, args, _params(engine, args))
@@ -523,12 +523,12 @@ def _share(text: str) -> float:
 
 
 def _eval_at_share(args: argparse.Namespace) -> int:
-    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/coverage.py)."""
+    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/index/coverage.py)."""
     import tempfile
 
     from groove_tui.engine import DB_NAME
-    from groove_tui.engine.coverage import copy_with_share
-    from groove_tui.paths import index_dir_for
+    from groove_tui.engine.index.coverage import copy_with_share
+    from groove_tui.settings.paths import index_dir_for
 
     share = args.embedded_share
     with _load(args, readonly=True) as engine:
@@ -543,7 +543,7 @@ def _eval_at_share(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from groove_tui.sweepcmd import run_sweep_command
+    from groove_tui.commands.sweep import run_sweep_command
 
     with _load(args, readonly=True) as engine:
         _require_index(engine, args)
@@ -551,7 +551,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from groove_tui.configcmd import run_config_command
+    from groove_tui.commands.config import run_config_command
 
     return run_config_command(_config(args), args)
 
@@ -561,7 +561,7 @@ BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from groove_tui.bench import run_bench_command
+    from groove_tui.commands.bench.command import run_bench_command
 
     for name, lo, hi, note in BENCH_LIMITS:
         value = getattr(args, name)
@@ -577,7 +577,7 @@ def _bench_scale(args: argparse.Namespace) -> int:
     # The KB's own engine is never opened: opening would create an index for it in the cache.
     from dataclasses import replace
 
-    from groove_tui.bench import SCALE_MODEL, run_scale_command
+    from groove_tui.commands.bench.command import SCALE_MODEL, run_scale_command
 
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
@@ -621,7 +621,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from groove_tui.modelscmd import ModelsError, run
+    from groove_tui.commands.models import ModelsError, run
 
     try:
         return run(args)
@@ -669,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if getattr(args, "model_dir", None):
         # the engine finds pulled models through the environment, like the index directory
-        from groove_tui.paths import MODEL_DIR_ENV
+        from groove_tui.settings.paths import MODEL_DIR_ENV
 
         os.environ[MODEL_DIR_ENV] = str(Path(args.model_dir).expanduser())
     try:
@@ -701,7 +701,7 @@ def _fail(message: str, code: int = 1) -> int:
     KB, an index, a golden file) whose names may hold a newline or a bidi control such as U+202E: they are
     shown as escapes, as `status` shows them, so a name can neither forge a line nor reverse the text
     after it."""
-    from groove_tui.textout import escape_name
+    from groove_tui.output.textout import escape_name
 
     print(f"groove-tui: {escape_name(message)}", file=sys.stderr)
     return code

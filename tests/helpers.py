@@ -8,7 +8,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from groove_tui.config import Config, EmbeddingConfig  # noqa: E402
+from groove_tui.settings.config import Config, EmbeddingConfig  # noqa: E402
 
 
 def hashing_config(**changes) -> Config:

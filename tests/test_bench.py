@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE_KB, write_kb
 
-from groove_tui import bench, cli
-from groove_tui.bench import STAGES
+from groove_tui import cli
+from groove_tui.commands.bench import command as bench
+from groove_tui.commands.bench.command import STAGES
 
 
 @pytest.fixture
@@ -17,7 +18,7 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(bench, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
     assert cli.main(["index", str(kb), "--model", "hashing-64", "--quiet"]) == 0
@@ -85,7 +86,7 @@ def test_unindexed_kb_is_an_error(tmp_path, monkeypatch, capsys):
     kb = write_kb(tmp_path / "kb2", SAMPLE_KB)
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx2"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     assert cli.main(["bench", str(kb), "--model", "hashing-64"]) == 1
     assert "not been indexed" in capsys.readouterr().err
 
@@ -113,7 +114,7 @@ def scale_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
     return kb
 

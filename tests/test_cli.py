@@ -255,7 +255,7 @@ def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
 
 
 def test_h1_title_reads_atx_level_one_only():
-    from groove_tui.textout import h1_title
+    from groove_tui.output.textout import h1_title
 
     assert h1_title("\n\n# Tokio notes #\nbody") == "Tokio notes"
     assert h1_title("   #  spaced  ") == "spaced"

@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from groove_tui.config import Config, ConfigError, load_config, parse_config
+from groove_tui.settings.config import Config, ConfigError, load_config, parse_config
 
 GROOVE_TOML = """
 kb_path = "/notes"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import DB_NAME, Engine
-from groove_tui.engine.coverage import copy_with_share, keeps_vector
+from groove_tui.engine.index.coverage import copy_with_share, keeps_vector
 from groove_tui.engine.errors import ParamError
 from groove_tui.engine.types import SearchParams
-from groove_tui.paths import index_dir_for
+from groove_tui.settings.paths import index_dir_for
 from tests.helpers import hashing_config, write_kb
 
 TOPICS = ["garden soil compost", "tokio runtime tasks", "sqlite full text", "vector search knn", "bread dough yeast"]
@@ -80,8 +80,8 @@ def test_the_vector_weight_follows_the_share_of_full_text_candidates_embedded(fu
     try:
         resp = eng.search("garden soil", SearchParams(limit=10, min_quality=0, explain=True))
         fts = eng._searcher._retrieve(
-            __import__("groove_tui.engine.query", fromlist=["parse_query"]).parse_query("garden soil"),
-            __import__("groove_tui.engine.filters", fromlist=["DocFilter"]).DocFilter.build(min_quality=0.0),
+            __import__("groove_tui.engine.analysis.query", fromlist=["parse_query"]).parse_query("garden soil"),
+            __import__("groove_tui.engine.retrieve.filters", fromlist=["DocFilter"]).DocFilter.build(min_quality=0.0),
             50, None,
         )
         ids = {cid for cid, _ in fts.fts}

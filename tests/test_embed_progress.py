@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import EmbeddingConfig
+from groove_tui.settings.config import EmbeddingConfig
 from groove_tui.engine import Engine
-from groove_tui.engine.indexer import IndexCancelled, Indexer
-from groove_tui.engine.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
+from groove_tui.engine.index.indexer import IndexCancelled, Indexer
+from groove_tui.engine.index.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
 from groove_tui.engine.types import IndexProgress, IndexReport
-from groove_tui.progress import ProgressLine, embed_speed
-from groove_tui.textout import format_index_report
+from groove_tui.output.progress import ProgressLine, embed_speed
+from groove_tui.output.textout import format_index_report
 
 from helpers import hashing_config, write_kb
 
@@ -181,7 +181,7 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
 
     # the same KB embedded in plain id order ends with exactly the same vectors
     kb2 = ordered_kb(tmp_path / "kb2")
-    import groove_tui.engine.indexer as indexer_module
+    import groove_tui.engine.index.indexer as indexer_module
 
     def by_id(conn, contextual):
         return sorted(pending_in_order(conn, contextual), key=lambda p: p.id)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.engine import embedders
-from groove_tui.engine.embedders import (
+from groove_tui.engine.models import embedders
+from groove_tui.engine.models.embedders import (
     Embedder,
     FastEmbedEmbedder,
     HashingEmbedder,

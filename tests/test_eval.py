@@ -13,9 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.config import Config, FusionConfig, SearchConfig
-from groove_tui.engine import eval as ev
-from groove_tui.engine.eval import (
+from groove_tui.settings.config import Config, FusionConfig, SearchConfig
+from groove_tui.engine.evaluate import golden as ev
+from groove_tui.engine.evaluate.golden import (
     Aggregate,
     ConfigFingerprint,
     CorpusInfo,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
-from groove_tui import cli, evalrun
+from groove_tui import cli
+from groove_tui.commands import eval as evalrun
 from groove_tui.engine import Engine, SearchParams
 
 GOLDEN = """\
@@ -40,7 +41,7 @@ queries:
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "userdata"
     monkeypatch.setenv("XDG_DATA_HOME", str(d))
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: d / "groove-tui")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: d / "groove-tui")
     return d / "groove-tui"
 
 
@@ -50,7 +51,7 @@ def setup(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch):
     idx = tmp_path / "idx"
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")  # no user config
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")  # no user config
     monkeypatch.chdir(tmp_path)
     golden = tmp_path / "golden.yml"
     golden.write_text(GOLDEN, encoding="utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove_tui.engine.filters import DocFilter, FilterError, compile_globs, glob_to_regex, validate_date
+from groove_tui.engine.retrieve.filters import DocFilter, FilterError, compile_globs, glob_to_regex, validate_date
 
 # ---------------------------------------------------------------- globs
 

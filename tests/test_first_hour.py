@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.config import ConfigError, parse_config
+from groove_tui.settings.config import ConfigError, parse_config
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder
@@ -118,8 +118,8 @@ def test_a_golden_file_path_with_a_newline_is_escaped_too(cli, tmp_path):
 @pytest.mark.parametrize("name", ["multilingual-e5-small", "e5", "use-multilingual", "bge-small-en", "hashing-64",
                                   "BAAI/bge-small-en-v1.5", "sentence-transformers/all-MiniLM-L6-v2"])
 def test_an_embedder_named_as_the_reranker_says_so_and_lists_the_rerankers(name):
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import load_reranker
+    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.stages.rerank import load_reranker
 
     with pytest.raises(ModelUnavailable) as e:
         load_reranker(name)
@@ -133,9 +133,9 @@ def test_an_embedder_folder_as_the_reranker_is_refused_at_load_not_mid_search(cl
     running one pair through it): refused by name, never a numpy error from inside the scoring."""
     import hashlib
 
-    from groove_tui.engine.catalog import MANIFEST, Manifest
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+    from groove_tui.engine.models.catalog import MANIFEST, Manifest
+    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     local = build_tiny_embedder(tmp_path / "local-embedder")
     with pytest.raises(ModelUnavailable, match=r"is not a cross-encoder .*the rerankers are: ms-marco-l12"):

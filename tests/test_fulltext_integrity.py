@@ -127,7 +127,7 @@ CREATE VIRTUAL TABLE {table} USING fts5(heading, context, content, content='', c
 
 def _make_drifted_legacy(eng: Engine) -> None:
     """An index as groove-tui wrote it before FULLTEXT_VERSION, after one --force: every row counted twice."""
-    from groove_tui.engine.store import fulltext_rows
+    from groove_tui.engine.index.store import fulltext_rows
 
     with eng.store.transaction() as conn:
         rows = conn.execute("SELECT id, heading, context_text, content FROM chunks").fetchall()

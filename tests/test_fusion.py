@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from groove_tui.config import FusionConfig, SearchConfig
+from groove_tui.settings.config import FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.search import SCORE_WINDOW, _scale, _terms
+from groove_tui.engine.retrieve.searcher import SCORE_WINDOW, _scale, _terms
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 

@@ -64,7 +64,7 @@ def test_a_fifo_named_md_is_skipped_not_opened(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_file_swapped_for_a_fifo_after_the_check_does_not_block(tmp_path, monkeypatch):
     """The type check and the open are two steps: the open itself must not wait for a writer."""
-    from groove_tui.engine import indexer
+    from groove_tui.engine.index import indexer
 
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -95,7 +95,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
         assert [s.path for s in report.skipped] == ["caf\\xe9.md"]  # named, escaped visibly
         assert "not valid UTF-8" in report.skipped[0].reason
         assert not eng.needs_index()  # the skipped name does not make every open re-index
-        from groove_tui.textout import format_index_report
+        from groove_tui.output.textout import format_index_report
 
         text = format_index_report(report)
         text.encode("utf-8")  # printable: no lone surrogate reaches the terminal
@@ -103,8 +103,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
 
 
 def test_a_five_megabyte_line_is_indexed_in_bounded_chunks_and_printed_bounded(tmp_path):
-    from groove_tui.engine.embedders import HashingEmbedder
-    from groove_tui.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.engine.models.embedders import HashingEmbedder
+    from groove_tui.output.textout import BODY_MAX_CHARS, format_response
 
     kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 1_250_000 + "\n", "good.md": BODY})
     with open_engine(kb, tmp_path) as eng:
@@ -125,10 +125,10 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
     """An uncapped index (max_chunk_bytes 0, groove's behaviour) still hands models bounded text."""
     from dataclasses import replace
 
-    from groove_tui.config import ChunkingConfig
-    from groove_tui.engine.embedders import HashingEmbedder
-    from groove_tui.engine.indexer import MODEL_INPUT_MAX_CHARS
-    from groove_tui.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.settings.config import ChunkingConfig
+    from groove_tui.engine.models.embedders import HashingEmbedder
+    from groove_tui.engine.index.indexer import MODEL_INPUT_MAX_CHARS
+    from groove_tui.output.textout import BODY_MAX_CHARS, format_response
 
     kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 250_000 + "\n"})
     config = replace(hashing_config(), chunking=ChunkingConfig(0))
@@ -165,7 +165,7 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
 def test_a_model_typo_with_force_destroys_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
+    from groove_tui.settings.config import EmbeddingConfig
     from groove_tui.engine import EngineError
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY, "b.md": BODY.replace("Fine", "Other")})
@@ -186,7 +186,7 @@ def test_a_model_typo_with_force_destroys_nothing(tmp_path):
 def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
+    from groove_tui.settings.config import EmbeddingConfig
     from groove_tui.engine import EngineError
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY})
@@ -312,7 +312,7 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
 
 
 def test_lone_cr_line_endings_are_line_endings():
-    from groove_tui.engine.markdown import parse_markdown
+    from groove_tui.engine.index.markdown import parse_markdown
 
     text = "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r## First\rBody of the first section, long enough to stand alone.\r### Second\rBody of the second section, long enough to stand alone.\r"
     doc = parse_markdown("mac.md", text)
@@ -389,7 +389,7 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from groove_tui.engine.query import QueryError
+    from groove_tui.engine.analysis.query import QueryError
 
     alphabet = st.sampled_from(list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\'') + ["\u3000", "ー"])
 
@@ -500,7 +500,7 @@ def spoof_engine(tmp_path_factory):
 
 
 def test_text_output_shows_hostile_names_escaped(spoof_engine):
-    from groove_tui.textout import format_response
+    from groove_tui.output.textout import format_response
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
     assert len(resp.results) == 4
@@ -525,7 +525,7 @@ def test_json_output_escapes_c1_controls(spoof_engine):
 
 
 def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
-    from groove_tui.textout import format_index_report
+    from groove_tui.output.textout import format_index_report
 
     kb = write_kb(tmp_path / "kb", {"ok.md": BODY, "bin\n\u202eary\x9b.md": b"\x00binary"})
     with open_engine(kb, tmp_path) as eng:

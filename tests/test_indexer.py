@@ -140,7 +140,7 @@ def test_walk_skips_excluded_dirs_symlinks_and_grooveignore(tmp_path):
     outside = write_kb(tmp_path / "outside", {"o.md": body})
     os.symlink(outside / "o.md", kb / "link.md")
     os.symlink(outside, kb / "linkdir")
-    from groove_tui.engine.indexer import walk_kb
+    from groove_tui.engine.index.indexer import walk_kb
 
     assert walk_kb(kb, hashing_config().exclude_dirs) == ["keep.md", "notes/real.md"]
 
@@ -171,7 +171,7 @@ def test_model_mismatch_names_both_models_and_the_fix(kb, tmp_path):
         eng.index()
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
+    from groove_tui.settings.config import EmbeddingConfig
 
     other = replace(hashing_config(), embedding=EmbeddingConfig(model="hashing-32"))
     with pytest.raises(ModelMismatch) as err:
@@ -220,7 +220,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
     from groove_tui.engine import Engine
-    from groove_tui.engine.embedders import HashingEmbedder
+    from groove_tui.engine.models.embedders import HashingEmbedder
     sys.path.insert(0, {tests!r})
     from helpers import hashing_config
 
@@ -285,7 +285,7 @@ def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
 
 
 def test_engine_import_loads_no_ui_toolkit():
-    code = "import sys, groove_tui.engine, groove_tui.engine.search; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
+    code = "import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -293,7 +293,7 @@ def test_engine_import_loads_no_ui_toolkit():
 def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vectors(tmp_path):
     """Unchanged files are never re-read, so without this a new `[chunking] max_chunk_bytes` would apply
     only to files edited afterwards and one index would mix two cuts."""
-    from groove_tui.config import ChunkingConfig
+    from groove_tui.settings.config import ChunkingConfig
     from groove_tui.engine import Engine
 
     long_note = "# Long\n\n" + "\n\n".join(f"Paragraph {i} about tokio tasks and runtimes. " * 4 for i in range(12))

@@ -1,4 +1,4 @@
-"""groove_tui.engine.markdown: reference §A (groove's parser) plus our fences and size cap."""
+"""groove_tui.engine.index.markdown: reference §A (groove's parser) plus our fences and size cap."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.markdown import (
+from groove_tui.engine.index.markdown import (
     Frontmatter,
     build_context,
     filename_title,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
+from groove_tui.settings.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
 from groove_tui.engine import Engine, SearchParams
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
@@ -115,7 +115,7 @@ def test_one_document_with_many_parts_does_not_starve_the_page(tmp_path, legs):
 
 
 def test_a_merged_hit_is_labelled_with_the_part_it_shows(tmp_path, files):
-    from groove_tui.textout import format_response
+    from groove_tui.output.textout import format_response
     from groove_tui.tui.render import hit_title
 
     with _engine(tmp_path, True, files) as eng:

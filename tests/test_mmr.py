@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.mmr import mmr_select, mmr_select_traced
+from groove_tui.engine.stages.mmr import mmr_select, mmr_select_traced
 
 f32 = np.float32
 EPS = f32(1.1920929e-07)

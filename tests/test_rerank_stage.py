@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.config import ConfigError, RerankerConfig, parse_config
+from groove_tui.settings.config import ConfigError, RerankerConfig, parse_config
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
-from groove_tui.engine.rerank import clear_reranker_cache
-from groove_tui.engine.scripts import scripts_in, uncovered_reason
+from groove_tui.engine.stages.rerank import clear_reranker_cache
+from groove_tui.engine.analysis.scripts import scripts_in, uncovered_reason
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder
@@ -124,7 +124,7 @@ def test_languages_any_forces_the_reranker(make_engine, ce_dir, tmp_path) -> Non
 def test_a_reranker_failing_mid_run_leaves_the_fused_results(make_engine, ce_dir, monkeypatch) -> None:
     eng = make_engine()
     plain = eng.search("database search", SearchParams(limit=3))
-    from groove_tui.engine.rerank import get_reranker
+    from groove_tui.engine.stages.rerank import get_reranker
 
     reranker = get_reranker(str(ce_dir))
 
@@ -141,7 +141,7 @@ def test_a_reranker_failing_mid_run_leaves_the_fused_results(make_engine, ce_dir
 
 def test_one_pool_with_and_without_mmr_so_toggles_cost_no_model_calls(make_engine, ce_dir, monkeypatch) -> None:
     eng = make_engine(RerankerConfig(pool=12))
-    from groove_tui.engine.rerank import get_reranker
+    from groove_tui.engine.stages.rerank import get_reranker
 
     reranker = get_reranker(str(ce_dir))
     scored: list[int] = []
@@ -186,7 +186,7 @@ def test_progress_is_reported_and_a_cancel_stops_between_batches(make_engine, ce
 
 
 def test_batching_and_truncation_do_not_reorder_scores(ce_dir) -> None:
-    from groove_tui.engine.rerank import RerankerSettings, load_reranker
+    from groove_tui.engine.stages.rerank import RerankerSettings, load_reranker
 
     docs = ["a database index", "the cat sat on the mat", "tokio spawns tasks", "garden soil"] * 3
     a = load_reranker(str(ce_dir), RerankerSettings(batch_size=1)).score("database", docs)

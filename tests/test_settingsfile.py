@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_tui import cli
-from groove_tui.config import Config, parse_config
+from groove_tui.settings.config import Config, parse_config
 from groove_tui.engine.types import SearchParams
-from groove_tui.settingsfile import OURS, effective_config, file_keys, flatten, fragment, provenance
+from groove_tui.settings.fragment import OURS, effective_config, file_keys, flatten, fragment, provenance
 
 
 def _read_back(text: str) -> Config:
@@ -98,7 +98,7 @@ def test_provenance_names_default_file_and_flag(tmp_path: Path, capsys, monkeypa
 def test_config_show_refuses_a_bad_flag_in_one_line(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "none")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "none")
     assert cli.main(["config", "show", "--lambda", "2"]) == 1
     assert capsys.readouterr().err == "groove-tui: --lambda = 2.0 is invalid: expected a number in [0, 1]\n"
     assert cli.main(["config", "show"]) == 0
@@ -116,7 +116,7 @@ def test_file_keys_use_the_names_flatten_uses():
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_non_finite_numbers_have_no_toml_form(value):
-    from groove_tui.settingsfile import toml_value
+    from groove_tui.settings.fragment import toml_value
 
     with pytest.raises(ValueError):
         toml_value(value)
@@ -125,9 +125,9 @@ def test_non_finite_numbers_have_no_toml_form(value):
 def test_a_fragment_merges_into_a_groove_toml_keeping_its_comments_and_other_keys(tmp_path):
     import tomllib
 
-    from groove_tui.config import Config, parse_config
+    from groove_tui.settings.config import Config, parse_config
     from groove_tui.engine.types import SearchParams
-    from groove_tui.settingsfile import effective_config, fragment, save_fragment
+    from groove_tui.settings.fragment import effective_config, fragment, save_fragment
 
     path = tmp_path / "groove.toml"
     original = ("# team settings\nexclude_dirs = ['.git']  # single quotes stay\n\n[reranker]\n"

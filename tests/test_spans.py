@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.query import parse_query, query_phrases
-from groove_tui.engine.spans import fold, match_spans
+from groove_tui.engine.analysis.query import parse_query, query_phrases
+from groove_tui.engine.stages.spans import fold, match_spans
 
 
 def texts(content: str, spans: list[tuple[int, int]] | None) -> list[str]:

@@ -15,10 +15,10 @@ from helpers import hashing_config, write_kb
 
 from groove_tui import cli
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.eval import eval_params, load_golden
-from groove_tui.engine.knobs import KnobError, apply_settings, format_value
-from groove_tui.engine.sweep import grid, parse_axis, run_sweep
-from groove_tui.evalrun import run_eval
+from groove_tui.engine.evaluate.golden import eval_params, load_golden
+from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, format_value
+from groove_tui.engine.evaluate.sweep import grid, parse_axis, run_sweep
+from groove_tui.commands.eval import run_eval
 
 TOPICS = ("tokio", "sqlite", "vector", "kernel", "garden", "violin", "harbour", "glacier", "quantum", "bakery")
 FILLER = ("alpha", "beta", "gamma", "delta", "notes", "about", "things", "where", "search", "words", "daily")

@@ -1,4 +1,4 @@
-"""The vector leg's in-memory scan (engine/vector_scan.py) must give exactly sqlite-vec's KNN: the same ids,
+"""The vector leg's in-memory scan (engine/retrieve/vector_scan.py) must give exactly sqlite-vec's KNN: the same ids,
 distances to the last bit and tie order, at every k, on vectors with exact duplicates; and a search
 through the engine must not change at all when it is switched on, before or after the index changes."""
 
@@ -14,9 +14,9 @@ import sqlite_vec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.config import ConfigError, parse_config
+from groove_tui.settings.config import ConfigError, parse_config
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine import vector_scan as vs
+from groove_tui.engine.retrieve import vector_scan as vs
 
 from helpers import hashing_config, write_kb
 

@@ -9,9 +9,9 @@ import pytest
 from test_sweep import KS, _separate_eval, sweep_setup  # noqa: F401  (the module-scoped fixture)
 
 from groove_tui import cli
-from groove_tui.engine.eval import Expected, GoldenQuery, QueryMetrics, QueryResult
-from groove_tui.engine.knobs import KnobError
-from groove_tui.engine.winloss import bootstrap_p, sign_test, wins_losses
+from groove_tui.engine.evaluate.golden import Expected, GoldenQuery, QueryMetrics, QueryResult
+from groove_tui.engine.evaluate.knobs import KnobError
+from groove_tui.engine.evaluate.winloss import bootstrap_p, sign_test, wins_losses
 
 
 def _result(qid: str, ndcg: float, expected: bool = True) -> QueryResult:
@@ -55,7 +55,7 @@ def test_the_bootstrap_is_deterministic_and_tells_a_shift_from_noise():
 def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys, monkeypatch):  # noqa: F811
     kb, idx, config, golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: idx / "no-history-here")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: idx / "no-history-here")
     common = ["eval", str(kb), "--model", "hashing-64", "--golden", str(golden_path)]
     a, b = "fusion=rrf", "fusion=dbsf mmr_lambda=0.5"
     assert cli.main([*common, "--compare", a, b, "--format", "json"]) == 0
@@ -101,6 +101,6 @@ def test_a_bad_side_is_one_line_naming_it(sweep_setup, capsys, monkeypatch):  # 
     assert cli.main([*common, "--compare", "lambda", ""]) == 1
     assert "expected NAME=VALUE" in capsys.readouterr().err
     with pytest.raises(KnobError):
-        from groove_tui.engine.knobs import parse_settings
+        from groove_tui.engine.evaluate.knobs import parse_settings
 
         parse_settings("nope=1")

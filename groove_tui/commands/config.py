@@ -8,9 +8,9 @@ import tomllib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.config import Config, check_unit
+from groove_tui.settings.config import Config, check_unit
 from groove_tui.engine.types import json_text
-from groove_tui.settingsfile import fragment, provenance, toml_value
+from groove_tui.settings.fragment import fragment, provenance, toml_value
 
 if TYPE_CHECKING:
     import argparse

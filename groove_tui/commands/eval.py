@@ -3,7 +3,7 @@
 groove's eval semantics (§I.3): `limit = max(max(k), --limit)`; no filters at all (the quality filter is
 off: `min_quality = 0`); the reranker only when `--reranker` is given; MMR and the parent retriever per
 config and flags; one DB snapshot for the whole run. Metrics, fingerprint, history and comparison are
-`groove_tui.engine.eval`'s; this module is the loop around `Engine.search` plus the text/JSON output.
+`groove_tui.engine.evaluate.golden`'s; this module is the loop around `Engine.search` plus the text/JSON output.
 
 The history lives in the user data directory (`engine.eval.history_path_for`), never in the KB.
 Ours beyond groove: `--legs vector|fts` scores one retrieval leg alone (recorded in the fingerprint, so
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from groove_tui.config import FusionConfig
+from groove_tui.settings.config import FusionConfig
 from groove_tui.engine.types import json_text
-from groove_tui.engine.eval import (
+from groove_tui.engine.evaluate.golden import (
     eval_params,
     validate_query,
     K_MAX,
@@ -318,7 +318,7 @@ def config_summary(fp: ConfigFingerprint) -> str:
 
 
 def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT_MISSES) -> str:
-    from groove_tui.textout import sanitize
+    from groove_tui.output.textout import sanitize
 
     fp, agg, cmp = out.fingerprint, out.aggregate, out.comparison
     red, green, reset = ("\x1b[31m", "\x1b[32m", "\x1b[0m") if color else ("", "", "")
@@ -420,8 +420,8 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
 
 
 def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.textout import use_color
-    from groove_tui.progress import with_progress
+    from groove_tui.output.textout import use_color
+    from groove_tui.output.progress import with_progress
 
     outcome = with_progress("eval", lambda progress: evaluate_kb(engine, args, params, progress=progress))
     if getattr(args, "format", "text") == "json":

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.config import Config, load_config
-from groove_tui.engine.eval import Aggregate, aggregate, eval_params, load_golden, validate_query
-from groove_tui.engine.knobs import KnobError, apply_settings, describe, parse_settings
-from groove_tui.engine.sweep import score_golden
+from groove_tui.settings.config import Config, load_config
+from groove_tui.engine.evaluate.golden import Aggregate, aggregate, eval_params, load_golden, validate_query
+from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, describe, parse_settings
+from groove_tui.engine.evaluate.sweep import score_golden
 from groove_tui.engine.types import json_text
-from groove_tui.engine.winloss import WinLoss, metric_label, wins_losses
-from groove_tui.evalrun import EvalError, _shorten, parse_k_values, resolve_golden
+from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
+from groove_tui.commands.eval import EvalError, _shorten, parse_k_values, resolve_golden
 
 if TYPE_CHECKING:
     import argparse
@@ -110,7 +110,7 @@ def compare_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, *
 
 
 def format_text(out: CompareOutcome, *, max_rows: int | None = None) -> str:
-    from groove_tui.textout import sanitize
+    from groove_tui.output.textout import sanitize
 
     t = out.table
     k = max(out.k_values)
@@ -150,7 +150,7 @@ def to_json(out: CompareOutcome) -> dict[str, Any]:
 
 
 def run_compare_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.progress import with_progress
+    from groove_tui.output.progress import with_progress
 
     out = with_progress("compare", lambda progress: compare_kb(engine, args, params, progress=progress))
     if getattr(args, "format", "text") == "json":

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from groove_tui.engine.catalog import (
+from groove_tui.engine.models.catalog import (
     KNOWN_MODELS,
     MANIFEST,
     ManifestError,
@@ -23,7 +23,7 @@ from groove_tui.engine.catalog import (
     repair_command,
     verify_folder,
 )
-from groove_tui.paths import model_root
+from groove_tui.settings.paths import model_root
 
 
 class ModelsError(Exception):
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "pull":
         return _pull(args.name, root, force=args.force, quiet=args.quiet)
     if action == "remove":
-        from groove_tui.pull import remove
+        from groove_tui.engine.models.pull import remove
 
         removed = remove(args.name, root)
         if removed is None:
@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
-    from groove_tui.progress import ProgressLine
-    from groove_tui.pull import PullError, clean_partials, pull, resolve_spec
+    from groove_tui.output.progress import ProgressLine
+    from groove_tui.engine.models.pull import PullError, clean_partials, pull, resolve_spec
 
     try:
         spec = resolve_spec(name)

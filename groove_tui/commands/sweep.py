@@ -7,10 +7,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.engine.eval import eval_params, load_golden, validate_query
-from groove_tui.engine.sweep import SweepResult, parse_axis, run_sweep
+from groove_tui.engine.evaluate.golden import eval_params, load_golden, validate_query
+from groove_tui.engine.evaluate.sweep import SweepResult, parse_axis, run_sweep
 from groove_tui.engine.types import json_text
-from groove_tui.evalrun import EvalError, parse_k_values, resolve_golden
+from groove_tui.commands.eval import EvalError, parse_k_values, resolve_golden
 
 if TYPE_CHECKING:
     import argparse
@@ -109,13 +109,13 @@ def _heatmap(result: SweepResult, metric: str, k: int, label: str, lo: float, hi
 
 
 def _v(value: Any) -> str:
-    from groove_tui.engine.knobs import format_value
+    from groove_tui.engine.evaluate.knobs import format_value
 
     return format_value(value)
 
 
 def run_sweep_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.progress import with_progress
+    from groove_tui.output.progress import with_progress
 
     result = with_progress("sweep", lambda progress: sweep_kb(engine, args, params, progress=progress))
     metric = getattr(args, "metric", "ndcg")

@@ -12,7 +12,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.config import Config
+from groove_tui.settings.config import Config
 from groove_tui.engine.errors import EngineError, IndexNotReady, KBError, ModelMismatch, SearchCancelled
 from groove_tui.engine.types import (
     ExpandedFrom,
@@ -52,9 +52,9 @@ class Engine:
 
     def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False,
                  readonly: bool = False) -> None:
-        from groove_tui.engine.embedders import default_model_name, describe_model
-        from groove_tui.engine.search import Searcher
-        from groove_tui.engine.store import Store
+        from groove_tui.engine.models.embedders import default_model_name, describe_model
+        from groove_tui.engine.retrieve.searcher import Searcher
+        from groove_tui.engine.index.store import Store
 
         self.kb_path = kb_path
         self.index_dir = index_dir
@@ -99,7 +99,7 @@ class Engine:
     ) -> Engine:
         """`readonly=True` opens the index for searching only (search, status, eval): nothing is created
         or written, so it never waits for an indexer; a missing or outdated index raises IndexNotReady."""
-        from groove_tui.paths import index_dir_for
+        from groove_tui.settings.paths import index_dir_for
 
         kb = Path(kb_path).expanduser()
         if not kb.exists():
@@ -128,13 +128,13 @@ class Engine:
         """The embedding model, loaded once on first use (in whatever thread needs it first)."""
         with self._embedder_lock:
             if self._embedder is None:
-                from groove_tui.engine.embedders import get_embedder
+                from groove_tui.engine.models.embedders import get_embedder
 
                 self._embedder = get_embedder(self.config.embedding.model)
             return self._embedder
 
     def _reranker(self, name: str):
-        from groove_tui.engine.rerank import RerankerSettings, get_reranker
+        from groove_tui.engine.stages.rerank import RerankerSettings, get_reranker
 
         rr = self.config.reranker
         return get_reranker(name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None,
@@ -148,7 +148,7 @@ class Engine:
     def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
         """Index the KB (see the module docstring). A full disk or another write failure part-way raises
         IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
-        from groove_tui.engine.store import sqlite3
+        from groove_tui.engine.index.store import sqlite3
 
         if self.readonly:
             raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
@@ -158,8 +158,8 @@ class Engine:
             raise self.store.write_error(exc) from exc
 
     def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
-        from groove_tui.engine import modelchoice
-        from groove_tui.engine.indexer import _now, writer_lock
+        from groove_tui.engine.models import choice as modelchoice
+        from groove_tui.engine.index.indexer import _now, writer_lock
 
         with writer_lock(self.index_dir):
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
@@ -193,13 +193,13 @@ class Engine:
         return replace(report, notes=report.notes + tuple(notes)) if notes else report
 
     def _indexer(self):
-        from groove_tui.engine.indexer import Indexer
+        from groove_tui.engine.index.indexer import Indexer
 
         return Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder)
 
     def _use_model(self, name: str) -> None:
         """Switch an index that holds no vectors yet to another embedding model (recorded at once)."""
-        from groove_tui.engine.embedders import describe_model
+        from groove_tui.engine.models.embedders import describe_model
 
         self.config = replace(self.config, embedding=replace(self.config.embedding, model=name))
         self.model_id = describe_model(name)
@@ -211,7 +211,7 @@ class Engine:
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
-        from groove_tui.engine.indexer import name_is_utf8, walk_kb
+        from groove_tui.engine.index.indexer import name_is_utf8, walk_kb
 
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
@@ -256,7 +256,7 @@ class Engine:
         blend and model — sharing this engine's caches, so a sweep or a comparison recomputes only the
         stages a setting feeds. The retrieval legs are shared unless the setting changes what they
         fetch (bm25 column weights, merged parts, the bigram leg). Its `search` is `Engine.search`'s."""
-        from groove_tui.engine.search import LRU, Searcher
+        from groove_tui.engine.retrieve.searcher import LRU, Searcher
 
         base = self._searcher
         rr_fixed = ("max_tokens", "threads", "batch_size")
@@ -299,7 +299,7 @@ class Engine:
 
 
 def describe_default() -> str:
-    from groove_tui.engine.embedders import default_model_name, describe_model
+    from groove_tui.engine.models.embedders import default_model_name, describe_model
 
     return describe_model(default_model_name())
 

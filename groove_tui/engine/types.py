@@ -53,7 +53,7 @@ class FileIssue:
 @dataclass(frozen=True, slots=True)
 class IndexProgress:
     """Reported through `Engine.index(progress=...)`. In the embed phase `rate` is the recent rate in
-    chunks per second and `eta_seconds` the estimated time left (engine/throughput.py); both are None
+    chunks per second and `eta_seconds` the estimated time left (engine/index/throughput.py); both are None
     until a batch after the first (which pays for loading the model) has been timed."""
 
     phase: Literal["scan", "fulltext", "embed", "building model", "done"]  # "building model": path says which

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Callable, TextIO, TypeVar
 
-from groove_tui.engine.throughput import format_eta, format_rate
+from groove_tui.engine.index.throughput import format_eta, format_rate
 from groove_tui.engine.types import IndexProgress
 
 T = TypeVar("T")

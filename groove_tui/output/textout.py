@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from groove_tui.engine.throughput import format_rate
+from groove_tui.engine.index.throughput import format_rate
 from groove_tui.engine.types import Hit, IndexReport, SearchResponse
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

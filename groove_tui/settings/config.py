@@ -397,7 +397,7 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
 
 def check_languages(key: str, value: Any) -> tuple[str, ...]:
     """[reranker] languages: a list of language codes, or "any"."""
-    from groove_tui.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
+    from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
 
     allowed = sorted(LANGUAGE_SCRIPTS) + [MULTILINGUAL]
     if value == RERANK_LANGUAGES_ANY:
@@ -510,7 +510,7 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     cwd = Path.cwd() / "groove.toml"
     if cwd.is_file():
         return cwd
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     user = user_config_dir() / "groove.toml"
     return user if user.is_file() else None

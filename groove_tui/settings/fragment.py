@@ -13,16 +13,38 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import fields, is_dataclass, replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
-from groove_tui.config import Config
-from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import Config
 
 OURS = "# groove-tui only"
 COMMENT_COLUMN = 36
 
 
-def effective_config(config: Config, params: SearchParams) -> Config:
+class RankingParams(Protocol):
+    """The per-call ranking settings of the engine's `SearchParams`, as far as a groove.toml can say them
+    (settings sit below the engine, so they name the fields they read rather than import the type)."""
+
+    @property
+    def fusion(self) -> str | None: ...
+
+    @property
+    def mmr(self) -> bool: ...
+
+    @property
+    def mmr_lambda(self) -> float: ...
+
+    @property
+    def mmr_same_doc_penalty(self) -> float: ...
+
+    @property
+    def parent_retriever(self) -> bool: ...
+
+    @property
+    def reranker(self) -> str | None: ...
+
+
+def effective_config(config: Config, params: RankingParams) -> Config:
     """`config` with the per-call settings of `params` written into it: what a groove.toml would need to
     say so that the default search is this one."""
     s = config.search
@@ -219,7 +241,7 @@ def save_fragment(path: Any, fragment_text: str) -> str:
     import tomllib
     from pathlib import Path
 
-    from groove_tui.config import ConfigError, parse_config
+    from groove_tui.settings.config import ConfigError, parse_config
 
     path = Path(path)
     existed = path.is_file()

@@ -37,7 +37,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
 
-from groove_tui.config import Config
+from groove_tui.settings.config import Config
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
 from groove_tui.tui.compare_mode import CompareMode
 from groove_tui.tui.export import ExportActions, editor_command
@@ -72,7 +72,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         self.config: Config = config or getattr(engine, "config", None) or Config()
         self.kb_path = Path(kb_path) if kb_path is not None else Path(getattr(engine, "kb_path", "."))
         if history_path is None and kb_path is not None:
-            from groove_tui.paths import kb_state_dir
+            from groove_tui.settings.paths import kb_state_dir
 
             history_path = kb_state_dir(self.kb_path) / "history.json"
         self.history = QueryHistory(history_path)
@@ -155,7 +155,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         if self.config.reranker.model:
             return self.config.reranker.model
         if self._pulled_reranker is False:
-            from groove_tui.engine.catalog import pulled_reranker
+            from groove_tui.engine.models.catalog import pulled_reranker
 
             self._pulled_reranker = pulled_reranker()
         return self._pulled_reranker

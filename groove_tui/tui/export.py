@@ -121,7 +121,7 @@ class ExportActions:
 
     def action_save_screenshot(self) -> None:
         """An SVG of the screen into the user data directory (created if missing), and where it went."""
-        from groove_tui.paths import user_data_dir
+        from groove_tui.settings.paths import user_data_dir
 
         folder = user_data_dir() / "screenshots"
         try:

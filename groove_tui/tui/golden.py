@@ -1,8 +1,8 @@
 """Golden files in the explorer: the judgment session and the evaluation loop (no Textual here).
 
-The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.eval.eval_params`): no
+The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.evaluate.golden.eval_params`): no
 filters (`min_quality = 0`, no path/tag/date filters), `limit = max(k)`, MMR / parent retriever / reranker
-as the side's live settings. Metrics are `groove_tui.engine.eval`'s. Judgments go through
+as the side's live settings. Metrics are `groove_tui.engine.evaluate.golden`'s. Judgments go through
 `GoldenSet.with_judgment`; saving edits the user's file in place (golden_yaml.py, ruamel.yaml), or writes a
 new one with `save_golden`, so the file stays groove-compatible (grades and grade-0 judgments live in
 comments).
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groove_tui.engine.eval import (GOLDEN_MAX_BYTES, Aggregate, Expected, GoldenError, GoldenSet, QueryMetrics,
+from groove_tui.engine.evaluate.golden import (GOLDEN_MAX_BYTES, Aggregate, Expected, GoldenError, GoldenSet, QueryMetrics,
                                     RankedHit, _atomic_write, aggregate, evaluate_query, is_hit, load_golden,
                                     normalise_k_values, parse_golden, ranked_hits, save_golden)
 from groove_tui.engine.types import SearchParams
@@ -30,8 +30,8 @@ GRADES = (0, 1, 2, 3)
 
 def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams:
     """The side's live params under eval semantics (the reranker stays as the side has it)."""
-    from groove_tui.engine.eval import eval_params as cli_eval_params
-    from groove_tui.engine.eval import eval_limit
+    from groove_tui.engine.evaluate.golden import eval_params as cli_eval_params
+    from groove_tui.engine.evaluate.golden import eval_limit
 
     return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
                            reranker_given=params.reranker is not None)

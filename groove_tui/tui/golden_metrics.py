@@ -54,7 +54,7 @@ class GoldenMetrics:
 
     def load_golden(self, path: str | os.PathLike[str]) -> bool:
         """Load a golden file (replacing the current set; unsaved judgments are saved first) and score it."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
         from groove_tui.tui.golden import GoldenSession
 
         if self.golden_session is not None and self.golden_session.dirty:
@@ -174,7 +174,7 @@ class GoldenMetrics:
 
     def query_metrics(self, side: str):
         """The current query's own metrics on a side, from the hits shown (None if not in the set)."""
-        from groove_tui.engine.eval import evaluate_query, ranked_hits
+        from groove_tui.engine.evaluate.golden import evaluate_query, ranked_hits
 
         session = self.golden_session
         resp = self.responses.get(side)
@@ -194,7 +194,7 @@ class GoldenMetrics:
 
     def action_judge(self, grade: int) -> None:
         """Grade the focused hit for the current query (0 irrelevant … 3 highly relevant)."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
         from groove_tui.tui.golden import GoldenSession
 
         row = self.focused_row
@@ -233,7 +233,7 @@ class GoldenMetrics:
 
     def save_judgments(self) -> Path | None:
         """Write the golden set (groove-compatible) if it has unsaved judgments; notify where."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
 
         session = self.golden_session
         if session is None or not session.dirty:
@@ -278,6 +278,6 @@ class GoldenMetrics:
 
 def _query_validator():
     """groove refuses exclusion-only golden queries; so does the loader (as `groove-tui eval` does)."""
-    from groove_tui.engine.eval import validate_query
+    from groove_tui.engine.evaluate.golden import validate_query
 
     return validate_query

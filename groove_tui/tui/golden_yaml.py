@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from groove_tui.engine.eval import GoldenError, default_query_id
+from groove_tui.engine.evaluate.golden import GoldenError, default_query_id
 
 Judgment = tuple[str, str, "str | None", int]  # query text, path, heading, grade 0-3
 

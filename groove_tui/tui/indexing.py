@@ -16,9 +16,9 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 from rich.text import Text
 
-from groove_tui.engine.throughput import format_rate
+from groove_tui.engine.index.throughput import format_rate
 from groove_tui.engine.types import SearchParams
-from groove_tui.progress import embed_speed
+from groove_tui.output.progress import embed_speed
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig

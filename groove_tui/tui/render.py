@@ -22,7 +22,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
-from groove_tui.textout import display_title, escape_name, scale_text
+from groove_tui.output.textout import display_title, escape_name, scale_text
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 ELLIPSIS = "…"

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from rich.cells import cell_len
 
-from groove_tui.config import FUSION_METHODS, FusionConfig
+from groove_tui.settings.config import FUSION_METHODS, FusionConfig
 from groove_tui.engine.types import SearchParams
 
 SIDES = ("left", "right")

@@ -79,7 +79,7 @@ def shipped_theme_dir() -> Path | None:
 
 
 def user_theme_dir() -> Path:
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     return user_config_dir() / "themes"
 

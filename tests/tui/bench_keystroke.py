@@ -51,7 +51,7 @@ CHUNK_CAP: int | None = None  # --max-chunk-bytes: the cap the index was cut wit
 
 
 def _config(model: str):
-    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.settings.config import Config, EmbeddingConfig
 
     cfg = replace(Config(), embedding=EmbeddingConfig(model=model))
     if CHUNK_CAP is not None:
@@ -100,7 +100,7 @@ def open_engine(kb: Path, index_dir: str, model: str):
 
 
 async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int) -> dict:
-    from groove_tui.engine.eval import load_golden
+    from groove_tui.engine.evaluate.golden import load_golden
     from groove_tui.tui.app import GrooveApp
     from groove_tui.tui.widgets.results import ResultsPane
     from textual.widgets import Input

@@ -8,14 +8,14 @@ import time
 from dataclasses import replace, dataclass, field
 from pathlib import Path
 
-from groove_tui.config import Config
+from groove_tui.settings.config import Config
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.types import (ExpandedFrom, Hit, HitTrace, IndexProgress, IndexReport, IndexStatus,
                                      MMRTrace, QueryInfo, SearchParams, SearchResponse, Span)
 
 
 class FakeQueryError(ValueError):
-    """Like groove_tui.engine.query.QueryError: a ValueError carrying a user message."""
+    """Like groove_tui.engine.analysis.query.QueryError: a ValueError carrying a user message."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 
 from rich.text import Text
 
-from groove_tui.config import Config, RerankerConfig, TuiConfig
+from groove_tui.settings.config import Config, RerankerConfig, TuiConfig
 from groove_tui.tui.messages import SearchFinished
 from groove_tui.tui.screens.detail import DetailScreen
 from groove_tui.tui.screens.help import HelpScreen
@@ -437,7 +437,7 @@ async def test_themes_cycle_through_shipped_and_user_files_and_screenshots_say_w
     user.mkdir()
     (user / "mine.toml").write_text('name = "mine"\ndark = true\nprimary = "#88aaff"\n', encoding="utf-8")
     app = make_app(tmp_path, user_theme_dir=user)
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: tmp_path / "data")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: tmp_path / "data")
     async with app.run_test(size=SIZE) as pilot:
         assert app.own_themes == ("groove", "groove-light", "mine")
         seen = []

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from textual.widgets import Label, OptionList, Select
 
-from groove_tui.config import FUSION_METHODS, Config, FusionConfig, TuiConfig
+from groove_tui.settings.config import FUSION_METHODS, Config, FusionConfig, TuiConfig
 from groove_tui.tui.screens.help import binding_rows
 from groove_tui.tui.widgets.explain import ExplainPanel
 from groove_tui.tui.widgets.results import ResultsPane

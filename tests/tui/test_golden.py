@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.config import Config, EvalConfig
-from groove_tui.engine.eval import load_golden, normalise_k_values
+from groove_tui.settings.config import Config, EvalConfig
+from groove_tui.engine.evaluate.golden import load_golden, normalise_k_values
 from groove_tui.tui.golden import DEFAULT_JUDGMENTS_FILE, eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -200,7 +200,7 @@ async def test_compare_mode_shows_both_sides_metrics(tmp_path):
 def test_run_golden_cancels_between_queries_and_paces():
     import threading
 
-    from groove_tui.engine.eval import parse_golden
+    from groove_tui.engine.evaluate.golden import parse_golden
 
     golden = parse_golden(GOLDEN)
     cancel = threading.Event()
@@ -313,7 +313,7 @@ queries:
 
 
 def test_a_new_judgments_file_is_written_in_groove_format(tmp_path):
-    from groove_tui.engine.eval import dump_golden
+    from groove_tui.engine.evaluate.golden import dump_golden
     from groove_tui.tui.golden import GoldenSession
 
     s = GoldenSession.new((1, 10), tmp_path)

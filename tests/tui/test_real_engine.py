@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, EmbeddingConfig
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.tui.app import GrooveApp
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.detail import DetailView

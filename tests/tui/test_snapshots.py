@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from groove_tui.config import Config, TuiConfig
+from groove_tui.settings.config import Config, TuiConfig
 
 from .fakes import FakeEngine
 from .helpers import SIZE, make_app, settle

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import Config, parse_config
-from groove_tui.engine.eval import load_golden
-from groove_tui.engine.winloss import wins_losses
+from groove_tui.settings.config import Config, parse_config
+from groove_tui.engine.evaluate.golden import load_golden
+from groove_tui.engine.evaluate.winloss import wins_losses
 from groove_tui.tui.golden import eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.screens.save_settings import SaveSettingsScreen
@@ -173,7 +173,7 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
 async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch):
     """No groove.toml in use: the default target is groove.toml in the user config directory (read when
     no other is found), created there, shown in full before it is written."""
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     monkeypatch.chdir(tmp_path)
     app = make_app(tmp_path)
@@ -227,7 +227,7 @@ async def test_settings_merge_into_the_groove_toml_in_use_keeping_its_comments(t
 
 
 async def test_settings_are_never_written_into_the_kb(tmp_path):
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     kb = tmp_path / "kb"
     kb.mkdir()

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import FUSION_METHODS, Config, TuiConfig
+from groove_tui.settings.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui import themes
 from groove_tui.tui.history import QueryHistory

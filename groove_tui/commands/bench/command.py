@@ -50,7 +50,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from groove_tui import textout
+from groove_tui.output import textout
 
 if TYPE_CHECKING:
     import argparse
@@ -130,8 +130,8 @@ def _ms(t0: float) -> float:
 def load_queries(path: str | None) -> list[str]:
     if not path:
         return list(BUILTIN_QUERIES)
-    from groove_tui.engine.eval import load_golden
-    from groove_tui.engine.eval import validate_query
+    from groove_tui.engine.evaluate.golden import load_golden
+    from groove_tui.engine.evaluate.golden import validate_query
 
     golden = load_golden(path, validate_query=validate_query)
     if not golden.queries:
@@ -243,7 +243,7 @@ def cold_searches(
             if forget_phrases:
                 _clear_phrase_stats(engine)
             if vector_first:
-                from groove_tui.engine.query import parse_query
+                from groove_tui.engine.analysis.query import parse_query
 
                 text = parse_query(q).positive_text
                 import numpy as np
@@ -324,7 +324,7 @@ def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: in
     """The bare MMR selection: a real 250-candidate pool (scores and stored vectors) down to 10."""
     import numpy as np
 
-    from groove_tui.engine.mmr import mmr_select_traced
+    from groove_tui.engine.stages.mmr import mmr_select_traced
 
     base = engine.default_params(reranker=None, mmr=False, parent_retriever=False, limit=pool)
     samples: list[float] = []
@@ -391,7 +391,7 @@ def bench_cancel(engine: Engine, queries: Sequence[str], params, repeat: int, ca
 
 def copy_subset(kb: Path, dest: Path, docs: int | None, exclude_dirs: tuple[str, ...]) -> int:
     """Copy the first `docs` Markdown files (walk order) of `kb` into `dest`; how many were copied."""
-    from groove_tui.engine.indexer import walk_kb
+    from groove_tui.engine.index.indexer import walk_kb
 
     paths = walk_kb(kb, exclude_dirs)
     if docs is not None:
@@ -411,7 +411,7 @@ def bench_index(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     from groove_tui.engine import Engine as EngineCls
-    from groove_tui.engine.indexer import embedding_input
+    from groove_tui.engine.index.indexer import embedding_input
 
     notify = progress or (lambda _label, _done, _total: None)
     config = engine.config
@@ -560,7 +560,7 @@ def bench_readers(
         def while_indexing(label: str, target_kb: Path, target_idx: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             stop.unlink(missing_ok=True)
             writer = subprocess.Popen(
-                [sys.executable, "-c", "from groove_tui.bench import _writer_main; _writer_main()",
+                [sys.executable, "-c", "from groove_tui.commands.bench.command import _writer_main; _writer_main()",
                  str(target_kb), str(target_idx), str(spare), str(stop), model_id],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
@@ -613,7 +613,7 @@ def _writer_main() -> None:
     """The benchmark's indexing process (argv: kb, index dir, spare documents, stop file, model): indexes
     the KB again and again, alternately with a copy of the spare documents added and deleted, until the
     stop file exists (at least once); prints "ready" first and the number of runs last."""
-    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.settings.config import Config, EmbeddingConfig
     from groove_tui.engine import Engine as EngineCls
 
     kb, idx, spare, stop = (Path(a) for a in sys.argv[1:5])
@@ -637,8 +637,8 @@ def _writer_main() -> None:
 
 def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
     """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
-    from groove_tui.engine.indexer import decode_markdown, read_file, walk_kb
-    from groove_tui.engine.markdown import parse_markdown
+    from groove_tui.engine.index.indexer import decode_markdown, read_file, walk_kb
+    from groove_tui.engine.index.markdown import parse_markdown
     from groove_tui.engine.types import FileIssue
 
     out = []
@@ -790,7 +790,7 @@ def _loadavg() -> list[float] | None:
 
 
 def run_scale(kb: Path, config, args: argparse.Namespace, *, progress=None) -> dict[str, Any]:
-    from groove_tui.engine.embedders import describe_model
+    from groove_tui.engine.models.embedders import describe_model
 
     repeat = max(1, int(getattr(args, "repeat", 3) or 1))
     result: dict[str, Any] = {
@@ -1059,7 +1059,7 @@ def run_scale_command(kb: Path, config, args: argparse.Namespace) -> int:
 
 
 def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespace) -> int:
-    from groove_tui.progress import ProgressLine
+    from groove_tui.output.progress import ProgressLine
 
     bar = ProgressLine(sys.stderr, enabled=sys.stderr.isatty())
     try:

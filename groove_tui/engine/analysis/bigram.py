@@ -22,7 +22,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from groove_tui.engine.query import fts_phrase, segments
+from groove_tui.engine.analysis.query import fts_phrase, segments
 
 __all__ = ["BigramQuery", "SEGMENTATION_VERSION", "cjk_terms", "compile_bigram", "has_cjk", "nfkc", "segment"]
 

@@ -7,7 +7,7 @@ Scripts, not languages: telling English from French needs a model, telling Latin
 
 from __future__ import annotations
 
-from groove_tui.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
+from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
 
 _RANGES: tuple[tuple[int, int, str], ...] = (
     (0x0370, 0x03FF, "greek"),

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 import yaml
 
 if TYPE_CHECKING:
-    from groove_tui.config import Config
+    from groove_tui.settings.config import Config
     from groove_tui.engine.types import SearchParams
 
 log = logging.getLogger(__name__)
@@ -913,7 +913,7 @@ class HistoryError(RuntimeError):
 
 def history_path_for(kb: str | os.PathLike[str]) -> Path:
     """`<user data dir>/eval-history/<kb key>.json`: never inside the KB (groove writes there; we don't)."""
-    from groove_tui.paths import index_dir_for, user_data_dir
+    from groove_tui.settings.paths import index_dir_for, user_data_dir
 
     return user_data_dir() / "eval-history" / f"{index_dir_for(Path(kb), '/').name}.json"
 
@@ -1100,7 +1100,7 @@ def _k_map(obj: Any) -> dict[int, float]:
 
 def validate_query(text: str) -> None:
     """Refuse what search would refuse (exclusion-only queries, over-long queries): a load error."""
-    from groove_tui.engine.query import parse_query
+    from groove_tui.engine.analysis.query import parse_query
 
     parse_query(text)
 

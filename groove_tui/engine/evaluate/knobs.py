@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from groove_tui.config import FUSION_METHODS, Config, FusionConfig
+from groove_tui.settings.config import FUSION_METHODS, Config, FusionConfig
 from groove_tui.engine.types import SearchParams
 
 Kind = Literal["float", "int", "bool", "choice", "text"]

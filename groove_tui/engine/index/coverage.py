@@ -19,7 +19,7 @@ from pathlib import Path
 import sqlean as sqlite3
 
 from groove_tui.engine.errors import ParamError
-from groove_tui.engine.store import Store
+from groove_tui.engine.index.store import Store
 
 
 def check_share(value: object) -> float:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from groove_tui.config import Config
-from groove_tui.engine import fulltext_pruning
-from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.settings.config import Config
+from groove_tui.engine.index import phrase_stats
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
-from groove_tui.engine.markdown import parse_markdown
-from groove_tui.engine.store import BIGRAM_DDL, Store, to_blob
-from groove_tui.engine.throughput import RateMeter, pending_in_order
+from groove_tui.engine.index.markdown import parse_markdown
+from groove_tui.engine.index.store import BIGRAM_DDL, Store, to_blob
+from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
 
 log = logging.getLogger(__name__)
@@ -385,14 +385,14 @@ class Indexer:
 
     def _phrase_statistics(self, cancel: threading.Event | None) -> None:
         """Store the full-text leg's statistics of the corpus' common phrases for this index generation
-        (engine/fulltext_pruning.py: a new session then starts with the lists that cost most to fetch).
+        (engine/retrieve/fulltext.py: a new session then starts with the lists that cost most to fetch).
         Only for tables big enough to prune, and once per generation (a run that changed nothing finds
         them current). Best effort: the leg is exact without them, only slower."""
         f = self.config.search.fusion
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         try:
-            fulltext_pruning.store_common_phrases(self.store.conn(), weights, cancel=cancel)
-        except fulltext_pruning.sqlite3.Error as exc:
+            phrase_stats.store_common_phrases(self.store.conn(), weights, cancel=cancel)
+        except phrase_stats.sqlite3.Error as exc:
             if self.store.conn().in_transaction:
                 self.store.conn().execute("ROLLBACK")
             log.warning("phrase statistics not stored: %s", exc)
@@ -657,7 +657,7 @@ class Indexer:
         self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, contextual: bool
     ) -> None:
         conn = self.store.conn()
-        pending = pending_in_order(conn, contextual)  # most likely searched first (engine/throughput.py)
+        pending = pending_in_order(conn, contextual)  # most likely searched first (engine/index/throughput.py)
         if not pending:
             return
         embedder = self._load_embedder()

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, Sequence
 
 import yaml
 
-from groove_tui.config import DEFAULT_MAX_CHUNK_BYTES
+from groove_tui.settings.config import DEFAULT_MAX_CHUNK_BYTES
 from groove_tui.engine.types import Chunk, ParsedDocument
 
 MERGE_MIN_BYTES = 50  # groove's minimum chunk size (§A.6), in UTF-8 bytes

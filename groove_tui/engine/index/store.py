@@ -18,7 +18,7 @@ import numpy as np
 import sqlean as sqlite3
 import sqlite_vec
 
-from groove_tui.engine.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 
 SCHEMA_VERSION = "1"
@@ -71,7 +71,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
 """
 
 # Ours (DESIGN.md deviation 6): the CJK character-bigram side index over a segmented copy of the same
-# three columns (engine/bigram.py). Rebuilt when index_meta's bigram_version differs from
+# three columns (engine/analysis/bigram.py). Rebuilt when index_meta's bigram_version differs from
 # bigram.SEGMENTATION_VERSION (an index from before the table, or an older segmentation).
 BIGRAM_DDL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(

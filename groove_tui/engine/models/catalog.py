@@ -1,6 +1,6 @@
 """The models groove-tui knows: what each one is, where it comes from, and whether it is installed here.
 
-Pure data and file-system lookups: nothing here downloads (``groove_tui.pull`` does, on request). A
+Pure data and file-system lookups: nothing here downloads (``groove_tui.engine.models.pull`` does, on request). A
 pulled model is one folder under the model directory (``paths.model_root``) holding its files and a
 ``groove-model.json`` manifest that declares how to run it (pooling, prefixes, languages) and the SHA-256
 of every file, so a local ONNX directory a user writes by hand can declare the same.
@@ -17,8 +17,8 @@ from pathlib import PurePosixPath
 from pathlib import Path
 from typing import Literal
 
-from groove_tui.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa: F401 - re-exported
-from groove_tui.paths import model_root
+from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa: F401 - re-exported
+from groove_tui.settings.paths import model_root
 
 MANIFEST = "groove-model.json"
 Kind = Literal["embedder", "reranker"]

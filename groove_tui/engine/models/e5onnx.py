@@ -441,7 +441,7 @@ _PARTIAL_PREFIX = ".partial-"  # the same prefix `groove-tui models pull` cleans
 
 def verify_folder(folder: Path) -> list[str]:
     """What is wrong with a built folder (empty: every file its manifest lists has its SHA-256)."""
-    from groove_tui.engine.catalog import MANIFEST, read_manifest
+    from groove_tui.engine.models.catalog import MANIFEST, read_manifest
 
     try:
         manifest = read_manifest(folder)
@@ -473,7 +473,7 @@ def install(source: Path, final: Path, manifest_fields: dict[str, Any], *, linea
     import shutil
     import tempfile
 
-    from groove_tui.engine.catalog import MANIFEST, Manifest
+    from groove_tui.engine.models.catalog import MANIFEST, Manifest
 
     final = Path(final)
     with _INSTALL_LOCK:

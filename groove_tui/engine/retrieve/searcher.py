@@ -22,18 +22,18 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import sqlean as sqlite3
 
-from groove_tui.config import Config, FusionConfig, check_fusion_method, check_unit
-from groove_tui.engine import fulltext_pruning
-from groove_tui.engine.vector_scan import VectorScan
-from groove_tui.engine.bigram import BigramQuery, compile_bigram, segment
+from groove_tui.settings.config import Config, FusionConfig, check_fusion_method, check_unit
+from groove_tui.engine.retrieve import fulltext
+from groove_tui.engine.retrieve.vector_scan import VectorScan
+from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram, segment
 from groove_tui.engine.errors import ParamError, SearchCancelled
-from groove_tui.engine.filters import DocFilter
-from groove_tui.engine.indexer import embedding_input
-from groove_tui.engine.mmr import mmr_select_traced
-from groove_tui.engine.parent import ChunkRow, expand_hit
-from groove_tui.engine.query import ParsedQuery, QueryError, fts_phrase, parse_query
-from groove_tui.engine.spans import match_spans
-from groove_tui.engine.store import CandidateRow, Store, to_blob
+from groove_tui.engine.retrieve.filters import DocFilter
+from groove_tui.engine.index.indexer import embedding_input
+from groove_tui.engine.stages.mmr import mmr_select_traced
+from groove_tui.engine.stages.parent import ChunkRow, expand_hit
+from groove_tui.engine.analysis.query import ParsedQuery, QueryError, fts_phrase, parse_query
+from groove_tui.engine.stages.spans import match_spans
+from groove_tui.engine.index.store import CandidateRow, Store, to_blob
 from groove_tui.engine.types import HitTrace, Hit, QueryInfo, SearchParams, SearchResponse, Span
 
 log = logging.getLogger("groove_tui.search")
@@ -199,7 +199,7 @@ class Searcher:
         self.query_vectors = LRU(256)
         self.rerank_scores = LRU(20_000)
         self.embeddings = LRU(20_000)
-        self.pruned = fulltext_pruning.PrunedFulltext()  # per-generation phrase statistics live here
+        self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
         self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
 
     # ------------------------------------------------------------ entry
@@ -474,8 +474,8 @@ class Searcher:
         Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
         if name is None:
             return None, None, False
-        from groove_tui.engine.rerank import reranker_enabled
-        from groove_tui.engine.scripts import uncovered_reason
+        from groove_tui.engine.stages.rerank import reranker_enabled
+        from groove_tui.engine.analysis.scripts import uncovered_reason
 
         if not reranker_enabled(name):  # groove's "none" / "off": no stage, and no warning about it
             return None, None, False
@@ -644,7 +644,7 @@ class Searcher:
         scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
         while True:
             found = self.vectors.knn(qvec, k, generation) if scan else None
-            if found is None:  # sqlite-vec's own scan: the same rows (engine/vector_scan.py says why)
+            if found is None:  # sqlite-vec's own scan: the same rows (engine/retrieve/vector_scan.py says why)
                 found = conn.execute(
                     "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                     (blob, k),
@@ -681,7 +681,7 @@ class Searcher:
     def ranked_fulltext(self, table: str, expr: str, limit: int) -> list[tuple[int, float]]:
         """The first `limit` rows of `table`'s bm25 statement for `expr`: (rowid, bm25), best first.
 
-        Pruned (engine/fulltext_pruning.py) when that is possible and on, which gives the very same rows,
+        Pruned (engine/retrieve/fulltext.py) when that is possible and on, which gives the very same rows,
         scores and tie order; else the plain statement, the one definition of the leg's ranking."""
         f = self.config.search.fusion
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from groove_tui.config import check_unit
+from groove_tui.settings.config import check_unit
 from groove_tui.engine.types import MMRTrace
 
 F32_EPSILON = np.float32(1.1920929e-07)  # Rust f32::EPSILON

@@ -1,4 +1,4 @@
-"""Cross-encoder rerankers: loading and scoring only (the pipeline stage lives in search.py).
+"""Cross-encoder rerankers: loading and scoring only (the pipeline stage lives in retrieve/searcher.py).
 
 A reranker is a fastembed ``TextCrossEncoder``: a pulled model (``groove-tui models pull ms-marco-l12``),
 a fastembed catalog name (pulled, or in fastembed's cache) or a local ONNX directory. Nothing downloads
@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from groove_tui.engine.catalog import (
+from groove_tui.engine.models.catalog import (
     KNOWN_MODELS,
     HubSource,
     WheelSource,
@@ -28,7 +28,7 @@ from groove_tui.engine.catalog import (
     read_manifest,
     repair_advice,
 )
-from groove_tui.engine.embedders import (
+from groove_tui.engine.models.embedders import (
     DEFAULT_BATCH,
     ONNX_DIR_PREFIX,
     ModelCache,
@@ -209,7 +209,7 @@ _RERANKERS_ARE = ("the rerankers are: " + ", ".join(s.name for s in KNOWN_MODELS
 
 def _not_an_embedder(name: str) -> None:
     """An embedder named as the reranker is refused by name, before anything loads."""
-    from groove_tui.engine.embedders import HASHING_NAME, describe_model
+    from groove_tui.engine.models.embedders import HASHING_NAME, describe_model
 
     text = name.strip()
     if looks_like_path(text) or Path(text).expanduser().is_dir():
@@ -234,7 +234,7 @@ def _not_an_embedder(name: str) -> None:
 
 
 def _is_catalog_embedder(name: str) -> bool:
-    from groove_tui.engine.embedders import _fastembed_catalog
+    from groove_tui.engine.models.embedders import _fastembed_catalog
 
     low = name.lower()
     if low not in _fastembed_catalog():

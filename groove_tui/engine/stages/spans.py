@@ -28,8 +28,8 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
-from groove_tui.engine.bigram import cjk_terms, nfkc
-from groove_tui.engine.query import split_terms, trim
+from groove_tui.engine.analysis.bigram import cjk_terms, nfkc
+from groove_tui.engine.analysis.query import split_terms, trim
 
 __all__ = ["MATCH_SPAN_MAX_CONTENT_BYTES", "MATCH_SPAN_MAX_TERMS", "fold", "match_spans"]
 

@@ -89,8 +89,8 @@ class SaveSettingsScreen(ModalScreen[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        from groove_tui.config import ConfigError
-        from groove_tui.settingsfile import save_fragment
+        from groove_tui.settings.config import ConfigError
+        from groove_tui.settings.fragment import save_fragment
 
         path = self.resolve(event.value)
         refused = self.refusal(path)
@@ -120,7 +120,7 @@ class SaveSettingsScreen(ModalScreen[None]):
 
 def open_save_settings(app) -> None:
     """The current side's live settings (compare mode: the side with the cursor) over the engine's config."""
-    from groove_tui.settingsfile import effective_config, fragment
+    from groove_tui.settings.fragment import effective_config, fragment
 
     side = app.active_side if app.compare_active else "left"
     params = app.run_configs[side].to_params(app.base_params, app.reranker_model, explain=False)
@@ -133,7 +133,7 @@ def default_target(config, kb_path: Path | None) -> Path:
     """The groove.toml the explorer's settings came from, unless it lies inside the KB (nothing is ever
     written there); else groove.toml in groove-tui's user config directory, which is read when no other
     groove.toml is found."""
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     source = getattr(config, "source", None)
     if source:

@@ -21,8 +21,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from textual_plot import HiResMode, PlotWidget
 
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.knobs import format_value
-from groove_tui.engine.sweep import SweepResult, run_sweep
+from groove_tui.engine.evaluate.knobs import format_value
+from groove_tui.engine.evaluate.sweep import SweepResult, run_sweep
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import SweepTarget, current_value, with_value
 

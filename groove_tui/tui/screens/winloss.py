@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from groove_tui.engine.winloss import WinLoss, metric_label, wins_losses
+from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import side_results
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Switch
 
-from groove_tui.config import FUSION_METHODS
+from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider

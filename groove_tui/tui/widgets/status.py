@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from groove_tui.engine.types import IndexProgress
-from groove_tui.progress import embed_speed
+from groove_tui.output.progress import embed_speed
 
 PHASES = {"scan": "Scanning", "fulltext": "Indexing full text (1/2)", "embed": "Embedding (2/2) — search works",
           "done": "Index ready"}
