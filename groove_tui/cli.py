@@ -1,19 +1,23 @@
-"""Command line: `groove-tui <kb>` opens the explorer; `index`, `search`, `eval`, `bench`, `status` are headless.
+"""Command line: builds the parser and dispatches. `groove-tui <kb>` opens the explorer; `index`, `search`,
+`eval`, `sweep`, `bench`, `status`, `config`, `models` are headless, each a module of `groove_tui.commands`.
 
-Only argparse and the config module (stdlib only) are imported at module level so `groove-tui --help`
-stays fast; each command imports what it needs. Data goes to stdout, errors and progress to stderr.
+Only argparse, the settings and the commands' shared helpers (stdlib only) are imported at module level so
+`groove-tui --help` stays fast; a command's module is imported when it runs. Data goes to stdout, errors and
+progress to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import math
 import os
 import re
 import sys
 from pathlib import Path
 
+from groove_tui.commands.common import CLIError
 from groove_tui.settings.config import FUSION_METHODS
 
 COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models", "demo")
@@ -32,18 +36,6 @@ EPILOG = """commands:
   groove-tui models [list|pull NAME]  the embedders and rerankers, and installing them
 
 Run `groove-tui COMMAND --help` for a command's options."""
-
-
-class CLIError(Exception):
-    """A user error: printed to stderr, exit status 1."""
-
-    code = 1
-
-
-class UsageError(CLIError):
-    """A command line that cannot mean anything (a typo, an empty query): exit status 2, like argparse's."""
-
-    code = 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -271,246 +263,6 @@ def _version() -> str:
     return f"groove-tui {__version__}"
 
 
-# ---------------------------------------------------------------- shared helpers
-
-
-def _config(args: argparse.Namespace):
-    """groove.toml as found, with --model applied."""
-    from dataclasses import replace
-
-    from groove_tui.settings.config import load_config
-
-    from groove_tui.settings.config import check_range
-
-    config = load_config(args.config)
-    if getattr(args, "model", None) is not None:
-        if not args.model.strip():
-            raise CLIError(f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
-                           f"bge-small-en) or a local ONNX directory; leave the flag out for the default")
-        config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
-    rr = config.reranker
-    for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
-                              ("rerank_threads", "threads", 0, 256)):
-        value = getattr(args, flag, None)
-        if value is not None:
-            check_range("--" + flag.replace("_", "-"), value, lo, hi, integer=True)
-            rr = replace(rr, **{key: value})
-    return replace(config, reranker=rr)
-
-
-def _load(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False):
-    """The engine for a command. Readers (search, status, eval, sweep) open the index read-only: they
-    answer from the last commit while an index runs and never wait for its write lock."""
-    from groove_tui.engine import Engine, IndexNotReady, ModelMismatch
-
-    config = _config(args)
-    try:
-        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change,
-                           readonly=readonly)
-    except ModelMismatch as exc:
-        raise CLIError(mismatch_advice(args, config, exc)) from None
-    except IndexNotReady as exc:
-        raise CLIError(not_ready_advice(args, exc)) from None
-
-
-def not_ready_advice(args: argparse.Namespace, exc) -> str:
-    """A reader's answer when there is no index it can read: what is wrong, and the command that fixes it."""
-    from groove_tui.output.textout import index_command
-
-    kb = Path(args.kb).expanduser().resolve()
-    if exc.reason == "missing":
-        return f"{kb} has not been indexed yet (index: {exc.db_path}). Run: {index_command(args, kb)}"
-    return (f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
-            f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}")
-
-
-def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
-    """Both ways out of a model mismatch, as commands with the user's own flags."""
-    import shlex
-
-    from groove_tui.output.textout import index_command
-
-    named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
-    keep = ("drop " + named if named else
-            f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
-    rebuild = index_command(args, args.kb, "--force", model=getattr(args, "model", None) or exc.configured)
-    return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
-            f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
-
-
-def _params(engine, args: argparse.Namespace):
-    from dataclasses import replace
-
-    params = engine.default_params()
-    changes: dict = {}
-    if getattr(args, "limit", None) is not None:
-        if args.limit < 0:
-            raise CLIError(f"--limit {args.limit} is invalid: expected an integer >= 0")
-        changes["limit"] = args.limit
-    if args.mmr is not None:
-        changes["mmr"] = args.mmr
-    for flag, attr, key in (("--lambda", "mmr_lambda", "mmr_lambda"),
-                            ("--same-doc-penalty", "same_doc_penalty", "mmr_same_doc_penalty")):
-        v = getattr(args, attr)
-        if v is not None:
-            if not (math.isfinite(v) and 0.0 <= v <= 1.0):  # named as typed, like --min-quality
-                raise CLIError(f"{flag} {_flag_value(v)} is invalid: expected a number in [0, 1]")
-            changes[key] = v
-    if args.parent is not None:
-        changes["parent_retriever"] = args.parent
-    if args.reranker is not None:
-        changes["reranker"] = None if args.reranker in ("none", "") else args.reranker
-    if getattr(args, "fusion", None) is not None:
-        changes["fusion"] = args.fusion
-    if hasattr(args, "path_glob"):
-        changes.update(
-            path_globs=tuple(args.path_glob),
-            tags_any=tuple(args.tag_any),
-            tags_all=tuple(args.tag_all),
-            date_from=args.date_from,
-            date_to=args.date_to,
-            category=args.category,
-            topic=args.topic,
-            min_quality=args.min_quality,
-        )
-        q = args.min_quality
-        if q is not None and not (math.isfinite(q) and 0.0 <= q <= 1.0):
-            raise CLIError(f"--min-quality {_flag_value(q)} is invalid: expected a number in [0, 1]")
-        if args.min_confidence_ratio is not None:
-            r = args.min_confidence_ratio
-            if not math.isfinite(r) or r < 0:
-                raise CLIError(f"--min-confidence-ratio {_flag_value(r)} is invalid: expected a finite number >= 0")
-            changes["min_confidence_ratio"] = r
-    return replace(params, **changes)
-
-
-def _flag_value(value: float) -> str:
-    """A float flag as the user typed it, near enough: -1.0 → -1."""
-    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
-
-
-def _require_index(engine, args: argparse.Namespace) -> None:
-    from groove_tui.output.textout import index_command
-
-    docs, _chunks, _pending = engine.store.counts()
-    if docs == 0:
-        raise CLIError(
-            f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
-            f"Run: {index_command(args, engine.kb_path)}"
-        )
-
-
-# ---------------------------------------------------------------- commands
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    from groove_tui.engine.types import json_text
-    from groove_tui.output.progress import ProgressLine
-
-    engine = _load(args, allow_model_change=args.force)
-    with engine:
-        bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty(), notices=not args.quiet)
-        try:
-            report = engine.index(progress=bar.update, force=args.force, embed=not args.no_embed)
-        finally:
-            bar.close()
-    if args.format == "json":
-        print(json_text(report.to_dict()))
-    else:
-        from groove_tui.output.textout import format_index_report
-
-        print(format_index_report(report))
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from groove_tui.engine.types import json_text
-
-    with _load(args, readonly=True) as engine:
-        status = engine.status()
-    if args.format == "json":
-        print(json_text(status.to_dict()))
-    else:
-        from groove_tui.output.textout import escape_name
-
-        for key, value in status.to_dict().items():
-            print(f"{key:<20} {escape_name(str(value)) if value is not None else '-'}")
-    return 0
-
-
-def check_query(query: str) -> None:
-    """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
-    which would print "no results" as if the KB held nothing, and one made only of exclusions."""
-    from groove_tui.engine.analysis.query import QueryError, parse_query
-
-    if not query.strip():
-        raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
-    try:
-        parse_query(query)
-    except QueryError as exc:
-        if query.strip().startswith("-") and "exclusion" in str(exc):
-            q = query.strip()
-            first = q.split()[0]
-            raise UsageError(f"the query {q!r} only excludes words: there is nothing positive to search for; "
-                             f"add a word to find (\"word {q}\"), or put a leading hyphen inside quotes "
-                             f"('\"{first}\"') to search for it literally") from None
-        raise
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    check_query(args.query)
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        params = _params(engine, args)
-        from dataclasses import replace
-
-        params = replace(params, explain=args.explain)
-        resp = engine.search(args.query, params)
-        documents = _document_openings(engine, resp.results) if args.format == "text" else {}
-    if args.format == "json":
-        print(resp.to_json())
-    else:
-        from groove_tui.output.textout import format_response
-
-        from groove_tui.output.textout import use_color
-
-        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
-                                         documents=documents))
-    return 0
-
-
-def _document_openings(engine, hits) -> dict[int, str]:
-    """The first chunk's text of each hit's document that has no title and does not itself open with an
-    H1: where text output finds the H1 a note opens with, as its title."""
-    from groove_tui.output.textout import display_title
-
-    out: dict[int, str] = {}
-    for hit in hits:
-        if hit.document_id in out or display_title(hit) is not None:
-            continue
-        rows = engine.store.document_chunks(hit.document_id)
-        out[hit.document_id] = rows[0][4] if rows else ""
-    return out
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    if args.embedded_share is not None:
-        return _eval_at_share(args)
-    return _eval(args)
-
-
-def _eval(args: argparse.Namespace) -> int:
-    from groove_tui.commands.eval import run_eval_command
-
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        if args.compare:
-            from groove_tui.commands.eval_compare import run_compare_command
-
-            return run_compare_command(engine, args, _params(engine, args))
-        return run_eval_command(engine, args, _params(engine, args))
-
-
 def _share(text: str) -> float:
     """--embedded-share: a fraction from 0 to 1."""
     try:
@@ -522,124 +274,18 @@ def _share(text: str) -> float:
     return value
 
 
-def _eval_at_share(args: argparse.Namespace) -> int:
-    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/index/coverage.py)."""
-    import tempfile
-
-    from groove_tui.engine import DB_NAME
-    from groove_tui.engine.index.coverage import copy_with_share
-    from groove_tui.settings.paths import index_dir_for
-
-    share = args.embedded_share
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        source, kb = engine.store.db_path, engine.kb_path
-    with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
-        kept, pending = copy_with_share(source, index_dir_for(kb, root) / DB_NAME, share, args.share_seed)
-        print(f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
-              f"(share {share:g}, seed {args.share_seed}); not recorded in the history", file=sys.stderr)
-        copied = argparse.Namespace(**{**vars(args), "index_dir": root, "no_history": True})
-        return _eval(copied)
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from groove_tui.commands.sweep import run_sweep_command
-
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        return run_sweep_command(engine, args, _params(engine, args))
-
-
-def cmd_config(args: argparse.Namespace) -> int:
-    from groove_tui.commands.config import run_config_command
-
-    return run_config_command(_config(args), args)
-
-
-BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
-                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from groove_tui.commands.bench.command import run_bench_command
-
-    for name, lo, hi, note in BENCH_LIMITS:
-        value = getattr(args, name)
-        if value is not None and not lo <= value <= hi:
-            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
-    if args.scale is not None:
-        return _bench_scale(args)
-    with _load(args) as engine:
-        return run_bench_command(engine, args)
-
-
-def _bench_scale(args: argparse.Namespace) -> int:
-    # The KB's own engine is never opened: opening would create an index for it in the cache.
-    from dataclasses import replace
-
-    from groove_tui.commands.bench.command import SCALE_MODEL, run_scale_command
-
-    kb = Path(args.kb).expanduser()
-    if not kb.is_dir():
-        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    config = _config(args)
-    if not args.model:
-        config = replace(config, embedding=replace(config.embedding, model=SCALE_MODEL))
-    return run_scale_command(kb.resolve(), config, args)
-
-
-def cmd_open(args: argparse.Namespace) -> int:
-    from groove_tui.tui.app import run
-
-    config = _config(args)
-    kb = Path(args.kb).expanduser()
-    if not kb.is_dir():
-        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden,
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """The explorer on the packaged handbook with its golden file: live metrics, ctrl+r and ctrl+b work at
-    once. The folder is read where it is installed (never copied, never written); its index goes where
-    every index goes."""
-    from groove_tui.demo import golden_path, kb_path
-
-    kb, golden = kb_path(), golden_path()
-    if not kb.is_dir() or not golden.is_file():
-        raise CLIError(f"the demo knowledge base is missing from this installation ({kb}); reinstall groove-tui")
-    if args.paths:
-        print(kb)
-        print(golden)
-        return 0
-    from groove_tui.tui.app import run
-
-    args.kb = str(kb)  # for the model-mismatch advice, which names the KB
-    config = _config(args)
-    return run(kb, config=config, index_dir=args.index_dir, golden=str(golden),
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
-
-
-def cmd_models(args: argparse.Namespace) -> int:
-    from groove_tui.commands.models import ModelsError, run
-
-    try:
-        return run(args)
-    except ModelsError as exc:
-        raise CLIError(str(exc)) from None
-
-
+# Each command is a module of groove_tui.commands with `run(args) -> int`, imported only when it runs.
 HANDLERS = {
-    "open": cmd_open,
-    "index": cmd_index,
-    "search": cmd_search,
-    "eval": cmd_eval,
-    "sweep": cmd_sweep,
-    "config": cmd_config,
-    "bench": cmd_bench,
-    "status": cmd_status,
-    "models": cmd_models,
-    "demo": cmd_demo,
+    "open": "open",
+    "index": "index",
+    "search": "search",
+    "eval": "eval",
+    "sweep": "sweep",
+    "config": "config",
+    "bench": "bench.command",
+    "status": "status",
+    "models": "models",
+    "demo": "demo",
 }
 
 
@@ -673,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[MODEL_DIR_ENV] = str(Path(args.model_dir).expanduser())
     try:
-        code = HANDLERS[args.command](args)
+        code = importlib.import_module(f"groove_tui.commands.{HANDLERS[args.command]}").run(args)
         sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's exit
         return code
     except BrokenPipeError:

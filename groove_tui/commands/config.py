@@ -3,6 +3,8 @@ the config file, or a flag), as text, JSON or a groove.toml fragment of the rank
 
 from __future__ import annotations
 
+from groove_tui.commands.common import config_for
+
 import sys
 import tomllib
 from dataclasses import replace
@@ -93,3 +95,6 @@ def run_config_command(config: Config, args: argparse.Namespace) -> int:
     sys.stdout.write(show(config, args))
     return 0
 
+
+def run(args: argparse.Namespace) -> int:
+    return run_config_command(config_for(args), args)

@@ -12,6 +12,10 @@ runs of different legs are never compared), and the text output lists the querie
 
 from __future__ import annotations
 
+import argparse
+
+from groove_tui.commands.common import load_engine, params_for, require_index
+
 import sys
 import time
 from dataclasses import dataclass, field, fields
@@ -433,3 +437,39 @@ def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchPar
         if getattr(args, "fail_on_regression", False):
             return 1
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.embedded_share is not None:
+        return _eval_at_share(args)
+    return _eval(args)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    with load_engine(args, readonly=True) as engine:
+        require_index(engine, args)
+        if args.compare:
+            from groove_tui.commands.eval_compare import run_compare_command
+
+            return run_compare_command(engine, args, params_for(engine, args))
+        return run_eval_command(engine, args, params_for(engine, args))
+
+
+def _eval_at_share(args: argparse.Namespace) -> int:
+    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/index/coverage.py)."""
+    import tempfile
+
+    from groove_tui.engine import DB_NAME
+    from groove_tui.engine.index.coverage import copy_with_share
+    from groove_tui.settings.paths import index_dir_for
+
+    share = args.embedded_share
+    with load_engine(args, readonly=True) as engine:
+        require_index(engine, args)
+        source, kb = engine.store.db_path, engine.kb_path
+    with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
+        kept, pending = copy_with_share(source, index_dir_for(kb, root) / DB_NAME, share, args.share_seed)
+        print(f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
+              f"(share {share:g}, seed {args.share_seed}); not recorded in the history", file=sys.stderr)
+        copied = argparse.Namespace(**{**vars(args), "index_dir": root, "no_history": True})
+        return _eval(copied)

@@ -23,10 +23,11 @@ from groove_tui.engine.models.catalog import (
     repair_command,
     verify_folder,
 )
+from groove_tui.commands.common import CLIError
 from groove_tui.settings.paths import model_root
 
 
-class ModelsError(Exception):
+class ModelsError(CLIError):
     """A user error of the models command (printed, exit 1)."""
 
 

@@ -4,6 +4,8 @@ reranker only when named) are `groove-tui eval`'s, so each row equals an eval ru
 
 from __future__ import annotations
 
+from groove_tui.commands.common import load_engine, params_for, require_index
+
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -127,3 +129,9 @@ def run_sweep_command(engine: Engine, args: argparse.Namespace, params: SearchPa
         sys.stdout.write("\n")
     sys.stdout.write(format_table(result, metric))
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    with load_engine(args, readonly=True) as engine:
+        require_index(engine, args)
+        return run_sweep_command(engine, args, params_for(engine, args))

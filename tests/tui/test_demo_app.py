@@ -16,7 +16,7 @@ from .helpers import SIZE, TestApp, settle, wait_until
 
 
 def demo_app(tmp_path) -> TestApp:
-    """As `groove-tui demo` builds it (cli.cmd_demo → tui.app.run), with the hashing embedder."""
+    """As `groove-tui demo` builds it (commands.demo.run → tui.app.run), with the hashing embedder."""
     from groove_tui.engine import Engine
 
     cfg = dataclasses.replace(Config(), embedding=EmbeddingConfig(model="hashing"))

@@ -37,6 +37,8 @@ Machines are noisy: compare ratios within one run; medians over repeats.
 
 from __future__ import annotations
 
+from groove_tui.commands.common import CLIError, config_for, load_engine
+
 import os
 import shutil
 import statistics
@@ -1073,3 +1075,31 @@ def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespac
     else:
         sys.stdout.write(format_text(result))
     return 0
+
+
+BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
+                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
+
+
+def run(args: argparse.Namespace) -> int:
+    for name, lo, hi, note in BENCH_LIMITS:
+        value = getattr(args, name)
+        if value is not None and not lo <= value <= hi:
+            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
+    if args.scale is not None:
+        return _bench_scale(args)
+    with load_engine(args) as engine:
+        return run_bench_command(engine, args)
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    # The KB's own engine is never opened: opening would create an index for it in the cache.
+    from dataclasses import replace
+
+    kb = Path(args.kb).expanduser()
+    if not kb.is_dir():
+        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
+    config = config_for(args)
+    if not args.model:
+        config = replace(config, embedding=replace(config.embedding, model=SCALE_MODEL))
+    return run_scale_command(kb.resolve(), config, args)
