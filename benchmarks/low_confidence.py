@@ -21,7 +21,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine, SearchParams  # noqa: E402
-from groove_tui.engine.evaluate.golden import eval_params, is_hit, load_golden, validate_query  # noqa: E402
+from groove_tui.engine.evaluate.metrics import eval_params, is_hit  # noqa: E402
+from groove_tui.engine.evaluate.golden import load_golden, validate_query  # noqa: E402
 from groove_tui.engine.retrieve.searcher import _low_confidence  # noqa: E402
 
 

@@ -20,7 +20,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine, SearchParams  # noqa: E402
-from groove_tui.engine.evaluate.golden import eval_params, load_golden, validate_query  # noqa: E402
+from groove_tui.engine.evaluate.metrics import eval_params  # noqa: E402
+from groove_tui.engine.evaluate.golden import load_golden, validate_query  # noqa: E402
 
 
 def open_engine(kb: str, index_dir: str, model: str, max_tokens: str = "") -> Engine:

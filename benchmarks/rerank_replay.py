@@ -14,7 +14,8 @@ import sys
 
 import numpy as np
 
-from groove_tui.engine.evaluate.golden import Expected, GoldenQuery, aggregate, evaluate_query, RankedHit
+from groove_tui.engine.evaluate.golden import Expected, GoldenQuery
+from groove_tui.engine.evaluate.metrics import aggregate, evaluate_query, RankedHit
 
 KS = (1, 5, 10)
 

@@ -22,7 +22,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine  # noqa: E402
-from groove_tui.engine.evaluate.golden import aggregate, eval_params, load_golden, validate_query  # noqa: E402
+from groove_tui.engine.evaluate.metrics import aggregate, eval_params  # noqa: E402
+from groove_tui.engine.evaluate.golden import load_golden, validate_query  # noqa: E402
 from groove_tui.engine.evaluate.sweep import parse_axis, run_sweep, score_golden  # noqa: E402
 
 

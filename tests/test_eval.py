@@ -15,38 +15,9 @@ from hypothesis import strategies as st
 
 from groove_tui.settings.config import Config, FusionConfig, SearchConfig
 from groove_tui.engine.evaluate import golden as ev
-from groove_tui.engine.evaluate.golden import (
-    Aggregate,
-    ConfigFingerprint,
-    CorpusInfo,
-    Expected,
-    GoldenError,
-    GoldenQuery,
-    GoldenSet,
-    HistoryError,
-    HistoryStore,
-    QueryResult,
-    RankedHit,
-    aggregate,
-    compare,
-    corpus_digest,
-    dump_golden,
-    eval_limit,
-    evaluate,
-    evaluate_query,
-    format_delta,
-    is_hit,
-    is_regression,
-    load_golden,
-    make_run,
-    ndcg_at_k,
-    normalise_k_values,
-    parse_golden,
-    ranked_hits,
-    recall_at_k,
-    reciprocal_rank,
-    save_golden,
-)
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryResult, RankedHit, aggregate, eval_limit, evaluate, evaluate_query, is_hit, ndcg_at_k, normalise_k_values, ranked_hits, recall_at_k, reciprocal_rank
+from groove_tui.engine.evaluate.history import ConfigFingerprint, history_path_for, CorpusInfo, HistoryError, HistoryStore, compare, corpus_digest, format_delta, is_regression, make_run
+from groove_tui.engine.evaluate.golden import Expected, GoldenError, GoldenQuery, GoldenSet, dump_golden, load_golden, parse_golden, save_golden
 from groove_tui.engine.types import SearchParams
 
 L2 = 1 / math.log2(3)  # gain at rank 2
@@ -686,10 +657,10 @@ def test_history_lives_in_the_data_dir_not_the_kb(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     kb = tmp_path / "kb"
     kb.mkdir()
-    p = ev.history_path_for(kb)
+    p = history_path_for(kb)
     assert p.parent.name == "eval-history" and p.suffix == ".json"
     assert kb not in p.parents
-    assert p == ev.history_path_for(kb / ".")  # same KB, same key
+    assert p == history_path_for(kb / ".")  # same KB, same key
 
 
 def test_run_record_shape_and_end_to_end(tmp_path: Path):

@@ -15,7 +15,8 @@ from helpers import hashing_config, write_kb
 
 from groove_tui import cli
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.evaluate.golden import eval_params, load_golden
+from groove_tui.engine.evaluate.metrics import eval_params
+from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, format_value
 from groove_tui.engine.evaluate.sweep import grid, parse_axis, run_sweep
 from groove_tui.commands.eval import run_eval

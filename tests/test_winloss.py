@@ -9,7 +9,8 @@ import pytest
 from test_sweep import KS, _separate_eval, sweep_setup  # noqa: F401  (the module-scoped fixture)
 
 from groove_tui import cli
-from groove_tui.engine.evaluate.golden import Expected, GoldenQuery, QueryMetrics, QueryResult
+from groove_tui.engine.evaluate.golden import Expected, GoldenQuery
+from groove_tui.engine.evaluate.metrics import QueryMetrics, QueryResult
 from groove_tui.engine.evaluate.knobs import KnobError
 from groove_tui.engine.evaluate.winloss import bootstrap_p, sign_test, wins_losses
 

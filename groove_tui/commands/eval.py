@@ -24,31 +24,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from groove_tui.settings.config import FusionConfig
 from groove_tui.engine.types import json_text
-from groove_tui.engine.evaluate.golden import (
-    eval_params,
-    validate_query,
-    K_MAX,
-    Aggregate,
-    Comparison,
-    ConfigFingerprint,
-    CorpusInfo,
-    GoldenSet,
-    HistoryError,
-    HistoryStore,
-    QueryResult,
-    aggregate,
-    compare,
-    corpus_digest,
-    eval_limit,
-    evaluate_query,
-    format_delta,
-    history_path_for,
-    is_hit,
-    load_golden,
-    make_run,
-    normalise_k_values,
-    ranked_hits,
-)
+from groove_tui.engine.evaluate.metrics import eval_params, K_MAX, Aggregate, QueryResult, aggregate, eval_limit, evaluate_query, is_hit, normalise_k_values, ranked_hits
+from groove_tui.engine.evaluate.golden import validate_query, GoldenSet, load_golden
+from groove_tui.engine.evaluate.history import Comparison, ConfigFingerprint, CorpusInfo, HistoryError, HistoryStore, compare, corpus_digest, format_delta, history_path_for, make_run
 
 if TYPE_CHECKING:
     import argparse

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groove_tui.settings.config import Config, load_config
-from groove_tui.engine.evaluate.golden import Aggregate, aggregate, eval_params, load_golden, validate_query
+from groove_tui.engine.evaluate.metrics import Aggregate, aggregate, eval_params
+from groove_tui.engine.evaluate.golden import load_golden, validate_query
 from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, describe, parse_settings
 from groove_tui.engine.evaluate.sweep import score_golden
 from groove_tui.engine.types import json_text

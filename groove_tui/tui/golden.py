@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groove_tui.engine.evaluate.golden import (GOLDEN_MAX_BYTES, Aggregate, Expected, GoldenError, GoldenSet, QueryMetrics,
-                                    RankedHit, _atomic_write, aggregate, evaluate_query, is_hit, load_golden,
-                                    normalise_k_values, parse_golden, ranked_hits, save_golden)
+from groove_tui.engine.evaluate.golden import GOLDEN_MAX_BYTES, Expected, GoldenError, GoldenSet, atomic_write, load_golden, parse_golden, save_golden
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryMetrics, RankedHit, aggregate, evaluate_query, is_hit, normalise_k_values, ranked_hits
 from groove_tui.engine.types import SearchParams
 
 DEFAULT_JUDGMENTS_FILE = "groove-tui-judgments.yml"
@@ -30,8 +29,8 @@ GRADES = (0, 1, 2, 3)
 
 def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams:
     """The side's live params under eval semantics (the reranker stays as the side has it)."""
-    from groove_tui.engine.evaluate.golden import eval_params as cli_eval_params
-    from groove_tui.engine.evaluate.golden import eval_limit
+    from groove_tui.engine.evaluate.metrics import eval_params as cli_eval_params
+    from groove_tui.engine.evaluate.metrics import eval_limit
 
     return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
                            reranker_given=params.reranker is not None)
@@ -187,7 +186,7 @@ class GoldenSession:
             if len(data) > GOLDEN_MAX_BYTES:
                 raise GoldenError(str(self.path), None,
                                   f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB")
-            _atomic_write(self.path, data)
+            atomic_write(self.path, data)
         self.pending.clear()
         self.dirty = False
         return self.path

@@ -174,7 +174,7 @@ class GoldenMetrics:
 
     def query_metrics(self, side: str):
         """The current query's own metrics on a side, from the hits shown (None if not in the set)."""
-        from groove_tui.engine.evaluate.golden import evaluate_query, ranked_hits
+        from groove_tui.engine.evaluate.metrics import evaluate_query, ranked_hits
 
         session = self.golden_session
         resp = self.responses.get(side)

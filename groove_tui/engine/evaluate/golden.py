@@ -1,20 +1,5 @@
-"""Evaluation against a golden file: the pure parts (reference: groove-behaviour.md §I).
-
-Golden YAML parsing and writing, the §I.2 metrics, the §I.4 fingerprint, history store, regression check
-and corpus digest. The runner that calls `Engine.search` is a thin loop over this API:
-
-    golden = load_golden(path, validate_query=check)          # check raises on exclusion-only queries
-    ks = normalise_k_values(cfg.eval.k_values); limit = eval_limit(ks)
-    fp = ConfigFingerprint.from_settings(cfg, params, model=..., limit=limit, k_values=ks,
-                                         golden_hash=golden.sha256, context_static=...)
-    results = []
-    for q in golden.queries:
-        top = ranked_hits(engine.search(q.query, params).results)
-        results.append(QueryResult(q, top, evaluate_query(q, top, ks)))
-    agg = aggregate([r.metrics for r in results])
-    store = HistoryStore(history_path_for(kb), cfg.eval.history_size)
-    cmp = compare(store.latest(), fp, agg, cfg.eval.regression_threshold)
-    store.append(make_run(fp, corpus, results, agg))
+"""Golden files: parsing (with line numbers in every error), judging and writing them back (reference:
+groove-behaviour.md §I.1).
 
 Grades and grade-0 judgments are our extension. groove rejects unknown keys, so they are written as YAML
 comments (`- path: "a.md"  # grade: 3`, `# judged-0: {"path": "b.md", "heading": null}`), which groove's
@@ -26,30 +11,21 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import re
-import stat
-import struct
 import tempfile
-from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
 
 import yaml
 
 if TYPE_CHECKING:
-    from groove_tui.settings.config import Config
-    from groove_tui.engine.types import SearchParams
+    pass
 
 log = logging.getLogger(__name__)
 
-METRIC_VERSION = 2
-FTS_QUERY_VERSION = 3  # v1.1.0 exclusion syntax
 GOLDEN_MAX_BYTES = 1024 * 1024
-HISTORY_MAX_BYTES = 64 * 1024 * 1024
-K_MAX = 1000
 DEFAULT_ID_CHARS = 32
 
 # Rust's `str::trim` strips Unicode White_Space; Python's strip() also strips U+001C..U+001F.
@@ -148,7 +124,7 @@ def _same_target(a_path: str, a_heading: str | None, b_path: str, b_heading: str
         return False
     if a_heading is None or b_heading is None:
         return a_heading is b_heading
-    return _norm_heading(a_heading) == _norm_heading(b_heading)
+    return norm_heading(a_heading) == norm_heading(b_heading)
 
 
 def _judge(q: GoldenQuery, path: str, heading: str | None, grade: int) -> GoldenQuery:
@@ -548,7 +524,7 @@ def save_golden(path: str | os.PathLike[str], golden: GoldenSet | Iterable[Golde
         raise GoldenError(
             str(path), None, f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB"
         )
-    _atomic_write(Path(path), data)
+    atomic_write(Path(path), data)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -581,414 +557,22 @@ def _needs_escape(code: int) -> bool:
     )
 
 
-# ================================================================ metrics (§I.2)
+def validate_query(text: str) -> None:
+    """Refuse what search would refuse (exclusion-only queries, over-long queries): a load error."""
+    from groove_tui.engine.analysis.query import parse_query
+
+    parse_query(text)
 
 
-def _trim(s: str) -> str:
+def trim_ws(s: str) -> str:
     return s.strip(_WHITE_SPACE)
 
 
-def _norm_heading(s: str) -> str:
-    return _trim(s.lower())
+def norm_heading(s: str) -> str:
+    return trim_ws(s.lower())
 
 
-def is_hit(expected: Expected, path: str, heading: str | None) -> bool:
-    """Path exact; an expected heading needs a hit heading equal after lower-case + outer trim."""
-    if expected.path != path:
-        return False
-    if expected.heading is None:
-        return True
-    return heading is not None and _norm_heading(expected.heading) == _norm_heading(heading)
-
-
-def recall_at_k(expected: Sequence[Expected], results: Sequence[Result], k: int) -> float:
-    """Share of expected entries (duplicates each count) hit by some result among the first k."""
-    if not expected or not results or k <= 0:
-        return 0.0
-    top = results[:k]
-    found = sum(1 for e in expected if any(is_hit(e, p, h) for p, h in top))
-    return found / len(expected)
-
-
-def reciprocal_rank(expected: Sequence[Expected], results: Sequence[Result]) -> float:
-    for rank, (p, h) in enumerate(results, start=1):
-        if any(is_hit(e, p, h) for e in expected):
-            return 1.0 / rank
-    return 0.0
-
-
-def ndcg_at_k(expected: Sequence[Expected], results: Sequence[Result], k: int) -> float:
-    """Binary-gain nDCG with groove's greedy consumption: each result credits at most one unconsumed
-    expected entry (heading-specified first, then declaration order); each entry is credited once."""
-    if not expected or not results or k <= 0:
-        return 0.0
-    # heading-specified entries first, stable so ties keep declaration order
-    order = sorted(range(len(expected)), key=lambda i: expected[i].heading is None)
-    consumed = [False] * len(expected)
-    dcg = 0.0
-    for rank, (p, h) in enumerate(results[:k], start=1):
-        pick = next((i for i in order if not consumed[i] and is_hit(expected[i], p, h)), None)
-        if pick is not None:
-            consumed[pick] = True
-            dcg += 1.0 / math.log2(rank + 1)
-    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(expected), k) + 1))
-    return dcg / idcg
-
-
-@dataclass(frozen=True, slots=True)
-class QueryMetrics:
-    recall_at_k: dict[int, float]
-    reciprocal_rank: float
-    ndcg_at_k: dict[int, float]
-    expected_count: int  # queries with none are skipped in the means
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "recall_at_k": _by_k(self.recall_at_k),
-            "reciprocal_rank": _finite(self.reciprocal_rank),
-            "ndcg_at_k": _by_k(self.ndcg_at_k),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Aggregate:
-    recall_at_k: dict[int, float]
-    mrr: float
-    ndcg_at_k: dict[int, float]
-    query_count: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "recall_at_k": _by_k(self.recall_at_k),
-            "mrr": _finite(self.mrr),
-            "ndcg_at_k": _by_k(self.ndcg_at_k),
-            "query_count": self.query_count,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any) -> Aggregate | None:
-        """From a history record; None when it is not an aggregate. Unreadable numbers become NaN
-        (serde writes NaN as null), which the regression check skips."""
-        if not isinstance(obj, Mapping):
-            return None
-        try:
-            return cls(
-                recall_at_k=_k_map(obj.get("recall_at_k", {})),
-                mrr=_num(obj.get("mrr")),
-                ndcg_at_k=_k_map(obj.get("ndcg_at_k", {})),
-                query_count=int(obj.get("query_count", 0)),
-            )
-        except (TypeError, ValueError):
-            return None
-
-
-def evaluate(expected: Sequence[Expected], results: Sequence[Result], k_values: Sequence[int]) -> QueryMetrics:
-    return QueryMetrics(
-        recall_at_k={k: recall_at_k(expected, results, k) for k in k_values},
-        reciprocal_rank=reciprocal_rank(expected, results),
-        ndcg_at_k={k: ndcg_at_k(expected, results, k) for k in k_values},
-        expected_count=len(expected),
-    )
-
-
-def aggregate(per_query: Sequence[QueryMetrics], k_values: Sequence[int] | None = None) -> Aggregate:
-    """Arithmetic means over queries with a non-empty expected list (0.0 when there are none)."""
-    judged = [m for m in per_query if m.expected_count > 0]
-    ks = list(k_values) if k_values is not None else sorted({k for m in per_query for k in m.recall_at_k})
-    n = len(judged)
-
-    def mean(values: Iterable[float]) -> float:
-        return math.fsum(values) / n if n else 0.0
-
-    return Aggregate(
-        recall_at_k={k: mean(m.recall_at_k.get(k, 0.0) for m in judged) for k in ks},
-        mrr=mean(m.reciprocal_rank for m in judged),
-        ndcg_at_k={k: mean(m.ndcg_at_k.get(k, 0.0) for m in judged) for k in ks},
-        query_count=n,
-    )
-
-
-def normalise_k_values(k_values: Iterable[int]) -> tuple[int, ...]:
-    """Sorted, deduplicated, each capped at 1000 (§I.3)."""
-    return tuple(sorted({min(int(k), K_MAX) for k in k_values}))
-
-
-def eval_limit(k_values: Sequence[int], limit: int | None = None) -> int:
-    """limit = max(max(k), --limit), capped at 1000 (§I.3)."""
-    return min(max(max(k_values, default=0), limit or 0), K_MAX)
-
-
-# ================================================================ per-query results (what the runner collects)
-
-
-@dataclass(frozen=True, slots=True)
-class RankedHit:
-    rank: int  # 1-based
-    path: str
-    heading: str | None
-    score: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "path": self.path, "heading": self.heading, "score": _finite(self.score)}
-
-
-def ranked_hits(hits: Iterable[Any]) -> tuple[RankedHit, ...]:
-    """From anything with .path, .heading and .score (e.g. SearchResponse.results), in rank order."""
-    return tuple(RankedHit(i, h.path, h.heading, float(h.score)) for i, h in enumerate(hits, start=1))
-
-
-def evaluate_query(query: GoldenQuery, hits: Sequence[RankedHit], k_values: Sequence[int]) -> QueryMetrics:
-    return evaluate(query.expected, [(h.path, h.heading) for h in hits], k_values)
-
-
-@dataclass(frozen=True, slots=True)
-class QueryResult:
-    query: GoldenQuery
-    top_k: tuple[RankedHit, ...]
-    metrics: QueryMetrics
-
-    def to_json(self, max_k: int | None = None) -> dict[str, Any]:
-        top = self.top_k if max_k is None else self.top_k[:max_k]
-        return {
-            "id": self.query.id,
-            "query": self.query.query,
-            "expected": [{"path": e.path, "heading": e.heading} for e in self.query.expected],
-            "top_k": [h.to_json() for h in top],
-            "metrics": self.metrics.to_json(),
-        }
-
-
-# ================================================================ fingerprint (§I.4)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigFingerprint:
-    """Everything that makes two runs comparable. The corpus is reported beside it, never part of it."""
-
-    model: str
-    reranker: str | None
-    limit: int
-    k_values: tuple[int, ...]
-    golden_hash: str
-    metric_version: int = METRIC_VERSION
-    fts_query_version: int = FTS_QUERY_VERSION
-    mmr: tuple[float, float] | None = None  # (lambda, same_doc_penalty) when MMR is on
-    parent_retriever: tuple[int, int] | None = None  # (whole_doc_threshold_tokens, max_expanded_tokens)
-    fusion: tuple[tuple[str, float | str], ...] | None = None  # every fusion knob, when any differs from groove's
-    context_static: bool = False  # the index was built in contextual (static) mode
-    cjk_bigram: bool = False  # ours: the bigram leg changes ranking, so runs with it differ from groove's
-    merge_parts: bool = False  # ours: split sections fused as one hit
-    heading_first: bool = False  # ours: a query naming a heading or title ranks that section first
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "model": self.model,
-            "reranker": self.reranker,
-            "limit": self.limit,
-            "k_values": list(self.k_values),
-            "golden_hash": self.golden_hash,
-            "metric_version": self.metric_version,
-            "fts_query_version": self.fts_query_version,
-        }
-        if self.mmr is not None:
-            out["mmr"] = {"lambda": self.mmr[0], "same_doc_penalty": self.mmr[1]}
-        if self.parent_retriever is not None:
-            t, mx = self.parent_retriever
-            out["parent_retriever"] = {"whole_doc_threshold_tokens": t, "max_expanded_tokens": mx}
-        if self.fusion is not None:
-            out["fusion"] = dict(self.fusion)
-        if self.context_static:
-            out["context"] = {"mode": "static"}
-        if self.cjk_bigram:
-            out["cjk_bigram"] = True
-        if self.merge_parts:
-            out["merge_parts"] = True
-        if self.heading_first:
-            out["heading_first"] = True
-        return out
-
-    @classmethod
-    def from_settings(
-        cls,
-        config: Config,
-        params: SearchParams,
-        *,
-        model: str,
-        limit: int,
-        k_values: Sequence[int],
-        golden_hash: str,
-        context_static: bool,
-    ) -> ConfigFingerprint:
-        """The fingerprint of an eval run with these per-call params over this config."""
-        fusion = config.search.fusion
-        if params.fusion is not None:
-            fusion = replace(fusion, method=params.fusion)
-        parent = config.search.parent_retriever
-        return cls(
-            model=model,
-            reranker=params.reranker,
-            limit=limit,
-            k_values=tuple(k_values),
-            golden_hash=golden_hash,
-            mmr=(float(params.mmr_lambda), float(params.mmr_same_doc_penalty)) if params.mmr else None,
-            parent_retriever=(parent.whole_doc_threshold_tokens, parent.max_expanded_tokens)
-            if params.parent_retriever
-            else None,
-            fusion=None if fusion.is_groove() else _fusion_items(fusion),
-            context_static=context_static,
-            cjk_bigram=config.search.cjk_bigram,
-            merge_parts=config.search.merge_parts,
-            heading_first=config.search.heading_first,
-        )
-
-
-def _fusion_items(fusion: Any) -> tuple[tuple[str, float | str], ...]:
-    return tuple(
-        (f.name, v if isinstance(v := getattr(fusion, f.name), str) else float(v)) for f in fields(fusion)
-    )
-
-
-# ================================================================ corpus digest (§I.4)
-
-
-def corpus_digest(rows: Iterable[tuple[str, int, str | None, str, str | None]]) -> str:
-    """SHA-256 over (path, index, heading, content, context) of every chunk, fed in path/index order
-    (the caller's ORDER BY). Length prefixes and null markers keep field boundaries unambiguous."""
-    h = hashlib.sha256()
-    for path, index, heading, content, context in rows:
-        _feed(h, path)
-        h.update(struct.pack("<q", index))
-        _feed(h, heading)
-        _feed(h, content)
-        _feed(h, context)
-    return h.hexdigest()
-
-
-def _feed(h: Any, value: str | None) -> None:
-    if value is None:
-        h.update(b"\x00")
-        return
-    data = value.encode("utf-8", "surrogatepass")
-    h.update(b"\x01" + struct.pack("<Q", len(data)) + data)
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusInfo:
-    documents: int
-    chunks: int
-    digest: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"documents": self.documents, "chunks": self.chunks, "digest": self.digest}
-
-
-# ================================================================ run records and history (§I.4)
-
-
-def rfc3339_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def make_run(
-    fingerprint: ConfigFingerprint,
-    corpus: CorpusInfo,
-    per_query: Sequence[QueryResult],
-    agg: Aggregate,
-    timestamp: str | None = None,
-) -> dict[str, Any]:
-    """One history record; top_k keeps the first max(k) hits of each query."""
-    max_k = max(fingerprint.k_values, default=None)
-    return {
-        "timestamp": timestamp or rfc3339_now(),
-        "fingerprint": fingerprint.to_json(),
-        "corpus": corpus.to_json(),
-        "per_query": [r.to_json(max_k) for r in per_query],
-        "aggregate": agg.to_json(),
-    }
-
-
-class HistoryError(RuntimeError):
-    """The history file cannot be used safely (symlink, hard link, not a regular file, oversize)."""
-
-
-def history_path_for(kb: str | os.PathLike[str]) -> Path:
-    """`<user data dir>/eval-history/<kb key>.json`: never inside the KB (groove writes there; we don't)."""
-    from groove_tui.settings.paths import index_dir_for, user_data_dir
-
-    return user_data_dir() / "eval-history" / f"{index_dir_for(Path(kb), '/').name}.json"
-
-
-class HistoryStore:
-    """`{"runs": [newest, ...]}`, capped at `history_size` runs and `max_bytes`, written atomically."""
-
-    def __init__(self, path: str | os.PathLike[str], history_size: int = 10, max_bytes: int = HISTORY_MAX_BYTES):
-        self.path = Path(path)
-        self.history_size = max(1, history_size)
-        self.max_bytes = max_bytes
-        self.warning: str | None = None  # set when an unparseable file was set aside
-
-    def load(self) -> list[dict[str, Any]]:
-        """The runs, newest first. Unparseable → [] with a warning (the next append replaces it)."""
-        data = self._read()
-        if data is None:
-            return []
-        try:
-            obj = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return self._fresh(f"unparseable ({exc})")
-        runs = obj.get("runs") if isinstance(obj, dict) else None
-        if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-            return self._fresh('not a {"runs": [...]} object')
-        return runs
-
-    def latest(self) -> dict[str, Any] | None:
-        runs = self.load()
-        return runs[0] if runs else None
-
-    def append(self, run: Mapping[str, Any]) -> None:
-        runs = [dict(run), *self.load()][: self.history_size]
-        data = self._encode(runs)
-        while len(data) > self.max_bytes and runs:
-            runs.pop()  # oldest first
-            data = self._encode(runs)
-        if len(runs) == 0:
-            self.warning = f"eval history {self.path}: one run exceeds {self.max_bytes} bytes; not saved"
-            log.warning(self.warning)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path, data)
-
-    @staticmethod
-    def _encode(runs: list[dict[str, Any]]) -> bytes:
-        return json.dumps({"runs": runs}, ensure_ascii=False, indent=2, allow_nan=False).encode("utf-8")
-
-    def _read(self) -> bytes | None:
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise HistoryError(f"eval history {self.path}: {exc.strerror or exc}") from exc
-        if stat.S_ISLNK(st.st_mode):
-            raise HistoryError(f"eval history {self.path} is a symlink; refusing to follow it")
-        if not stat.S_ISREG(st.st_mode):
-            raise HistoryError(f"eval history {self.path} is not a regular file")
-        if st.st_nlink > 1:
-            raise HistoryError(f"eval history {self.path} has {st.st_nlink} hard links; refusing to use it")
-        if st.st_size > self.max_bytes:
-            raise HistoryError(f"eval history {self.path} is larger than {self.max_bytes} bytes")
-        try:
-            with open(self.path, "rb") as fh:
-                return fh.read(self.max_bytes + 1)
-        except OSError as exc:
-            raise HistoryError(f"eval history {self.path}: {exc.strerror or exc}") from exc
-
-    def _fresh(self, why: str) -> list[dict[str, Any]]:
-        self.warning = f"eval history {self.path} is {why}; starting a fresh history"
-        log.warning(self.warning)
-        return []
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write beside the target, fsync, then os.replace: readers see the old or the new file, never half."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -1003,122 +587,3 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
-
-
-# ================================================================ comparison and regression (§I.4)
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    previous: Aggregate
-    current: Aggregate
-    previous_timestamp: str | None
-    recall_delta: dict[int, float]  # now − prev; a k missing in prev counts as 0
-    mrr_delta: float
-    ndcg_delta: dict[int, float]
-    threshold: float
-    is_regression: bool
-
-
-def compare(
-    prev_run: Mapping[str, Any] | None,
-    fingerprint: ConfigFingerprint,
-    now: Aggregate,
-    threshold: float,
-) -> Comparison | None:
-    """Compare with the most recent run, only if its whole fingerprint equals this run's."""
-    if prev_run is None or prev_run.get("fingerprint") != fingerprint.to_json():
-        return None
-    prev = Aggregate.from_json(prev_run.get("aggregate"))
-    if prev is None:
-        return None
-    ts = prev_run.get("timestamp")
-    return Comparison(
-        previous=prev,
-        current=now,
-        previous_timestamp=ts if isinstance(ts, str) else None,
-        recall_delta={k: v - prev.recall_at_k.get(k, 0.0) for k, v in now.recall_at_k.items()},
-        mrr_delta=now.mrr - prev.mrr,
-        ndcg_delta={k: v - prev.ndcg_at_k.get(k, 0.0) for k, v in now.ndcg_at_k.items()},
-        threshold=threshold,
-        is_regression=is_regression(prev, now, threshold),
-    )
-
-
-def is_regression(prev: Aggregate, now: Aggregate, threshold: float) -> bool:
-    """True iff some recall@k, MRR or nDCG@k dropped by more than `threshold`; non-finite values skip."""
-    pairs = [(prev.recall_at_k.get(k, 0.0), v) for k, v in now.recall_at_k.items()]
-    pairs.append((prev.mrr, now.mrr))
-    pairs += [(prev.ndcg_at_k.get(k, 0.0), v) for k, v in now.ndcg_at_k.items()]
-    return any(math.isfinite(p) and math.isfinite(n) and p - n > threshold for p, n in pairs)
-
-
-@dataclass(frozen=True, slots=True)
-class DeltaText:
-    text: str  # "—", "↑0.012", "↓0.034" or "n/a"
-    beyond_threshold: bool  # the UI colours these
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def format_delta(delta: float, threshold: float) -> DeltaText:
-    if not math.isfinite(delta):
-        return DeltaText("n/a", False)
-    if abs(delta) < 1e-9:
-        return DeltaText("—", False)
-    return DeltaText(f"{'↑' if delta > 0 else '↓'}{abs(delta):.3f}", abs(delta) > threshold)
-
-
-# ================================================================ small JSON helpers
-
-
-def _by_k(values: Mapping[int, float]) -> dict[str, float | None]:
-    return {str(k): _finite(v) for k, v in sorted(values.items())}
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None  # JSON has no NaN; serde writes null too
-
-
-def _num(x: Any) -> float:
-    if x is None:
-        return math.nan
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise TypeError(f"not a number: {x!r}")
-    return float(x)
-
-
-def _k_map(obj: Any) -> dict[int, float]:
-    if not isinstance(obj, Mapping):
-        raise TypeError("not a mapping")
-    return {int(k): _num(v) for k, v in obj.items()}
-
-
-# ---------------------------------------------------------------- eval semantics shared by the CLI and the explorer
-
-
-def validate_query(text: str) -> None:
-    """Refuse what search would refuse (exclusion-only queries, over-long queries): a load error."""
-    from groove_tui.engine.analysis.query import parse_query
-
-    parse_query(text)
-
-
-def eval_params(params: SearchParams, *, limit: int, legs: str, reranker_given: bool) -> SearchParams:
-    """§I.3: no filters (min_quality 0), the reranker only if asked for on the command line."""
-    return replace(
-        params,
-        limit=limit,
-        path_globs=(),
-        tags_any=(),
-        tags_all=(),
-        date_from=None,
-        date_to=None,
-        category=None,
-        topic=None,
-        min_quality=0.0,
-        explain=False,
-        legs=legs,  # type: ignore[arg-type]
-        reranker=params.reranker if reranker_given else None,
-    )

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.evaluate.golden import Aggregate, GoldenSet, QueryResult, aggregate, evaluate_query, ranked_hits
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryResult, aggregate, evaluate_query, ranked_hits
+from groove_tui.engine.evaluate.golden import GoldenSet
 from groove_tui.engine.evaluate.knobs import MAX_AXIS_VALUES, Knob, KnobError, Setting, apply_settings, format_value, knob
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from groove_tui.engine.evaluate.golden import QueryMetrics, QueryResult
+from groove_tui.engine.evaluate.metrics import QueryMetrics, QueryResult
 
 TIE = 1e-9  # deltas smaller than this are "unchanged" (float noise in the means)
 BOOTSTRAP_SAMPLES = 10_000

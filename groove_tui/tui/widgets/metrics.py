@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from groove_tui.engine.evaluate.golden import Aggregate, QueryMetrics
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryMetrics
 
 EPS = 0.0005  # deltas below this print as unchanged
 
