@@ -29,7 +29,7 @@ from groove_tui.engine import DB_NAME, Engine
 from groove_tui.engine.index.coverage import copy_with_share
 from groove_tui.engine.evaluate.metrics import eval_limit, eval_params
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
-from groove_tui.engine.retrieve.searcher import LRU
+from groove_tui.engine.retrieve.candidates import LRU
 from groove_tui.engine.types import SearchParams
 from groove_tui.commands.eval import run_eval
 from groove_tui.settings.paths import index_dir_for

@@ -23,7 +23,7 @@ from groove_tui.settings.config import load_config  # noqa: E402
 from groove_tui.engine import Engine, SearchParams  # noqa: E402
 from groove_tui.engine.evaluate.metrics import eval_params, is_hit  # noqa: E402
 from groove_tui.engine.evaluate.golden import load_golden, validate_query  # noqa: E402
-from groove_tui.engine.retrieve.searcher import _low_confidence  # noqa: E402
+from groove_tui.engine.retrieve.fusion import _low_confidence  # noqa: E402
 
 
 def main(kb: str, golden_path: str, index_dir: str, model: str, first: str = "0") -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from groove_tui.settings.config import FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.retrieve.searcher import SCORE_WINDOW, _scale, _terms
+from groove_tui.engine.retrieve.fusion import SCORE_WINDOW, _scale, _terms
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 

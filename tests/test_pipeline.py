@@ -151,7 +151,7 @@ def test_blend_one_is_groove_the_raw_cross_encoder_score_replaces_the_fused_one(
 
 
 def test_default_blend_mixes_z_scored_cross_encoder_and_fused_scores(gen, cross_encoder):
-    from groove_tui.engine.retrieve.searcher import blend_scores
+    from groove_tui.engine.stages.rerank import blend_scores
 
     assert gen.config.reranker.blend == 0.5
     eng = _with_reranker(gen, pool=10)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from groove_tui.engine import SearchCancelled, SearchParams
 from groove_tui.engine.retrieve.filters import FilterError
 from groove_tui.engine.analysis.query import QueryError
-from groove_tui.engine.retrieve.searcher import _dbsf_low_confidence, _low_confidence
+from groove_tui.engine.retrieve.fusion import _dbsf_low_confidence, _low_confidence
 
 from helpers import hashing_config, write_kb
 
@@ -186,7 +186,7 @@ def test_fusion_ties_break_by_path_then_position_not_chunk_id(engine, method):
     """A real tie: each chunk is first in one leg and second in the other, so every method sums the same
     two terms for both (under RRF 1/61 + 1/62). The path decides, then the position in the note, whichever
     leg put a chunk first and whatever its id (ids follow the edit history, a fresh build renumbers)."""
-    from groove_tui.engine.retrieve.searcher import Legs
+    from groove_tui.engine.retrieve.candidates import Legs
 
     cases = (
         ({7: _row(7, 1, "a.md"), 3: _row(3, 2, "b.md")}, [7, 3]),  # a.md before b.md, though 3 < 7
@@ -235,7 +235,8 @@ def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
     """The dbsf banner's `full` (a hit at the top of every leg's window) sums each returning leg's own
     weight: the full-text leg counted with the vector weight survived the suite (issue 13's mutations)."""
     from groove_tui.settings.config import FusionConfig
-    from groove_tui.engine.retrieve.searcher import Legs, _fused_weight
+    from groove_tui.engine.retrieve.candidates import Legs
+    from groove_tui.engine.retrieve.fusion import _fused_weight
 
     f = FusionConfig(vector_weight=2.0, fts_weight=0.5)
     hit = ((1, -1.0),)

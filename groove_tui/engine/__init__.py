@@ -256,7 +256,8 @@ class Engine:
         blend and model — sharing this engine's caches, so a sweep or a comparison recomputes only the
         stages a setting feeds. The retrieval legs are shared unless the setting changes what they
         fetch (bm25 column weights, merged parts, the bigram leg). Its `search` is `Engine.search`'s."""
-        from groove_tui.engine.retrieve.searcher import LRU, Searcher
+        from groove_tui.engine.retrieve.candidates import LRU
+        from groove_tui.engine.retrieve.searcher import Searcher
 
         base = self._searcher
         rr_fixed = ("max_tokens", "threads", "batch_size")

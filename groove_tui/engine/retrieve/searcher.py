@@ -1,5 +1,9 @@
 """The search pipeline: parse → (vector leg ∥ FTS leg) → filters → fusion → reranker → MMR → parent → spans.
 
+One concern: the `Searcher` runs one search through every step and keeps the caches between searches. What
+it calls lives beside it: the fusion arithmetic (`fusion`), limits and value checks (`params`), the cached
+shapes (`candidates`), the named-section lookup (`named`), and the legs (`fulltext`, `vector_scan`).
+
 Follows groove (reference §C–§H); deviations are listed in DESIGN.md. Each optional stage is skipped
 entirely when off, so the output is identical to the pipeline without it. Retrieval results are cached per
 (query, filters, pool size, index generation), so changing λ, MMR, the reranker or the parent retriever
@@ -12,39 +16,36 @@ import logging
 import math
 import threading
 import time
-import unicodedata
-from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 
 import numpy as np
 import sqlean as sqlite3
 
-from groove_tui.settings.config import Config, FusionConfig, check_fusion_method, check_unit
+from groove_tui.settings.config import Config, check_fusion_method, check_unit
 from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.vector_scan import VectorScan
-from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram, segment
+from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.engine.index.indexer import embedding_input
 from groove_tui.engine.stages.mmr import mmr_select_traced
 from groove_tui.engine.stages.parent import ChunkRow, expand_hit
-from groove_tui.engine.analysis.query import ParsedQuery, QueryError, fts_phrase, parse_query
+from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
 from groove_tui.engine.stages.spans import match_spans
 from groove_tui.engine.index.store import CandidateRow, Store, to_blob
 from groove_tui.engine.types import HitTrace, Hit, QueryInfo, SearchParams, SearchResponse, Span
+from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
+from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, _scale, _terms
+from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _pin, _section, heading_key, look_up_named
+from groove_tui.engine.retrieve.params import KNN_MAX, LIMIT_MAX, OVERFETCH_CAP, _check_number, check_bool, check_limit, first_page, page_tiers, pool
+from groove_tui.engine.stages.rerank import blend_scores
 
 log = logging.getLogger("groove_tui.search")
 
-LIMIT_MAX = 1000
-KNN_MAX = 4096
-OVERFETCH_CAP = 10_000
-# The score-based fusions normalise each leg over its first 50 candidates (groove's pool for limit 10), a
-# fixed window so that a hit's score does not depend on the page size.
-SCORE_WINDOW = 50
-F32 = np.float32
+
 # How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
 # "third" fused leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
 BIGRAM_MODE = "replace"
@@ -56,124 +57,6 @@ RerankProgress = Callable[[str, int, int], None]  # (stage, done, total)
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:299] + "…"
-
-
-def blend_scores(rerank: Sequence[float], fused: Sequence[float], weight: float) -> list[float]:
-    """The score a reranked candidate ranks by. weight 1 is groove's: the cross-encoder's raw score
-    replaces the fused one. Below 1, both are z-scored over the pool and mixed, weight·ce + (1 − weight)·
-    fused: a general-purpose cross-encoder and a hybrid first stage make partly different mistakes, so,
-    as with the two retrieval legs, their mix ranks better than either alone (docs/evaluation.md)."""
-    if weight >= 1.0:
-        return [float(x) for x in rerank]
-
-    def z(values: Sequence[float]) -> np.ndarray:
-        a = np.asarray(values, dtype=np.float64)
-        sd = a.std()
-        return (a - a.mean()) / sd if sd > 0 else np.zeros_like(a)
-
-    return [float(x) for x in weight * z(rerank) + (1.0 - weight) * z(fused)]
-
-
-def pool(x: int) -> int:
-    """groove's candidate pool: max(5·x, 50)."""
-    return max(5 * x, 50)
-
-
-# The page sizes whose rankings make up a page: results 1-10 come from the ranking for 10, 11-20 from the
-# ranking for 20, and so on. A few steps keep a page of 1,000 at seven rankings, not a thousand.
-PAGE_TIERS = (10, 20, 50, 100, 200, 500, LIMIT_MAX)
-
-
-def page_tiers(limit: int) -> tuple[int, ...]:
-    """The page sizes ranked for a page of `limit`: every tier up to the first that holds it."""
-    out = []
-    for tier in PAGE_TIERS:
-        out.append(tier)
-        if tier >= limit:
-            break
-    return tuple(out)
-
-
-# A query longer than this is a passage, not a heading: no named-section lookup.
-HEADING_KEY_MAX = 200
-# Rows of the heading/breadcrumb phrase lookup read at most (a phrase in thousands of breadcrumbs names none).
-NAMED_SCAN_MAX = 2000
-_EDGE_PUNCT = " \t\r\n.,:;!?¡¿-–—_*`'\"“”‘’()[]{}<>#=~|/\\。、．，：；！？「」『』（）【】"
-
-
-def heading_key(text: str) -> str:
-    """How a heading, a title and a query compare: NFKC, case-folded, inner whitespace collapsed, Markdown
-    emphasis and punctuation at either end dropped (a heading `tar:` in backticks names the same section as
-    `tar`), and a leading English article too: "The parent retriever" is what "parent retriever" names."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(_EDGE_PUNCT)
-    head, _, rest = folded.partition(" ")
-    return rest.strip(_EDGE_PUNCT) if head in _ARTICLES and rest else folded
-
-
-_ARTICLES = frozenset({"the", "a", "an"})
-
-
-class LRU:
-    """A small thread-safe LRU map."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[Hashable, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> object | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: Hashable, value: object) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-@dataclass(frozen=True, slots=True)
-class Legs:
-    """What retrieval found for one (query, filters, pool) — cached across settings changes."""
-
-    vector: tuple[tuple[int, float], ...]  # (chunk id, L2 distance), best first
-    fts: tuple[tuple[int, float], ...]  # (chunk id, bm25), best first
-    rows: dict[int, CandidateRow]
-    embed_ms: float
-    vector_ms: float
-    fts_ms: float
-    bigram: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_bigram, best first
-    bigram_ms: float = 0.0
-    # The share of the full-text candidates that have a vector (1.0 once every chunk is embedded): how
-    # much of what the full text found the vector leg could have scored at all. Fusion scales the
-    # vector weight by it (see `vector_share`).
-    vector_share: float = 1.0
-
-
-@dataclass(slots=True)
-class _Candidate:
-    row: CandidateRow
-    score: float
-    trace: dict
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranked:
-    """One page size's ranking up to MMR: its candidates, the legs it fused, and how the reranker fared."""
-
-    candidates: list[_Candidate]
-    legs: Legs
-    reranked: bool
-    rerank_failed: str | None
-    warnings: tuple[str, ...]
 
 
 class Searcher:
@@ -400,71 +283,10 @@ class Searcher:
         key = (pq.positive_text, pq.negative_expr, doc_filter, self.store.generation())
         cached = self.named_cache.get(key)
         if cached is None:
-            cached = self._look_up_named(pq, doc_filter)
+            cached = look_up_named(self.store, self.config, pq, doc_filter, self._excluded_ids(pq), self._accept)
             self.named_cache.put(key, cached)
         return cached  # type: ignore[return-value]
 
-    def _look_up_named(self, pq: ParsedQuery, doc_filter: DocFilter) -> tuple[tuple[int, CandidateRow], ...]:
-        """Chunks the query names, as (0 for a heading or 1 for a title, row): a section whose heading
-        equals the query, or the first section of a note whose title does (its frontmatter title, else the
-        H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
-        section; ranking it below passages that merely mention the words is the one answer they know to be
-        wrong. The chunks are looked up in the index, so a section no leg ranked high enough is still
-        found. Pure leg runs (`legs` vector or fts) rank by their leg alone."""
-        wanted = heading_key(pq.positive_text)
-        if not wanted:
-            return ()
-        text = " ".join("".join(ch if ch.isprintable() else " " for ch in pq.positive_text).split())  # FTS5 ends at NUL
-        if not text:
-            return ()
-        conn = self.store.conn()
-        lookups: list[tuple[str, str, str | tuple[str, ...]]] = []  # (kind, statement, arguments): candidates,
-        # each checked exactly below
-        if self.config.search.cjk_bigram and self.store.bigram_ready():
-            words = (segment(text) or "").split()
-            if words:
-                lookups.append(("heading", f"SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                                "{heading} : " + fts_phrase(" ".join(words))))
-        elif len(text) >= 3:
-            lookups.append(("heading", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                            "{heading} : " + fts_phrase(text)))
-        # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it,
-        # with or without the article heading_key ignores ("# The parent retriever").
-        for opening in ("# ", "# the "):
-            lookups.append(("h1", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                            "{content} : " + fts_phrase(opening + text)))
-        titles = (text, *(f"{article} {text}" for article in sorted(_ARTICLES)))
-        lookups.append(("title", "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id WHERE "
-                        f"d.title COLLATE NOCASE IN ({','.join('?' * len(titles))}) LIMIT {NAMED_SCAN_MAX}", titles))
-        found: list[tuple[str, int]] = []
-        for kind, sql, arg in lookups:
-            try:
-                found += [(kind, r[0]) for r in conn.execute(sql, arg if isinstance(arg, tuple) else (arg,))]
-            except sqlite3.OperationalError as exc:  # a lookup that cannot run names nothing; the search goes on
-                log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
-        if not found:
-            return ()
-        rows = self.store.rows_by_ids(list({cid for _, cid in found}))
-        excluded = self._excluded_ids(pq)
-        best: dict[tuple[int, int], tuple[int, CandidateRow]] = {}  # per section or note: (kind order, first part)
-        for kind, cid in found:
-            row = rows.get(cid)
-            if row is None or cid in excluded or not self._accept(row, doc_filter):
-                continue
-            if kind == "heading" and heading_key(row.heading or "") == wanted:
-                key, rank = _section(row), 0
-            elif kind == "h1" and heading_key(_opening_h1(row.content)) == wanted:
-                key, rank = (row.document_id, -1), 1
-            elif kind == "title" and heading_key(row.title or "") == wanted:
-                key, rank = (row.document_id, -1), 1
-            else:
-                continue
-            kept = best.get(key)
-            if kept is None or row.chunk_index < kept[1].chunk_index:
-                best[key] = (rank, row)
-        if not best:
-            return ()
-        return tuple(best.values())
 
     # ------------------------------------------------------------ settings
 
@@ -899,36 +721,6 @@ class Searcher:
 _TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
 
 
-def _opening_h1(content: str) -> str:
-    """The text of the H1 a chunk opens with ("" when its first line is not one)."""
-    first = content.lstrip().split("\n", 1)[0]
-    return first[2:] if first.startswith("# ") else ""
-
-
-def _pin(items: list[_Candidate], named: Sequence[tuple[int, CandidateRow]]) -> tuple[list[_Candidate], int]:
-    """The named sections first, then the rest in their order. Among the named, headings come before
-    titles, then the better score (the pipeline's own opinion), then path and position; a named section
-    the pool does not hold joins with a score of 0. With merged parts a section is one candidate: the one
-    whose row belongs to the named section stands for it."""
-    by_chunk = {c.row.chunk_id: c for c in items}
-    by_section = {_section(c.row): c for c in items}
-    chosen: dict[int, tuple[int, _Candidate]] = {}
-    for rank, row in named:
-        c = by_chunk.get(row.chunk_id) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
-        if id(c) not in chosen or rank < chosen[id(c)][0]:
-            chosen[id(c)] = (rank, c)
-    front = [c for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path,
-                                                                       rc[1].row.chunk_index))]
-    for c in front:
-        c.trace["named"] = True
-    return front + [c for c in items if id(c) not in chosen], len(front)
-
-
-def _section(row: CandidateRow) -> tuple[int, int]:
-    """A section's identity: its document and the chunk_index of its part 0."""
-    return row.document_id, row.chunk_index - row.part
-
-
 def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]) -> list[tuple[int, float]]:
     """The leg with only the first (best) part of each section, in order."""
     seen: set[tuple[int, int]] = set()
@@ -939,92 +731,6 @@ def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, Can
             seen.add(key)
             out.append((cid, raw))
     return out
-
-
-def _terms(
-    method: str, leg: Sequence[tuple[int, float]], weight: np.float32, rrf_k: float, vector: bool = False
-) -> list[np.float32]:
-    """Each candidate's fusion term, in leg order (best first; raw scores are lower-is-better)."""
-    if method == "rrf":
-        k = F32(rrf_k)
-        return list(weight * (F32(1.0) / (k + np.arange(len(leg), dtype=F32) + F32(1.0))))
-    if not leg:
-        return []
-    if method == "relative":
-        raw = np.array([r for _, r in leg], dtype=F32)
-        best, floor = raw[0], raw[min(SCORE_WINDOW, len(raw)) - 1]
-        span = floor - best
-        if not span > 0:  # one candidate, or all equal: each is the leg's best
-            return [weight] * len(leg)
-        return list(weight * np.maximum(F32(0.0), F32(1.0) - (raw - best) / span))
-    good = _dbsf_readings(leg, vector)
-    lo, span = _dbsf_bounds(good)
-    if not span > 0:
-        return [weight] * len(leg)
-    # Not clipped at 1: a first hit far above the rest of its window keeps that lead.
-    return list(weight * np.maximum(0.0, (good - lo) / span).astype(F32))
-
-
-def _dbsf_readings(leg: Sequence[tuple[int, float]], vector: bool) -> np.ndarray:
-    """dbsf reads scores higher-is-better. A vector's L2 distance becomes its cosine similarity (the
-    vectors are unit length, so cos = 1 - d²/2): the scale the leg's score distribution is meant to be
-    read on. bm25 is negated."""
-    raw = np.array([r for _, r in leg], dtype=np.float64)
-    return 1.0 - raw * raw / 2.0 if vector else -raw
-
-
-def _dbsf_bounds(good: np.ndarray) -> tuple[float, float]:
-    """The reading that maps to 0 (the window's mean - 3 sd) and the span up to the one that maps to 1."""
-    window = good[:SCORE_WINDOW]
-    mean = window.sum() / len(window)
-    sd = math.sqrt(np.dot(window - mean, window - mean) / len(window))
-    return mean - 3.0 * sd, 6.0 * sd
-
-
-def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple[float, float] | None:
-    """For explain: the leg's score that a score fusion maps to term 0 and the one it maps to 1 (before
-    the weight), in the units the trace shows: cosine similarity for dbsf's vector leg, else the raw score
-    (L2 distance, bm25). None for RRF, an empty leg, or a flat one (every candidate earns the weight)."""
-    if method == "rrf" or not leg:
-        return None
-    if method == "relative":
-        best, floor = leg[0][1], leg[min(SCORE_WINDOW, len(leg)) - 1][1]
-        return (float(floor), float(best)) if floor > best else None
-    lo, span = _dbsf_bounds(_dbsf_readings(leg, vector))
-    if not span > 0:
-        return None
-    if vector:
-        return float(lo), float(lo + span)
-    return float(-lo), float(-(lo + span))
-
-
-def check_limit(value: object) -> int:
-    """SearchParams.limit: an integer >= 0 (bool, float, None and strings refused, naming it)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ParamError(f"limit = {value!r} is invalid: expected an integer >= 0 (at most {LIMIT_MAX} are returned)")
-    return int(value)
-
-
-def check_bool(key: str, value: object) -> bool:
-    """A SearchParams switch: True or False only (a string such as 'false' would read as on)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParamError(f"{key} = {value!r} is invalid: expected True or False")
-    return bool(value)
-
-
-def _check_number(key: str, value: object, lo: float, hi: float, allowed: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
-    if not (math.isfinite(value) and lo <= value <= hi):
-        raise ParamError(f"{key} = {value!r} is invalid: expected {allowed}")
-    return float(value)
-
-
-def first_page(per_leg: int, cap: int) -> int:
-    """How many rows a filtered leg fetches first. groove fetches its whole over-fetch (10×) at once;
-    the first `per_leg` accepted rows are the same whichever page finds them, so we start with 2× and
-    fetch the rest only when filters left the page short (the default quality filter rarely does)."""
-    return min(2 * per_leg, cap) if cap > per_leg else cap
 
 
 def _await(future: Future, cancel: threading.Event | None):
@@ -1050,30 +756,3 @@ def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ..
     return None if spans is None else tuple(Span(s, e) for s, e in spans)
 
 
-def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
-    """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
-    weight), counting only the legs that returned candidates."""
-    return (fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
-            + fusion.fts_weight * bool(legs.bigram))
-
-
-def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
-    """Ours, for dbsf: groove's flat page (max/mean under `ratio`) *and* a best hit that does not stand
-    out of the legs' windows — its fused score under `full`, i.e. on average over the legs below mean +
-    3 sd, where dbsf maps a window's top. Either alone, when it fires, finds the first hit right more
-    often than wrong on one of scifact, jsquad and tldr pages; together they fire mostly when it is
-    wrong, on all three (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd is dbsf's own scale."""
-    if not full > 0.0 or not max(scores, default=0.0) < full:
-        return False
-    return _low_confidence(scores, ratio)
-
-
-def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
-    """groove §D.8, in f32: max/mean below the ratio means the ranking is flat."""
-    if len(scores) < 2 or ratio == 0.0:
-        return False
-    arr = np.asarray(scores, dtype=np.float32)
-    mean = F32(arr.sum(dtype=np.float32) / F32(len(arr)))
-    if not mean > 0.0:
-        return False
-    return bool(F32(arr.max() / mean) < F32(ratio))

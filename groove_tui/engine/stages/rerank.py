@@ -280,3 +280,19 @@ def get_reranker(name: str, settings: RerankerSettings = RerankerSettings()) -> 
 
 def clear_reranker_cache() -> None:
     _RERANKERS.clear()
+
+
+def blend_scores(rerank: Sequence[float], fused: Sequence[float], weight: float) -> list[float]:
+    """The score a reranked candidate ranks by. weight 1 is groove's: the cross-encoder's raw score
+    replaces the fused one. Below 1, both are z-scored over the pool and mixed, weight·ce + (1 − weight)·
+    fused: a general-purpose cross-encoder and a hybrid first stage make partly different mistakes, so,
+    as with the two retrieval legs, their mix ranks better than either alone (docs/evaluation.md)."""
+    if weight >= 1.0:
+        return [float(x) for x in rerank]
+
+    def z(values: Sequence[float]) -> np.ndarray:
+        a = np.asarray(values, dtype=np.float64)
+        sd = a.std()
+        return (a - a.mean()) / sd if sd > 0 else np.zeros_like(a)
+
+    return [float(x) for x in weight * z(rerank) + (1.0 - weight) * z(fused)]
