@@ -12,14 +12,8 @@ import pytest
 from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
 from groove_tui.engine.models import e5onnx
 from groove_tui.engine.models.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
-from groove_tui.engine.models.embedders import (
-    E5_INT8_ID,
-    E5Int8Embedder,
-    ModelUnavailable,
-    build_e5_int8,
-    describe_model,
-    load_embedder,
-)
+from groove_tui.engine.models.embedders import E5_INT8_ID, E5Int8Embedder, build_e5_int8, describe_model, load_embedder
+from groove_tui.engine.models.offline import ModelUnavailable
 
 TRICKY = [
     "", " ", "hello world", "  hello   world  ", "hello\tworld\nab", "ab ab abab", "zzz unknown qqq",

@@ -14,18 +14,8 @@ import numpy as np
 import pytest
 
 from groove_tui.engine.models import embedders
-from groove_tui.engine.models.embedders import (
-    Embedder,
-    FastEmbedEmbedder,
-    HashingEmbedder,
-    ModelCache,
-    ModelUnavailable,
-    default_model_name,
-    describe_model,
-    embed_in_batches,
-    get_embedder,
-    load_embedder,
-)
+from groove_tui.engine.models.embedders import Embedder, FastEmbedEmbedder, HashingEmbedder, ModelCache, default_model_name, describe_model, embed_in_batches, get_embedder, load_embedder
+from groove_tui.engine.models.offline import ModelUnavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tinymodels import build_tiny_embedder  # noqa: E402

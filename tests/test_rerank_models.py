@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.engine.models.embedders import ModelUnavailable
+from groove_tui.engine.models.offline import ModelUnavailable
 from groove_tui.engine.stages.rerank import (
     FastEmbedReranker,
     Reranker,

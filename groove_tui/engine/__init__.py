@@ -211,7 +211,7 @@ class Engine:
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
-        from groove_tui.engine.index.indexer import name_is_utf8, walk_kb
+        from groove_tui.engine.index.walk import name_is_utf8, walk_kb
 
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")

@@ -11,7 +11,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import ExpandedFrom, Hit, HitTrace, MMRTrace, QueryInfo, SearchResponse, Span
-from groove_tui.tui import render
+from groove_tui.tui import explain_render, render
 
 
 def mkhit(content: str, spans=(), expanded: ExpandedFrom | None = None, **kw) -> Hit:
@@ -265,12 +265,12 @@ def test_explain_text_every_stage():
     hit = mkhit("c", trace=tr, expanded=ExpandedFrom(kind="adjacent", from_index=1, to_index=3, hit_start=0, hit_end=1))
     q = QueryInfo(include=("rust", "tokio spawn"), exclude=("async",), match_expr='"rust" NOT "async"',
                   positive_text="rust tokio spawn", bigram_expr=None)
-    t = render.explain_text(hit, q, {"fts": 1.5}, rank=2).plain
+    t = explain_render.explain_text(hit, q, {"fts": 1.5}, rank=2).plain
     for needle in ("Vector leg", "#3", "0.4100", "Full-text leg", "-7.2000", "RRF", "0.031700", "Reranker",
                    "4.2000", "MMR", "max similarity", "Parent retriever", "merged chunks 1-3", "1–3",
                    "tokio spawn", "async", '"rust" NOT "async"', "Timings"):
         assert needle in t, needle
-    assert "no trace" in render.explain_text(mkhit("c"), None).plain
+    assert "no trace" in explain_render.explain_text(mkhit("c"), None).plain
 
 
 def test_explain_fusion_heading_names_each_method():
@@ -279,7 +279,7 @@ def test_explain_fusion_heading_names_each_method():
     for method, heading in headings.items():
         tr = HitTrace(vector_rank=1, vector_distance=0.2, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
                       rrf_score=1.3, rrf_rank=1, fusion=method)
-        t = render.explain_text(mkhit("c", trace=tr), None).plain
+        t = explain_render.explain_text(mkhit("c", trace=tr), None).plain
         assert heading in t, method
         assert sum(h in t for h in headings.values()) == 1  # one heading, this method's
 
@@ -287,11 +287,11 @@ def test_explain_fusion_heading_names_each_method():
 def test_explain_shows_each_legs_scale_under_a_score_fusion():
     tr = HitTrace(vector_rank=1, vector_distance=0.6, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
                   rrf_score=1.3, rrf_rank=1, fusion="dbsf", vector_scale=(0.71, 0.93), fts_scale=(1.5, -12.25))
-    t = render.explain_text(mkhit("c", trace=tr), None).plain
+    t = explain_render.explain_text(mkhit("c", trace=tr), None).plain
     assert "cosine" in t and "0.8200" in t  # 1 - 0.6²/2: the reading dbsf places on the vector scale
     assert "vector scale    cosine 0.7100 → 0, 0.9300 → 1" in t
     assert "fts scale       bm25 1.500 → 0, -12.250 → 1" in t
-    rrf = render.explain_text(mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None).plain
+    rrf = explain_render.explain_text(mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None).plain
     assert "scale" not in rrf and "cosine" not in rrf
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def copy_subset(kb: Path, dest: Path, docs: int | None, exclude_dirs: tuple[str, ...]) -> int:
     """Copy the first `docs` Markdown files (walk order) of `kb` into `dest`; how many were copied."""
-    from groove_tui.engine.index.indexer import walk_kb
+    from groove_tui.engine.index.walk import walk_kb
 
     paths = walk_kb(kb, exclude_dirs)
     if docs is not None:

@@ -40,7 +40,7 @@ SCALE_MODEL = "hashing-384"
 
 def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
     """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
-    from groove_tui.engine.index.indexer import decode_markdown, read_file, walk_kb
+    from groove_tui.engine.index.walk import decode_markdown, read_file, walk_kb
     from groove_tui.engine.index.markdown import parse_markdown
     from groove_tui.engine.types import FileIssue
 

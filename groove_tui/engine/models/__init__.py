@@ -1,3 +1,3 @@
-"""The models: embedders and their offline-safe loading (`embedders`, `e5onnx`), the catalog of known models
-(`catalog`), which embedder a new index gets (`choice`) and installing a model, verified (`pull`).
+"""The models: embedders (`embedders`, `e5onnx`), fastembed run offline (`offline`), the catalog of known
+models (`catalog`), which embedder a new index gets (`choice`) and installing a model, verified (`pull`).
 Nothing is re-exported."""

@@ -133,7 +133,8 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
 
 def _pull_built(spec: ModelSpec, final: Path, progress: Progress | None, force: bool) -> PullResult:
     """Build a model from an installed package's weights (no download); verified like a pulled one."""
-    from groove_tui.engine.models.embedders import ModelUnavailable, build_e5_int8, e5_int8_built
+    from groove_tui.engine.models.offline import ModelUnavailable
+    from groove_tui.engine.models.embedders import build_e5_int8, e5_int8_built
 
     if final.is_dir() and not force and e5_int8_built(final) and not verify_installed(final):
         files = read_manifest(final).files  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from groove_tui.engine.types import Hit, QueryInfo
-from groove_tui.tui import render
+from groove_tui.tui import explain_render
 
 
 class ExplainPanel(VerticalScroll):
@@ -34,4 +34,4 @@ class ExplainPanel(VerticalScroll):
     def refresh_content(self) -> None:
         hit, query, timings, rank = self._args
         style = self.get_component_rich_style("explain--heading", partial=True)
-        self._body.update(render.explain_text(hit, query, timings, rank=rank, head_style=style))
+        self._body.update(explain_render.explain_text(hit, query, timings, rank=rank, head_style=style))
