@@ -1,4 +1,4 @@
-"""The full-text tables' bm25 statistics never drift (issue 13, point 4).
+"""The full-text tables' bm25 statistics never drift.
 
 bm25 reads each table's stored totals (row count, tokens per column) and each row's size. Whatever
 sequence of adds, edits, renames, deletes and forced rebuilds an index went through, its full-text and
@@ -110,7 +110,7 @@ def test_forced_rebuilds_and_deletes_keep_the_row_count(tmp_path):
     kb = write_kb(tmp_path / "kb", {f"d{i}.md": _text(rng) for i in range(10)})
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
         eng.index()
-        eng.index(force=True)  # the table used to believe it held twice its rows after this
+        eng.index(force=True)  # a DELETE-based rebuild would leave the table believing it held twice its rows
         for p in sorted(kb.glob("*.md"))[:4]:
             p.unlink()
         for p in sorted(kb.glob("*.md"))[:3]:

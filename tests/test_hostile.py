@@ -1,4 +1,4 @@
-"""Hostile knowledge bases (issue 13): odd files never hang, abort or bloat an indexing run."""
+"""Hostile knowledge bases: odd files never hang, abort or bloat an indexing run."""
 
 from __future__ import annotations
 

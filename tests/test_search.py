@@ -233,7 +233,7 @@ def test_fuzz_long_strings(engine):
 
 def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
     """The dbsf banner's `full` (a hit at the top of every leg's window) sums each returning leg's own
-    weight: the full-text leg counted with the vector weight survived the suite (issue 13's mutations)."""
+    weight, so counting the full-text leg with the vector weight fails here."""
     from groove_tui.settings.config import FusionConfig
     from groove_tui.engine.retrieve.candidates import Legs
     from groove_tui.engine.retrieve.fusion import _fused_weight

@@ -88,7 +88,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
 
 
 def tuning_commands(app, in_compare: bool, where: str) -> Iterable[SystemCommand]:
-    """Sweeps, wins and losses, settings saved back (issue 15)."""
+    """Sweeps, wins and losses, settings saved back."""
     if app.golden_session is not None:
         yield SystemCommand(f"eval: sweep the setting under the cursor{where}",
                             "Chart recall / MRR / nDCG and distinct documents over its values (ctrl+r)",

@@ -45,7 +45,7 @@ def percentile(values: list[float], p: float) -> float:
     return s[i]
 
 
-PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison (issue 16)
+PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison
 VECTOR_SCAN = True  # --no-vector-scan: sqlite-vec's own KNN, for comparison
 CHUNK_CAP: int | None = None  # --max-chunk-bytes: the cap the index was cut with, so it is not cut again
 

@@ -83,7 +83,7 @@ async def test_quotes_and_exclusions(tmp_path):
 
 
 async def test_settle_lets_an_unexpected_worker_failure_fail_the_test(tmp_path):
-    """The helper used to swallow every WorkerFailed: a bug inside a search worker passed unseen."""
+    """The helper must not swallow every WorkerFailed, or a bug inside a search worker would pass unseen."""
     import pytest
 
     from .fakes import FakeEngine

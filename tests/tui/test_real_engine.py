@@ -158,7 +158,7 @@ async def test_real_missing_kb_reports_error(tmp_path):
 
 
 async def test_real_bad_index_dir_is_one_message_not_a_traceback(tmp_path, kb):
-    """The explorer is one more command a bad --index-dir must not crash (issue 13): a file there."""
+    """The explorer is one more command a bad --index-dir must not crash: a file there."""
     (tmp_path / "idx").write_text("not a directory")
     app = real_app(tmp_path, kb)
     async with app.run_test(size=SIZE) as pilot:

@@ -183,7 +183,7 @@ class Indexer:
 
     def _reset(self) -> None:
         with self.store.transaction() as conn:
-            # Recreated, not emptied: a DELETE left the old rows in the bm25 totals (issue 13).
+            # Recreated, not emptied: a DELETE leaves the old rows in the bm25 totals.
             self.store.recreate_fulltext(conn)  # empty, hence current (both versions recorded)
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
