@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_KB, write_kb
 
 from groove_tui import cli
 from groove_tui.commands.bench import command, scale, search
 from groove_tui.commands.bench.search import STAGES
+
+from helpers import SAMPLE_KB, write_kb
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.settings.config import SearchConfig
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, compile_bigram, has_cjk, segment
 from groove_tui.engine.stages.spans import match_spans
+from groove_tui.settings.config import SearchConfig
 
 from helpers import hashing_config, write_kb
 

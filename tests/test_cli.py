@@ -77,7 +77,7 @@ def test_search_text_is_plain_when_piped_and_sanitised(cli, kb):
 def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
     cli("index", str(kb), "--model", "hashing", "--quiet")
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--min-quality", "0")
-    line = next(l for l in out.splitlines() if l.startswith("fusion:"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("fusion:"))
     assert re.fullmatch(r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1", line), line
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
     assert "fusion:   rrf\n" in out and "scale" not in out
@@ -234,7 +234,8 @@ def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
     kb = write_kb(tmp_path / "notes", {
         "tar.md": "# tar\n\nArchiving utility, often with gzip compression for quokka files.\n\n"
                   "## Extract\n\nExtract a quokka archive into the current directory with xf flags.\n",
-        "titled.md": "---\ntitle: From frontmatter\n---\n# Not this\n\nQuokka facts, one title from the frontmatter.\n",
+        "titled.md": ("---\ntitle: From frontmatter\n---\n# Not this\n\n"
+"Quokka facts, one title from the frontmatter.\n"),
         "plain.md": "Quokka without any heading at all, a plain paragraph of text here.\n",
     })
     assert run_cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0

@@ -124,7 +124,7 @@ def test_bad_values_name_key_value_and_range(toml, key, allowed):
 
 
 def test_unknown_keys_are_errors():
-    with pytest.raises(ConfigError, match="unknown key 'search.mmr.lamda'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'search.mmr.lamda'"):
         parse_config(tomllib.loads("[search.mmr]\nlamda = 0.5"))
     with pytest.raises(ConfigError, match="unknown key 'colour'"):
         parse_config({"colour": "red"})
@@ -152,5 +152,5 @@ def test_load_config_discovery(tmp_path, monkeypatch):
         load_config(tmp_path / "missing.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("[search\n")
-    with pytest.raises(ConfigError, match="bad.toml"):
+    with pytest.raises(ConfigError, match=r"bad.toml"):
         load_config(bad)

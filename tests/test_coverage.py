@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import DB_NAME, Engine
-from groove_tui.engine.index.coverage import copy_with_share, keeps_vector
 from groove_tui.engine.errors import ParamError
+from groove_tui.engine.index.coverage import copy_with_share, keeps_vector
 from groove_tui.engine.types import SearchParams
 from groove_tui.settings.paths import index_dir_for
 from tests.helpers import hashing_config, write_kb

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.demo import GOLDEN_NAME, golden_path, kb_path
 from groove_tui.engine import Engine
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import Config, EmbeddingConfig
 
 HASHING = replace(Config(), embedding=EmbeddingConfig(model="hashing"))
 
@@ -42,7 +42,7 @@ def test_the_demo_kb_ships_inside_the_package_with_its_golden_file():
 
 
 def test_the_demo_kb_indexes_cleanly_with_the_hashing_embedder(demo_engine):
-    eng, report = demo_engine
+    _eng, report = demo_engine
     assert report.skipped == () and report.degraded == ()
     assert report.added >= 25 and report.pending_embeddings == 0 and report.embedded == report.chunks
 

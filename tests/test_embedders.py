@@ -14,11 +14,21 @@ import numpy as np
 import pytest
 
 from groove_tui.engine.models import embedders
-from groove_tui.engine.models.embedders import Embedder, FastEmbedEmbedder, HashingEmbedder, ModelCache, default_model_name, describe_model, embed_in_batches, get_embedder, load_embedder
+from groove_tui.engine.models.embedders import (
+    Embedder,
+    FastEmbedEmbedder,
+    HashingEmbedder,
+    ModelCache,
+    default_model_name,
+    describe_model,
+    embed_in_batches,
+    get_embedder,
+    load_embedder,
+)
 from groove_tui.engine.models.offline import ModelUnavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tinymodels import build_tiny_embedder  # noqa: E402
+from tinymodels import build_tiny_embedder
 
 TEXTS = ["the cat sat on the mat", "rust tokio spawn tasks", "東京は日本の首都です。", "search engines"]
 
@@ -94,10 +104,10 @@ def test_onnx_dir_problems_are_clear(tiny_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "notok"
     shutil.copytree(tiny_dir, d)
     (d / "tokenizer.json").unlink()
-    with pytest.raises(ModelUnavailable, match="tokenizer.json"):
+    with pytest.raises(ModelUnavailable, match=r"tokenizer.json"):
         load_embedder(str(d))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelUnavailable, match="no model.onnx"):
+    with pytest.raises(ModelUnavailable, match=r"no model.onnx"):
         load_embedder(str(tmp_path / "empty"))
 
 
@@ -129,7 +139,7 @@ def test_cache_that_looks_usable_but_is_not_still_fails_fast(empty_cache: Path, 
     snap = empty_cache / ("models--" + desc.sources.hf.replace("/", "--")) / "snapshots" / "abc123"
     (snap / desc.model_file).parent.mkdir(parents=True)
     (snap / desc.model_file).write_bytes(b"not an onnx file")
-    with pytest.raises(ModelUnavailable, match="offline|ONNX"):
+    with pytest.raises(ModelUnavailable, match=r"offline|ONNX"):
         load_embedder("BAAI/bge-small-en-v1.5").embed_query("x")
     assert no_waiting == {"sleep": [], "connect": []}
     assert "HF_HUB_OFFLINE" not in os.environ

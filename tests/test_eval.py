@@ -13,12 +13,46 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.settings.config import Config, FusionConfig, SearchConfig
 from groove_tui.engine.evaluate import golden as ev
-from groove_tui.engine.evaluate.metrics import Aggregate, QueryResult, RankedHit, aggregate, eval_limit, evaluate, evaluate_query, is_hit, ndcg_at_k, normalise_k_values, ranked_hits, recall_at_k, reciprocal_rank
-from groove_tui.engine.evaluate.history import ConfigFingerprint, history_path_for, CorpusInfo, HistoryError, HistoryStore, compare, corpus_digest, format_delta, is_regression, make_run
-from groove_tui.engine.evaluate.golden import Expected, GoldenError, GoldenQuery, GoldenSet, dump_golden, load_golden, parse_golden, save_golden
+from groove_tui.engine.evaluate.golden import (
+    Expected,
+    GoldenError,
+    GoldenQuery,
+    GoldenSet,
+    dump_golden,
+    load_golden,
+    parse_golden,
+    save_golden,
+)
+from groove_tui.engine.evaluate.history import (
+    ConfigFingerprint,
+    CorpusInfo,
+    HistoryError,
+    HistoryStore,
+    compare,
+    corpus_digest,
+    format_delta,
+    history_path_for,
+    is_regression,
+    make_run,
+)
+from groove_tui.engine.evaluate.metrics import (
+    Aggregate,
+    QueryResult,
+    RankedHit,
+    aggregate,
+    eval_limit,
+    evaluate,
+    evaluate_query,
+    is_hit,
+    ndcg_at_k,
+    normalise_k_values,
+    ranked_hits,
+    recall_at_k,
+    reciprocal_rank,
+)
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import Config, FusionConfig, SearchConfig
 
 L2 = 1 / math.log2(3)  # gain at rank 2
 L4 = 1 / math.log2(5)  # gain at rank 4
@@ -665,7 +699,7 @@ def test_history_lives_in_the_data_dir_not_the_kb(tmp_path: Path, monkeypatch):
 
 def test_run_record_shape_and_end_to_end(tmp_path: Path):
     q = GoldenQuery("q1", "query", (Expected("a.md", "S"),))
-    hits = tuple(RankedHit(i, f"{i}.md", None, 1.0 / i) for i in range(1, 12)) + (RankedHit(12, "a.md", "S", math.nan),)
+    hits = (*tuple(RankedHit(i, f"{i}.md", None, 1.0 / i) for i in range(1, 12)), RankedHit(12, "a.md", "S", math.nan))
     res = QueryResult(q, hits, evaluate_query(q, hits, FP.k_values))
     a = aggregate([res.metrics], FP.k_values)
     run = make_run(FP, CorpusInfo(3, 7, corpus_digest([])), [res], a)

@@ -10,11 +10,12 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_KB, hashing_config, write_kb
 
 from groove_tui import cli
 from groove_tui.commands import eval as evalrun
 from groove_tui.engine import Engine, SearchParams
+
+from helpers import SAMPLE_KB, hashing_config, write_kb
 
 GOLDEN = """\
 queries:
@@ -153,11 +154,11 @@ def test_json_shape(setup, capsys):
 
 def test_limit_is_max_of_k_and_limit(setup, capsys):
     kb, golden = setup
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "5,1,5", "--limit", "2",
+    _rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "5,1,5", "--limit", "2",
                      "--no-history")
     fp = json.loads(out)["fingerprint"]
     assert fp["limit"] == 5 and fp["k_values"] == [1, 5]
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "1", "--limit", "7",
+    _rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "1", "--limit", "7",
                      "--no-history")
     data = json.loads(out)
     assert data["fingerprint"]["limit"] == 7
@@ -200,7 +201,7 @@ def test_fusion_method_is_part_of_the_fingerprint(setup, data_dir, capsys):
 
 def test_fts_leg_alone_scores(setup, capsys):
     kb, golden = setup
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--legs", "fts", "--format", "json", "--no-history")
+    _rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--legs", "fts", "--format", "json", "--no-history")
     data = json.loads(out)
     assert data["per_query"][0]["top_k"][0]["path"] == "notes/rust/async.md"
 
@@ -217,10 +218,10 @@ def test_exclusion_only_golden_query_is_a_load_error(setup, tmp_path, capsys):
 
 def test_missing_golden_is_a_clear_error(setup, capsys):
     kb, _ = setup
-    rc, out, err = run(capsys, str(kb))
+    rc, _out, err = run(capsys, str(kb))
     assert rc == 1
     assert "no golden file" in err and "--golden" in err and "[eval] golden" in err
-    rc, out, err = run(capsys, str(kb), "--golden", str(kb.parent / "nope.yml"))
+    rc, _out, err = run(capsys, str(kb), "--golden", str(kb.parent / "nope.yml"))
     assert rc == 1 and "nope.yml" in err and "cannot read" in err
 
 

@@ -211,9 +211,9 @@ def test_all_filters_are_and_combined():
 
 def test_list_limits():
     DocFilter.build(tags_any=[f"t{i}" for i in range(64)], path_globs=["x" * 1024])
-    with pytest.raises(FilterError, match="tags_any.*too many"):
+    with pytest.raises(FilterError, match=r"tags_any.*too many"):
         DocFilter.build(tags_any=[f"t{i}" for i in range(65)])
-    with pytest.raises(FilterError, match="path_globs.*1026 bytes"):
+    with pytest.raises(FilterError, match=r"path_globs.*1026 bytes"):
         DocFilter.build(path_globs=["設" * 342])  # 1026 UTF-8 bytes
     with pytest.raises(FilterError, match="tags_all"):
         DocFilter.build(tags_all="notalist")

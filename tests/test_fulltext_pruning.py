@@ -10,29 +10,24 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import numpy as np
 
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.index import phrase_stats as ps
-from groove_tui.engine.retrieve import fulltext as fp
 from groove_tui.engine.analysis.bigram import compile_bigram
 from groove_tui.engine.analysis.query import parse_query
+from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store, fulltext_rows
+from groove_tui.engine.retrieve import fulltext as fp
 
 from helpers import hashing_config, write_kb
 
 # Common words (match most rows), rarer ones, words that contain each other (trigram substrings), text
 # the fold must get right (case, diacritics, ß, İ, Greek final sigma, combining marks), self-overlapping
 # phrases, and Japanese for the bigram table.
-VOCAB = (
-    "the the the and and of with for cells cell cellular protein proteins expression express tokio "
-    "runtime spawn sqlite vector search trigram banana bananas aaaa aaa abab ababab Éclair éclair ECLAIR "
-    "straße STRASSE İstanbul istanbul σοφός ΣΟΦΟΣ cafe\u0301 café naïve 東京 東京都 設定 設定ファイル 検索 "
-    "ランキング 評価 の は を"
-).split()
+VOCAB = ["the", "the", "the", "and", "and", "of", "with", "for", "cells", "cell", "cellular", "protein", "proteins", "expression", "express", "tokio", "runtime", "spawn", "sqlite", "vector", "search", "trigram", "banana", "bananas", "aaaa", "aaa", "abab", "ababab", "Éclair", "éclair", "ECLAIR", "straße", "STRASSE", "İstanbul", "istanbul", "σοφός", "ΣΟΦΟΣ", "café", "café", "naïve", "東京", "東京都", "設定", "設定ファイル", "検索", "ランキング", "評価", "の", "は", "を"]
 PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
 
 
@@ -66,7 +61,8 @@ def _fill(store: Store, rng: random.Random, docs: int) -> None:
                 content = _text(rng, rng.randint(1, 80))
             rows.append((i, heading, context, content))
             conn.execute(
-                "INSERT INTO chunks(id, document_id, chunk_index, heading, content, context_text) VALUES (?, 1, ?, ?, ?, ?)",
+                ("INSERT INTO chunks(id, document_id, chunk_index, heading, content, context_text) "
+"VALUES (?, 1, ?, ?, ?, ?)"),
                 (i, i, heading, content, context),
             )
         store.insert_fulltext(rows, conn)

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from groove_tui.settings.config import FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.retrieve.fusion import SCORE_WINDOW, _scale, _terms
+from groove_tui.settings.config import FusionConfig, SearchConfig
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -108,7 +108,7 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
     resp = eng.search("tokio runtime", SearchParams(limit=10, explain=True))
     traces = [h.trace for h in resp.results]
     assert traces and all(t.fusion == method for t in traces)
-    for hit, t in zip(resp.results, traces):
+    for hit, t in zip(resp.results, traces, strict=True):
         terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0)
         assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
         assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ def _index_in_thread(eng: Engine):
     def work() -> None:
         try:
             out["report"] = eng.index()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             out["error"] = exc
 
     t = threading.Thread(target=work, daemon=True)
@@ -125,10 +125,10 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
     """An uncapped index (max_chunk_bytes 0, groove's behaviour) still hands models bounded text."""
     from dataclasses import replace
 
-    from groove_tui.settings.config import ChunkingConfig
-    from groove_tui.engine.models.embedders import HashingEmbedder
     from groove_tui.engine.index.indexer import MODEL_INPUT_MAX_CHARS
+    from groove_tui.engine.models.embedders import HashingEmbedder
     from groove_tui.output.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.settings.config import ChunkingConfig
 
     kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 250_000 + "\n"})
     config = replace(hashing_config(), chunking=ChunkingConfig(0))
@@ -165,17 +165,17 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
 def test_a_model_typo_with_force_destroys_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.settings.config import EmbeddingConfig
     from groove_tui.engine import EngineError
+    from groove_tui.settings.config import EmbeddingConfig
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY, "b.md": BODY.replace("Fine", "Other")})
     with open_engine(kb, tmp_path) as eng:
         eng.index()
         vectors = eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
     typo = replace(hashing_config(), embedding=EmbeddingConfig(model="multilingual-e5-smal"))
-    with Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng:
-        with pytest.raises(EngineError, match="unknown embedding model"):
-            eng.index(force=True)
+    with (Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng,
+          pytest.raises(EngineError, match="unknown embedding model")):
+        eng.index(force=True)
     with open_engine(kb, tmp_path) as eng:  # opens: the recorded model is still the real one
         assert eng.status().model == "hashing-64"
         assert eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == vectors > 0
@@ -186,8 +186,8 @@ def test_a_model_typo_with_force_destroys_nothing(tmp_path):
 def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.settings.config import EmbeddingConfig
     from groove_tui.engine import EngineError
+    from groove_tui.settings.config import EmbeddingConfig
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY})
     typo = replace(hashing_config(), embedding=EmbeddingConfig(model="no-such-model"))
@@ -314,7 +314,9 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
 def test_lone_cr_line_endings_are_line_endings():
     from groove_tui.engine.index.markdown import parse_markdown
 
-    text = "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r## First\rBody of the first section, long enough to stand alone.\r### Second\rBody of the second section, long enough to stand alone.\r"
+    text = ("---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r"
+"## First\rBody of the first section, long enough to stand alone.\r"
+"### Second\rBody of the second section, long enough to stand alone.\r")
     doc = parse_markdown("mac.md", text)
     assert doc.title == "Old Mac" and doc.tags == ("cr",)
     assert [(c.heading, c.level) for c in doc.chunks] == [(None, None), ("First", 2), ("Second", 3)]
@@ -391,7 +393,7 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
 
     from groove_tui.engine.analysis.query import QueryError
 
-    alphabet = st.sampled_from(list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\'') + ["\u3000", "ー"])
+    alphabet = st.sampled_from([*list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\''), "\u3000", "ー"])
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(alphabet, max_size=24).map("".join))
@@ -550,10 +552,10 @@ def test_the_explorer_palette_shows_hostile_names_escaped(spoof_engine, tmp_path
     """The command palette names the focused hit's file: escaped too."""
     import asyncio
 
-    from groove_tui.tui.commands import groove_commands
-
     from tui.fakes import FakeEngine
     from tui.helpers import SIZE, make_app, search
+
+    from groove_tui.tui.commands import groove_commands
 
     class Spoofed(FakeEngine):
         def _search(self, query, params, cancel):

@@ -17,7 +17,7 @@ import pytest
 from groove_tui.engine import Engine, ModelMismatch
 from groove_tui.engine.types import IndexProgress
 
-from helpers import SAMPLE_KB, hashing_config, write_kb
+from helpers import hashing_config, write_kb
 
 
 def open_engine(kb: Path, tmp_path: Path, **kw) -> Engine:
@@ -89,7 +89,8 @@ def test_bad_files_are_skipped_with_reasons_and_the_run_goes_on(tmp_path):
             "good.md": "## Fine\n\nThis file is perfectly fine and has enough text to be a chunk.\n",
             "latin1.md": "caf\xe9 au lait".encode("latin-1"),
             "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00binary",
-            "badfm.md": "---\ntitle: [unclosed\n---\n\n## Body\n\nThe body survives broken frontmatter and is indexed.\n",
+            "badfm.md": ("---\ntitle: [unclosed\n---\n\n## Body\n\n"
+"The body survives broken frontmatter and is indexed.\n"),
             "empty.md": "",
         },
     )
@@ -241,7 +242,8 @@ KILL_SCRIPT = textwrap.dedent(
 
 
 def test_killed_indexer_leaves_an_index_that_opens_and_resumes(tmp_path):
-    files = {f"d{i:03}.md": f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n" for i in range(120)}
+    files = {f"d{i:03}.md": (f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n"
+f"## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n") for i in range(120)}
     kb = write_kb(tmp_path / "kb", files)
     idx = tmp_path / "idx"
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), kb=str(kb), idx=str(idx))
@@ -285,7 +287,8 @@ def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
 
 
 def test_engine_import_loads_no_ui_toolkit():
-    code = "import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
+    code = ("import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; "
+"bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -293,8 +296,8 @@ def test_engine_import_loads_no_ui_toolkit():
 def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vectors(tmp_path):
     """Unchanged files are never re-read, so without this a new `[chunking] max_chunk_bytes` would apply
     only to files edited afterwards and one index would mix two cuts."""
-    from groove_tui.settings.config import ChunkingConfig
     from groove_tui.engine import Engine
+    from groove_tui.settings.config import ChunkingConfig
 
     long_note = "# Long\n\n" + "\n\n".join(f"Paragraph {i} about tokio tasks and runtimes. " * 4 for i in range(12))
     kb = write_kb(tmp_path / "kb", {"long.md": long_note, "short.md": "# Short\n\nA short note on sqlite.\n"})

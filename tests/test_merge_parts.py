@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.settings.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
 from groove_tui.engine import Engine, SearchParams
+from groove_tui.settings.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -89,7 +89,8 @@ def test_merge_parts_must_be_a_boolean():
 
 def _starving_kb() -> dict[str, str]:
     """One section that splits into ~255 parts, every one matching, beside 25 small matching documents."""
-    big = "\n\n".join(f"compost heaps garden soil, compost heaps garden soil, compost heaps garden soil, compost heaps garden soil {i}" for i in range(255))
+    big = "\n\n".join((f"compost heaps garden soil, compost heaps garden soil, "
+f"compost heaps garden soil, compost heaps garden soil {i}") for i in range(255))
     files = {"big.md": f"## Everything about compost\n\n{big}\n"}
     for i in range(25):  # each ranks below every part of big.md in both legs
         files[f"small/s{i:02}.md"] = (

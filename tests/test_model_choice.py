@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.settings.config import Config, EmbeddingConfig, parse_config
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.models import embedders
-from groove_tui.engine.models.embedders import HashingEmbedder, clear_embedder_cache
 from groove_tui.engine.models.choice import ENGLISH_MODEL
+from groove_tui.engine.models.embedders import HashingEmbedder, clear_embedder_cache
+from groove_tui.settings.config import Config, EmbeddingConfig, parse_config
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder

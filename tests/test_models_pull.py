@@ -13,12 +13,21 @@ import threading
 import zipfile
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine.models.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
+from groove_tui.engine.models.catalog import (
+    MANIFEST,
+    VERIFIED,
+    ModelFile,
+    ModelSpec,
+    WheelSource,
+    find_spec,
+    read_manifest,
+)
 from groove_tui.engine.models.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
 
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
@@ -108,7 +117,7 @@ def test_a_file_whose_hash_differs_installs_nothing(index, ce_files, tmp_path: P
     root = tmp_path / "models"
     spec = fake_spec(ce_files)
     bad = tuple(replace(f, sha256="0" * 64) if f.name == "model.onnx" else f for f in spec.files)
-    with pytest.raises(PullError, match="model.onnx.*SHA-256"):
+    with pytest.raises(PullError, match=r"model.onnx.*SHA-256"):
         pull(replace(spec, files=bad), root)
     assert list(root.iterdir()) == []  # neither the model nor a partial folder
 
@@ -186,8 +195,8 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
     """The hub's file layout: /{repo}/resolve/{revision}/{file}, with the headers huggingface_hub reads
     (X-Repo-Commit; ETag = SHA-256 for large files, git blob SHA-1 for small ones)."""
 
-    files: dict[str, bytes] = {}  # "repo/file" -> bytes
-    requests: list[str] = []
+    files: ClassVar[dict[str, bytes]] = {}  # "repo/file" -> bytes
+    requests: ClassVar[list[str]] = []
 
     def _lookup(self) -> bytes | None:
         parts = self.path.split("?")[0].strip("/").split("/")
@@ -203,7 +212,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.requests.append("HEAD " + self.path)
         data = self._lookup()
         if data is None:
@@ -215,7 +224,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self._headers(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.requests.append("GET " + self.path)
         data = self._lookup()
         if data is None:
@@ -288,12 +297,12 @@ def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Pat
 
 
 def test_hub_file_with_a_wrong_hash_installs_nothing(hub, tmp_path: Path) -> None:
-    endpoint, desc, files = hub
+    _endpoint, desc, files = hub
     key = f"{desc.sources.hf}/{desc.model_file}"
     good = files[key]
 
     class Tampered(HubHandler):
-        def do_GET(self) -> None:  # noqa: N802 - serves other bytes than the ETag promises
+        def do_GET(self) -> None:
             if self.path.endswith(desc.model_file):
                 self.send_response(200)
                 self.send_header("ETag", f'"{_sha(good)}"')
@@ -337,14 +346,14 @@ def test_resolve_spec_knows_short_groove_and_catalog_names() -> None:
 def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path: Path, capsys) -> None:
     """groove's multilingual embedder is not in fastembed's catalog: listing, pulling and indexing with it
     say so and name the alternative, instead of "unknown model" or a hub pull that could never load."""
-    from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.models.embedders import load_embedder
+    from groove_tui.engine.models.offline import ModelUnavailable
 
     assert main(["models", "--model-dir", str(tmp_path), "list"]) == 0
     out = capsys.readouterr().out
     assert next(line for line in out.splitlines() if line.startswith("bge-m3 ")).split()[5] == "n/a"
     assert "bge-m3: cannot run here:" in out and "multilingual-e5-small" in out
-    with pytest.raises(PullError, match="not in the catalog of fastembed.*multilingual-e5-small"):
+    with pytest.raises(PullError, match=r"not in the catalog of fastembed.*multilingual-e5-small"):
         resolve_spec("BAAI/bge-m3")
     with pytest.raises(ModelUnavailable, match=r"\[embedding\] model 'bge-m3'.*multilingual-e5-small") as e:
         load_embedder("bge-m3")

@@ -184,7 +184,8 @@ def test_heading_key_compares_as_a_reader_would():
 def test_a_named_section_is_found_even_when_no_leg_ranks_it(tmp_path: Path):
     """Ninety notes that all say the words in their bodies outrank the note whose heading they are."""
     files = {f"bulk/b{i:02d}.md": "# B\n\n" + "garden soil garden soil compost garden soil. " * 8 for i in range(90)}
-    files["z/named.md"] = "# Other\n\nAn opening paragraph about other things entirely.\n\n## Garden soil\n\nLoam holds water and air; it is what most plants like best.\n"
+    files["z/named.md"] = ("# Other\n\nAn opening paragraph about other things entirely.\n\n"
+"## Garden soil\n\nLoam holds water and air; it is what most plants like best.\n")
     eng = Engine.open(write_kb(tmp_path / "kb", files), config=hashing_config(), index_dir=tmp_path / "idx")
     try:
         eng.index()

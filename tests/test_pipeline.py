@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -11,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.settings.config import MMRConfig, ParentConfig, RerankerConfig
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
+from groove_tui.settings.config import MMRConfig, ParentConfig, RerankerConfig
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder
@@ -115,7 +114,7 @@ def test_parent_retriever_expands_and_recomputes_spans(gen):
     expanded = gen.search("compost soil", SearchParams(limit=3, parent_retriever=True, explain=True))
     assert [h.chunk_id for h in expanded.results] == [h.chunk_id for h in plain.results]
     assert [h.score for h in expanded.results] == [h.score for h in plain.results]
-    for before, after in zip(plain.results, expanded.results):
+    for before, after in zip(plain.results, expanded.results, strict=True):
         ef = after.expanded_from
         assert ef is not None
         assert len(after.content) >= len(before.content)

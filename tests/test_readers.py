@@ -142,7 +142,7 @@ def test_a_reader_writes_nothing_and_cannot_index(indexed) -> None:
     with Engine.open(kb, config=hashing_config(), index_dir=idx, readonly=True) as eng:
         eng.search("tokio")
         eng.status()
-        with pytest.raises(Exception, match="readonly|read-only|reading only"):
+        with pytest.raises(Exception, match=r"readonly|read-only|reading only"):
             eng.store.conn().execute("INSERT INTO index_meta(key, value) VALUES ('x', 'y')")
         with pytest.raises(Exception, match="searching only"):
             eng.index()
@@ -182,7 +182,7 @@ def test_a_reader_on_an_index_needing_a_migration_says_so_without_writing(indexe
 
 def test_an_index_an_indexer_is_still_creating_reads_as_not_indexed_yet(tmp_path: Path, monkeypatch, capsys) -> None:
     """Tables created, nothing committed into them yet: "not indexed yet", not "made by another version"."""
-    from groove_tui.engine.index.store import BIGRAM_DDL, FTS_DDL, _SCHEMA
+    from groove_tui.engine.index.store import _SCHEMA, BIGRAM_DDL, FTS_DDL
 
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     monkeypatch.chdir(tmp_path)

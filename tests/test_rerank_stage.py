@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.settings.config import ConfigError, RerankerConfig, parse_config
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
-from groove_tui.engine.stages.rerank import clear_reranker_cache
 from groove_tui.engine.analysis.scripts import scripts_in, uncovered_reason
+from groove_tui.engine.stages.rerank import clear_reranker_cache
+from groove_tui.settings.config import ConfigError, RerankerConfig, parse_config
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder
@@ -24,7 +24,8 @@ DOCS = {
                 "## Search\n\nFull text search with vector embeddings ranks documents.\n",
     "en/garden.md": "# Garden\n\n## Soil\n\nCompost makes garden soil rich; search the garden for worms.\n",
     "en/rust.md": "# Rust\n\n## Tokio\n\nRust async runtimes such as tokio spawn tasks; search the docs.\n",
-    "ja/tokyo.md": "# 東京\n\n## 天気\n\n東京の天気は夏に暑く冬に寒いです。検索します。\n\n## 設定\n\n設定ファイルを編集して検索します。\n",
+    "ja/tokyo.md": ("# 東京\n\n## 天気\n\n東京の天気は夏に暑く冬に寒いです。検索します。\n\n"
+"## 設定\n\n設定ファイルを編集して検索します。\n"),
     "ja/cat.md": "# 猫\n\n## マット\n\n猫がマットの上に座っていました。検索の例です。\n",
     # enough English sections that every pool below fills up
     **{f"en/notes{i}.md": f"# Notes {i}\n\n## Search notes {i}\n\nNotes number {i} on how search ranks "

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_tui import cli
-from groove_tui.settings.config import Config, parse_config
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import Config, parse_config
 from groove_tui.settings.fragment import OURS, effective_config, file_keys, flatten, fragment, provenance
 
 
@@ -125,8 +125,8 @@ def test_non_finite_numbers_have_no_toml_form(value):
 def test_a_fragment_merges_into_a_groove_toml_keeping_its_comments_and_other_keys(tmp_path):
     import tomllib
 
-    from groove_tui.settings.config import Config, parse_config
     from groove_tui.engine.types import SearchParams
+    from groove_tui.settings.config import Config, parse_config
     from groove_tui.settings.fragment import effective_config, fragment, save_fragment
 
     path = tmp_path / "groove.toml"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import string
 import unicodedata
 
@@ -142,7 +143,7 @@ def check_shape(spans: list[tuple[int, int]] | None, content: str) -> None:
     assert len(spans) <= 100
     for s, e in spans:
         assert 0 <= s < e <= len(content)
-    for (_, e1), (s2, _) in zip(spans, spans[1:]):
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
         assert e1 <= s2  # sorted and disjoint (adjacent allowed)
 
 

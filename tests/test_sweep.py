@@ -11,15 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import hashing_config, write_kb
 
 from groove_tui import cli
+from groove_tui.commands.eval import run_eval
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.evaluate.metrics import eval_params
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, format_value
+from groove_tui.engine.evaluate.metrics import eval_params
 from groove_tui.engine.evaluate.sweep import grid, parse_axis, run_sweep
-from groove_tui.commands.eval import run_eval
+
+from helpers import hashing_config, write_kb
 
 TOPICS = ("tokio", "sqlite", "vector", "kernel", "garden", "violin", "harbour", "glacier", "quantum", "bakery")
 FILLER = ("alpha", "beta", "gamma", "delta", "notes", "about", "things", "where", "search", "words", "daily")
@@ -203,7 +204,7 @@ def test_settings_that_zero_both_legs_are_refused():
 
 
 def test_the_command_prints_a_table_a_chart_and_json(sweep_setup, capsys, monkeypatch):
-    kb, idx, config, golden, golden_path = sweep_setup
+    kb, idx, _config, _golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     common = ["sweep", str(kb), "--model", "hashing-64", "--golden", str(golden_path)]
     assert cli.main([*common, "--param", "mmr_lambda=0:1:0.5", "--plot"]) == 0

@@ -14,9 +14,9 @@ import sqlite_vec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.settings.config import ConfigError, parse_config
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.retrieve import vector_scan as vs
+from groove_tui.settings.config import ConfigError, parse_config
 
 from helpers import hashing_config, write_kb
 
@@ -36,7 +36,7 @@ def _vec_table(vectors: np.ndarray, chunk_size: int = 1024, ids=None) -> sqlite3
                  f"embedding float[{vectors.shape[1]}], chunk_size={chunk_size})")
     ids = list(range(1, len(vectors) + 1)) if ids is None else ids
     conn.executemany("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
-                     [(int(i), row.tobytes()) for i, row in zip(ids, vectors)])
+                     [(int(i), row.tobytes()) for i, row in zip(ids, vectors, strict=True)])
     return conn
 
 
@@ -80,7 +80,7 @@ def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes
 
 def _kb(tmp_path, n: int = 60):
     rng = random.Random(3)
-    words = "rust tokio runtime spawn sqlite vector search cells protein expression banana".split()
+    words = ["rust", "tokio", "runtime", "spawn", "sqlite", "vector", "search", "cells", "protein", "expression", "banana"]
     files = {f"n{i:03}.md": f"# Note {i}\n\n" + " ".join(rng.choice(words) for _ in range(30)) for i in range(n)}
     files.update({"copy-a.md": "# Same\n\nrust tokio", "copy-b.md": "# Same\n\nrust tokio"})  # equal vectors
     return write_kb(tmp_path / "kb", files)
@@ -142,5 +142,5 @@ def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, m
 
 def test_vector_scan_is_a_checked_boolean():
     assert parse_config({"search": {"vector_scan": False}}).search.vector_scan is False
-    with pytest.raises(ConfigError, match="search.vector_scan"):
+    with pytest.raises(ConfigError, match=r"search.vector_scan"):
         parse_config({"search": {"vector_scan": "yes"}})

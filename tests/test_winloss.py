@@ -10,8 +10,8 @@ from test_sweep import KS, _separate_eval, sweep_setup  # noqa: F401  (the modul
 
 from groove_tui import cli
 from groove_tui.engine.evaluate.golden import Expected, GoldenQuery
-from groove_tui.engine.evaluate.metrics import QueryMetrics, QueryResult
 from groove_tui.engine.evaluate.knobs import KnobError
+from groove_tui.engine.evaluate.metrics import QueryMetrics, QueryResult
 from groove_tui.engine.evaluate.winloss import bootstrap_p, sign_test, wins_losses
 
 
@@ -63,7 +63,7 @@ def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys,
     data = json.loads(capsys.readouterr().out)
     left, _ = _separate_eval(kb, idx, config, golden, (("fusion", "rrf"),))
     right, _ = _separate_eval(kb, idx, config, golden, (("fusion", "dbsf"), ("mmr_lambda", 0.5)))
-    want = {r.query.id: (r.metrics.ndcg_at_k[10], s.metrics.ndcg_at_k[10]) for r, s in zip(left, right)}
+    want = {r.query.id: (r.metrics.ndcg_at_k[10], s.metrics.ndcg_at_k[10]) for r, s in zip(left, right, strict=True)}
     wl = data["wins_losses"]
     assert {q["id"]: (q["left"], q["right"]) for q in wl["queries"]} == want
     deltas = [q["delta"] for q in wl["queries"]]
@@ -82,7 +82,7 @@ def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys,
 
 
 def test_a_side_can_be_a_groove_toml(sweep_setup, tmp_path, capsys, monkeypatch):  # noqa: F811
-    kb, idx, config, golden, golden_path = sweep_setup
+    kb, idx, _config, _golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     side = tmp_path / "b.toml"
     side.write_text('[search.fusion]\nmethod = "rrf"\nfts_weight = 2.0\n', encoding="utf-8")

@@ -25,9 +25,7 @@ def config_for(args: argparse.Namespace):
     """groove.toml as found, with --model applied."""
     from dataclasses import replace
 
-    from groove_tui.settings.config import load_config
-
-    from groove_tui.settings.config import check_range
+    from groove_tui.settings.config import check_range, load_config
 
     config = load_config(args.config)
     if getattr(args, "model", None) is not None:

@@ -3,15 +3,14 @@ the config file, or a flag), as text, JSON or a groove.toml fragment of the rank
 
 from __future__ import annotations
 
-from groove_tui.commands.common import config_for
-
 import sys
 import tomllib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.settings.config import Config, check_unit
+from groove_tui.commands.common import config_for
 from groove_tui.engine.types import json_text
+from groove_tui.settings.config import Config, check_unit
 from groove_tui.settings.fragment import fragment, provenance, toml_value
 
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@ import argparse
 
 from groove_tui.commands.common import CLIError, config_for, mismatch_advice
 
+
 def run(args: argparse.Namespace) -> int:
     """The explorer on the packaged handbook with its golden file: live metrics, ctrl+r and ctrl+b work at
     once. The folder is read where it is installed (never copied, never written); its index goes where

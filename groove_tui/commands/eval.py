@@ -13,20 +13,41 @@ runs of different legs are never compared), and the text output lists the querie
 from __future__ import annotations
 
 import argparse
-
-from groove_tui.commands.common import load_engine, params_for, require_index
-
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from groove_tui.settings.config import FusionConfig
+from groove_tui.commands.common import load_engine, params_for, require_index
+from groove_tui.engine.evaluate.golden import GoldenSet, load_golden, validate_query
+from groove_tui.engine.evaluate.history import (
+    Comparison,
+    ConfigFingerprint,
+    CorpusInfo,
+    HistoryError,
+    HistoryStore,
+    compare,
+    corpus_digest,
+    format_delta,
+    history_path_for,
+    make_run,
+)
+from groove_tui.engine.evaluate.metrics import (
+    K_MAX,
+    Aggregate,
+    QueryResult,
+    aggregate,
+    eval_limit,
+    eval_params,
+    evaluate_query,
+    is_hit,
+    normalise_k_values,
+    ranked_hits,
+)
 from groove_tui.engine.types import json_text
-from groove_tui.engine.evaluate.metrics import eval_params, K_MAX, Aggregate, QueryResult, aggregate, eval_limit, evaluate_query, is_hit, normalise_k_values, ranked_hits
-from groove_tui.engine.evaluate.golden import validate_query, GoldenSet, load_golden
-from groove_tui.engine.evaluate.history import Comparison, ConfigFingerprint, CorpusInfo, HistoryError, HistoryStore, compare, corpus_digest, format_delta, history_path_for, make_run
+from groove_tui.settings.config import FusionConfig
 
 if TYPE_CHECKING:
     import argparse
@@ -402,8 +423,8 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
 
 
 def run_eval_command(engine: Engine, args: argparse.Namespace, params: SearchParams) -> int:
-    from groove_tui.output.textout import use_color
     from groove_tui.output.progress import with_progress
+    from groove_tui.output.textout import use_color
 
     outcome = with_progress("eval", lambda progress: evaluate_kb(engine, args, params, progress=progress))
     if getattr(args, "format", "text") == "json":

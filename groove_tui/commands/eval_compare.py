@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.settings.config import Config, load_config
-from groove_tui.engine.evaluate.metrics import Aggregate, aggregate, eval_params
+from groove_tui.commands.eval import EvalError, _shorten, parse_k_values, resolve_golden
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
 from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, describe, parse_settings
+from groove_tui.engine.evaluate.metrics import Aggregate, aggregate, eval_params
 from groove_tui.engine.evaluate.sweep import score_golden
-from groove_tui.engine.types import json_text
 from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
-from groove_tui.commands.eval import EvalError, _shorten, parse_k_values, resolve_golden
+from groove_tui.engine.types import json_text
+from groove_tui.settings.config import Config, load_config
 
 if TYPE_CHECKING:
     import argparse

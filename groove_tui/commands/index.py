@@ -8,6 +8,7 @@ import sys
 
 from groove_tui.commands.common import load_engine
 
+
 def run(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
     from groove_tui.output.progress import ProgressLine

@@ -9,13 +9,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from groove_tui.commands.common import CLIError
 from groove_tui.engine.models.catalog import (
     KNOWN_MODELS,
     MANIFEST,
-    ManifestError,
     BuiltSource,
-    PackageSource,
+    ManifestError,
     ModelSpec,
+    PackageSource,
     find_spec,
     installed_dir,
     pull_command,
@@ -23,7 +24,6 @@ from groove_tui.engine.models.catalog import (
     repair_command,
     verify_folder,
 )
-from groove_tui.commands.common import CLIError
 from groove_tui.settings.paths import model_root
 
 
@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
-    from groove_tui.output.progress import ProgressLine
     from groove_tui.engine.models.pull import PullError, clean_partials, pull, resolve_spec
+    from groove_tui.output.progress import ProgressLine
 
     try:
         spec = resolve_spec(name)
@@ -198,7 +198,7 @@ def format_rows(rows: list[Row], root: Path) -> str:
         for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1] for row in table]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in table]
     lines.append("")
     lines += [f"{r.name}: {r.where}" for r in rows if r.installed]
     lines += [f"{r.name}: damaged ({r.damaged}): run `{repair_command(r.name)}`" for r in rows if r.damaged]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from groove_tui.commands.common import CLIError, config_for, mismatch_advice
 
+
 def run(args: argparse.Namespace) -> int:
     from groove_tui.tui.app import run
 

@@ -8,6 +8,7 @@ import sys
 
 from groove_tui.commands.common import UsageError, load_engine, params_for, require_index
 
+
 def run(args: argparse.Namespace) -> int:
     check_query(args.query)
     with load_engine(args, readonly=True) as engine:
@@ -21,9 +22,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(resp.to_json())
     else:
-        from groove_tui.output.textout import format_response
-
-        from groove_tui.output.textout import use_color
+        from groove_tui.output.textout import format_response, use_color
 
         sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
                                          documents=documents))

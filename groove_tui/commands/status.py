@@ -7,6 +7,7 @@ import argparse
 
 from groove_tui.commands.common import load_engine
 
+
 def run(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
 

@@ -4,16 +4,15 @@ reranker only when named) are `groove-tui eval`'s, so each row equals an eval ru
 
 from __future__ import annotations
 
-from groove_tui.commands.common import load_engine, params_for, require_index
-
 import sys
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.engine.evaluate.metrics import eval_params
+from groove_tui.commands.common import load_engine, params_for, require_index
+from groove_tui.commands.eval import EvalError, parse_k_values, resolve_golden
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
+from groove_tui.engine.evaluate.metrics import eval_params
 from groove_tui.engine.evaluate.sweep import SweepResult, parse_axis, run_sweep
 from groove_tui.engine.types import json_text
-from groove_tui.commands.eval import EvalError, parse_k_values, resolve_golden
 
 if TYPE_CHECKING:
     import argparse
@@ -46,11 +45,11 @@ def format_table(result: SweepResult, metric: str = "ndcg") -> str:
     best = result.best(metric)
     names = [a.name for a in result.axes]
     widths = [max(len(n), *(len(_v(p.settings[i][1])) for p in result.points)) for i, n in enumerate(names)]
-    head = "  ".join(f"{n:<{w}}" for n, w in zip(names, widths))
+    head = "  ".join(f"{n:<{w}}" for n, w in zip(names, widths, strict=True))
     lines = [f"  {head}  {'recall@' + str(k):>9}  {'MRR':>7}  {'nDCG@' + str(k):>8}  "
              f"{'docs@' + str(k):>7}  {'search ms':>9}  {'s':>6}"]
     for p in result.points:
-        cells = "  ".join(f"{_v(v):<{w}}" for (_n, v), w in zip(p.settings, widths))
+        cells = "  ".join(f"{_v(v):<{w}}" for (_n, v), w in zip(p.settings, widths, strict=True))
         mark = "*" if p is best else " "
         a = p.aggregate
         lines.append(f"{mark} {cells}  {a.recall_at_k.get(k, 0.0):>9.4f}  {a.mrr:>7.4f}  {a.ndcg_at_k.get(k, 0.0):>8.4f}"
@@ -78,7 +77,7 @@ def format_plot(result: SweepResult, metric: str = "ndcg", width: int = BAR_WIDT
     name = result.axes[0].name
     w = max(len(name), *(len(_v(p.settings[0][1])) for p in result.points))
     lines = [f"{name:<{w}}  {label} (bar from {lo:.4f} to {hi:.4f})  and distinct docs@{k}"]
-    for p, v in zip(result.points, values):
+    for p, v in zip(result.points, values, strict=True):
         frac = 1.0 if hi == lo else (v - lo) / (hi - lo)
         cells = frac * width
         bar = "█" * int(cells) + (_EIGHTHS[int((cells - int(cells)) * 8)] if cells < width else "")

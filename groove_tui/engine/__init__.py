@@ -12,7 +12,6 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.settings.config import Config
 from groove_tui.engine.errors import EngineError, IndexNotReady, KBError, ModelMismatch, SearchCancelled
 from groove_tui.engine.types import (
     ExpandedFrom,
@@ -25,6 +24,7 @@ from groove_tui.engine.types import (
     SearchResponse,
     Span,
 )
+from groove_tui.settings.config import Config
 
 __all__ = [
     "Engine",
@@ -32,9 +32,9 @@ __all__ = [
     "ExpandedFrom",
     "Hit",
     "HitTrace",
+    "IndexNotReady",
     "IndexProgress",
     "IndexReport",
-    "IndexNotReady",
     "IndexStatus",
     "KBError",
     "ModelMismatch",
@@ -52,9 +52,9 @@ class Engine:
 
     def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False,
                  readonly: bool = False) -> None:
+        from groove_tui.engine.index.store import Store
         from groove_tui.engine.models.embedders import default_model_name, describe_model
         from groove_tui.engine.retrieve.searcher import Searcher
-        from groove_tui.engine.index.store import Store
 
         self.kb_path = kb_path
         self.index_dir = index_dir
@@ -158,8 +158,8 @@ class Engine:
             raise self.store.write_error(exc) from exc
 
     def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
-        from groove_tui.engine.models import choice as modelchoice
         from groove_tui.engine.index.indexer import _now, writer_lock
+        from groove_tui.engine.models import choice as modelchoice
 
         with writer_lock(self.index_dir):
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):

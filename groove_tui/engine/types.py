@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
-
+from typing import Any, Literal
 
 # ---------------------------------------------------------------- parsing / indexing
 

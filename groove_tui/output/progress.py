@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Callable, TextIO, TypeVar
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 from groove_tui.engine.index.throughput import format_eta, format_rate
 from groove_tui.engine.types import IndexProgress

@@ -147,8 +147,9 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
         lines.append("no results")
     blocks = ["\n".join(lines)] if lines else []
     for rank, hit in enumerate(resp.results, 1):
+        title = display_title(hit, (documents or {}).get(hit.document_id))
         head = [
-            f"# {escape_name(title) if (title := display_title(hit, (documents or {}).get(hit.document_id))) else '(no title)'}",
+            f"# {escape_name(title) if title else '(no title)'}",
             escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else "") + hit.part_label,
             f"rank: {rank}  score: {hit.score:.4f}",
         ]

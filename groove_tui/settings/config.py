@@ -399,7 +399,7 @@ def check_languages(key: str, value: Any) -> tuple[str, ...]:
     """[reranker] languages: a list of language codes, or "any"."""
     from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL
 
-    allowed = sorted(LANGUAGE_SCRIPTS) + [MULTILINGUAL]
+    allowed = [*sorted(LANGUAGE_SCRIPTS), MULTILINGUAL]
     if value == RERANK_LANGUAGES_ANY:
         return (RERANK_LANGUAGES_ANY,)
     codes = _str_list(key, value)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass, replace
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
 from groove_tui.settings.config import Config
 

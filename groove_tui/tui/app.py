@@ -24,6 +24,7 @@ the newest one shown for its side is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -50,7 +51,7 @@ from groove_tui.tui.search_settings import SearchSettings
 _START = time.perf_counter()
 
 EngineFactory = Callable[[], Any]
-__all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
+__all__ = ["GrooveApp", "editor_command", "run"]  # editor_command: its old home, kept for imports
 
 
 class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions,
@@ -81,7 +82,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         self.warmup = warmup
         self.user_theme_dir = user_theme_dir
         self.ready_seconds: float | None = None
-        self._pulled_reranker: str | None | bool = False  # False: not looked up yet
+        self._pulled_reranker: str | bool | None = False  # False: not looked up yet
         self.own_themes: tuple[str, ...] = ("groove",)
         self.theme_errors: tuple[str, ...] = ()
 
@@ -169,10 +170,8 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
             self.push_screen(HelpScreen())
 
     def action_focus_query(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.screen.query_one("#query").focus()
-        except Exception:  # noqa: BLE001 - screens without a query input
-            pass
 
     def action_detail(self) -> None:
         from groove_tui.tui.screens.detail import DetailScreen
@@ -228,7 +227,7 @@ def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None =
     if session is not None and session.dirty:  # e.g. closed by a signal: still keep the judgments
         try:
             print(f"groove-tui: judgments saved to {session.save()}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"groove-tui: judgments NOT saved: {exc}", file=sys.stderr)
     code = app.return_code or 0
     if _still_busy(app, QUIT_GRACE_S):
@@ -241,10 +240,8 @@ def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None =
         os._exit(code)
     eng = app.engine
     if eng is not None:
-        try:
+        with contextlib.suppress(Exception):
             eng.close()
-        except Exception:  # noqa: BLE001
-            pass
     return code
 
 

@@ -8,8 +8,8 @@ from functools import partial
 from textual.app import SystemCommand
 from textual.screen import Screen
 
-from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.output.textout import escape_name
+from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import PRESETS, fusion_label
 
 

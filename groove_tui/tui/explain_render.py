@@ -15,7 +15,6 @@ from groove_tui.tui.render import fmt_score, one_line
 from groove_tui.tui.runconfig import FUSION_HEADINGS
 
 
-
 def _num(v: float | None, digits: int = 4) -> str:
     if v is None:
         return "—"

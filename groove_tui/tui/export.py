@@ -100,7 +100,7 @@ class ExportActions:
         try:
             with self.suspend():
                 self.run_editor(cmd)
-        except Exception as exc:  # noqa: BLE001 - SuspendNotSupported, missing editor binary, ...
+        except Exception as exc:
             self.notify(f"Could not run {cmd[0]}: {exc}", severity="error", markup=False)
         self.refresh()
 

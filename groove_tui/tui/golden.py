@@ -19,8 +19,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groove_tui.engine.evaluate.golden import GOLDEN_MAX_BYTES, Expected, GoldenError, GoldenSet, atomic_write, load_golden, parse_golden, save_golden
-from groove_tui.engine.evaluate.metrics import Aggregate, QueryMetrics, RankedHit, aggregate, evaluate_query, is_hit, normalise_k_values, ranked_hits
+from groove_tui.engine.evaluate.golden import (
+    GOLDEN_MAX_BYTES,
+    Expected,
+    GoldenError,
+    GoldenSet,
+    atomic_write,
+    load_golden,
+    parse_golden,
+    save_golden,
+)
+from groove_tui.engine.evaluate.metrics import (
+    Aggregate,
+    QueryMetrics,
+    RankedHit,
+    aggregate,
+    evaluate_query,
+    is_hit,
+    normalise_k_values,
+    ranked_hits,
+)
 from groove_tui.engine.types import SearchParams
 
 DEFAULT_JUDGMENTS_FILE = "groove-tui-judgments.yml"
@@ -29,8 +47,8 @@ GRADES = (0, 1, 2, 3)
 
 def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams:
     """The side's live params under eval semantics (the reranker stays as the side has it)."""
-    from groove_tui.engine.evaluate.metrics import eval_params as cli_eval_params
     from groove_tui.engine.evaluate.metrics import eval_limit
+    from groove_tui.engine.evaluate.metrics import eval_params as cli_eval_params
 
     return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
                            reranker_given=params.reranker is not None)

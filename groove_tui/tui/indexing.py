@@ -8,13 +8,14 @@ A mixin, like the app's other parts: the header and status bar read `app.index_p
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import replace
 from typing import Any
 
+from rich.text import Text
 from textual.screen import Screen
 from textual.worker import get_current_worker
-from rich.text import Text
 
 from groove_tui.engine.index.throughput import format_rate
 from groove_tui.engine.types import SearchParams
@@ -57,7 +58,7 @@ class KbIndexing:
         self._engine = engine
         try:
             self.base_params = engine.default_params()
-        except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
+        except Exception:
             self.base_params = SearchParams()
         if self.base_params.reranker is not None and not self.reranker_model:
             self.base_params = replace(self.base_params, reranker=None)
@@ -88,7 +89,7 @@ class KbIndexing:
         try:
             status = eng.status()
             pending, held = status.pending_embeddings, status.documents
-        except Exception:  # noqa: BLE001
+        except Exception:
             pending, held = 0, 0
         if not needs or held:
             # An index that already holds documents answers while it is brought up to date: each document
@@ -120,7 +121,7 @@ class KbIndexing:
             try:
                 if callable(warm):
                     warm()
-            except Exception:  # noqa: BLE001 - the first real search reports model problems
+            except Exception:
                 pass
 
     def on_engine_ready(self, _msg: EngineReady) -> None:
@@ -179,7 +180,7 @@ class KbIndexing:
         try:
             st = self._engine.status()
             self.index_counts = (st.documents, st.chunks, st.pending_embeddings)
-        except Exception:  # noqa: BLE001 - the header then shows no counts; searches report real errors
+        except Exception:
             self.index_counts = None
         self.header_signal.publish("index")
 
@@ -226,10 +227,8 @@ class KbIndexing:
         from groove_tui.tui.render import short_path
 
         path = self.kb_path.expanduser()
-        try:
+        with contextlib.suppress(OSError):  # a path that cannot be resolved is shown as given
             path = path.resolve()
-        except OSError:  # a path that cannot be resolved is shown as given
-            pass
         return short_path(path, max(24, width // 2) if width else 1_000)
 
     def show_index_state(self, screen: Screen | None) -> None:

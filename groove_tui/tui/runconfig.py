@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from rich.cells import cell_len
 
-from groove_tui.settings.config import FUSION_METHODS, FusionConfig
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import FUSION_METHODS, FusionConfig
 
 SIDES = ("left", "right")
 DEFAULT_FUSION = FusionConfig().method  # ours: what [search.fusion] method is when groove.toml says nothing

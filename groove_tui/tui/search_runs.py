@@ -14,9 +14,9 @@ import time
 from dataclasses import replace
 from functools import partial
 
+from rich.text import Text
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
-from rich.text import Text
 
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -100,10 +101,11 @@ def open_engine(kb: Path, index_dir: str, model: str):
 
 
 async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int) -> dict:
+    from textual.widgets import Input
+
     from groove_tui.engine.evaluate.golden import load_golden
     from groove_tui.tui.app import GrooveApp
     from groove_tui.tui.widgets.results import ResultsPane
-    from textual.widgets import Input
 
     engine, cfg = open_engine(kb, index_dir, model)
     queries = [q.query for q in load_golden(golden).queries if len(q.query) > 2][:n]
@@ -168,10 +170,8 @@ async def _settle(app, pilot) -> None:
     from textual.worker import WorkerCancelled, WorkerFailed
 
     for _ in range(3):
-        try:
+        with contextlib.suppress(WorkerCancelled, WorkerFailed):
             await app.workers.wait_for_complete()
-        except (WorkerCancelled, WorkerFailed):
-            pass
         await pilot.pause()
 
 

@@ -5,13 +5,24 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import replace, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from groove_tui.settings.config import Config
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.types import (ExpandedFrom, Hit, HitTrace, IndexProgress, IndexReport, IndexStatus,
-                                     MMRTrace, QueryInfo, SearchParams, SearchResponse, Span)
+from groove_tui.engine.types import (
+    ExpandedFrom,
+    Hit,
+    HitTrace,
+    IndexProgress,
+    IndexReport,
+    IndexStatus,
+    MMRTrace,
+    QueryInfo,
+    SearchParams,
+    SearchResponse,
+    Span,
+)
+from groove_tui.settings.config import Config
 
 
 class FakeQueryError(ValueError):

@@ -5,8 +5,8 @@ from pathlib import Path
 from textual import on
 from textual.worker import Worker, WorkerState
 
-from groove_tui.settings.config import Config
 from groove_tui.engine.errors import EngineError
+from groove_tui.settings.config import Config
 from groove_tui.tui import app as app_module
 from groove_tui.tui.app import GrooveApp
 

@@ -76,8 +76,8 @@ async def shoot(out: Path) -> list[Path]:
 
 async def _tuning(out: Path) -> list[Path]:
     """The sweep chart and the wins-and-losses table (docs/guide.md, "Tuning")."""
-    from .test_tuning_screens import GOLDEN
     from .test_golden import write_golden
+    from .test_tuning_screens import GOLDEN
 
     written = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from rich.text import Text
 
 from groove_tui.settings.config import Config, RerankerConfig, TuiConfig

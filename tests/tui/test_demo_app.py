@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.demo import golden_path, kb_path
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.tui.screens.sweep import SweepScreen
 from groove_tui.tui.screens.winloss import WinLossScreen
 from groove_tui.tui.widgets.metrics import MetricsBar

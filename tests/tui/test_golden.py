@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.settings.config import Config, EvalConfig
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.metrics import normalise_k_values
+from groove_tui.settings.config import Config, EvalConfig
 from groove_tui.tui.golden import DEFAULT_JUDGMENTS_FILE, eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.metrics import MetricsBar

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from dataclasses import replace
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
@@ -86,7 +88,7 @@ def test_merge_spans_properties(spans, n):
     out = render.merge_spans(spans, n)
     for s, e in out:
         assert 0 <= s < e <= n
-    for (s1, e1), (s2, e2) in zip(out, out[1:]):
+    for (_s1, e1), (s2, _e2) in itertools.pairwise(out):
         assert e1 < s2
 
 
@@ -405,7 +407,7 @@ def test_reflow_keeps_every_shown_character_where_the_spans_say(parts, data):
     text = "".join(parts)
     shown, where = render.reflow(text)
     assert len(where) == len(text) + 1 and where[0] == 0 and where[-1] == len(shown)
-    assert all(a <= b for a, b in zip(where, where[1:]))  # spans keep their order and never invert
+    assert all(a <= b for a, b in itertools.pairwise(where))  # spans keep their order and never invert
     for i, ch in enumerate(text):
         if not ch.isspace():
             assert shown[where[i]] == ch  # every visible character is where the map says

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from groove_tui.settings.config import Config, RerankerConfig
 from groove_tui.engine.types import SearchResponse
+from groove_tui.settings.config import Config, RerankerConfig
 from groove_tui.tui.compare import markers
 from groove_tui.tui.widgets.results import ResultsPane
 

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.settings.config import Config, parse_config
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.winloss import wins_losses
+from groove_tui.settings.config import Config, parse_config
 from groove_tui.tui.golden import eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.screens.save_settings import SaveSettingsScreen

@@ -7,12 +7,19 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.settings.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.tui import themes
 from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.runconfig import (FUSION_HEADINGS, FUSION_LABELS, PRESETS, RunConfig, fusion_label,
-                                      next_fusion, split_list)
+from groove_tui.tui.runconfig import (
+    FUSION_HEADINGS,
+    FUSION_LABELS,
+    PRESETS,
+    RunConfig,
+    fusion_label,
+    next_fusion,
+    split_list,
+)
 from groove_tui.tui.widgets.slider import Slider
 
 from .fakes import FakeEngine

@@ -1,7 +1,8 @@
 """`groove-tui bench`: search latency per stage and indexing throughput, measured in one process.
 
 One module per mode: `search`, `indexing`, `readers`, `scale`; this one runs the mode asked for, judges
-the figures against their targets and prints them as text or JSON. Machines are noisy: compare ratios within one run; medians over repeats.
+the figures against their targets and prints them as text or JSON. Machines are noisy: compare ratios within one
+run; medians over repeats.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.commands.bench.indexing import bench_index
 from groove_tui.commands.bench.readers import bench_readers
@@ -67,8 +69,9 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
         f"  embedder {model}{note}",
         f"  index: phase one {ix['phase_one_s']:.1f} s, embedding {ix['embed_s']:.1f} s, "
         f"total {ix['seconds']:.1f} s; size {ix['bytes'] / 1e6:,.1f} MB",
-        f"  search: {s['queries']} queries × {s['repeat']}, default params, no reranker, retrieval caches cleared before "
-        "each; passes alternate pruned (phrase stats kept, as in a session) / plain / pruned cold",
+        f"  search: {s['queries']} queries × {s['repeat']}, default params, no reranker, "
+        "retrieval caches cleared before each; passes alternate pruned (phrase stats kept, as in a session) / "
+        "plain / pruned cold",
         f"  {'stage':<18} {'p50 ms':>9} {'p95 ms':>9} {'n':>6}",
     ]
     for name in STAGES:

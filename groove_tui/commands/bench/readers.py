@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.commands.bench.indexing import copy_subset, round_or_none
 from groove_tui.commands.bench.search import ms_since, percentiles

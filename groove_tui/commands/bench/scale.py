@@ -13,8 +13,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.commands.bench.search import (
     STAGES,
@@ -40,8 +41,8 @@ SCALE_MODEL = "hashing-384"
 
 def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
     """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
-    from groove_tui.engine.index.walk import decode_markdown, read_file, walk_kb
     from groove_tui.engine.index.markdown import parse_markdown
+    from groove_tui.engine.index.walk import decode_markdown, read_file, walk_kb
     from groove_tui.engine.types import FileIssue
 
     out = []
@@ -148,7 +149,7 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
         stages: dict[str, dict[str, list[float]]] = {}
         minus_embed: dict[str, list[float]] = {v: [] for v in SCALE_VARIANTS}
         answers: dict[str, list] = {}
-        for r in range(repeat):  # alternating passes, so machine noise hits every variant alike
+        for _r in range(repeat):  # alternating passes, so machine noise hits every variant alike
             for variant in SCALE_VARIANTS:
                 st, me, ans = cold_searches(engines[variant], queries, 1, base, notify, vector_first=True,
                                             forget_phrases=variant == "pruned_cold")
@@ -159,7 +160,7 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
         out["index"]["bytes"] = sum(f.stat().st_size for f in idx.rglob("*") if f.is_file())
         out["pruning"] = dict(eng._searcher.pruned.stats) if hasattr(eng, "_searcher") else None
     n = len(queries)
-    same = sum(a == b == c for a, b, c in zip(answers["pruned"], answers["plain"], answers["pruned_cold"]))
+    same = sum(a == b == c for a, b, c in zip(answers["pruned"], answers["plain"], answers["pruned_cold"], strict=True))
     out["search"] = {
         "queries": n,
         "repeat": repeat,

@@ -5,7 +5,8 @@ Search mode (`--mode search`) runs every query of a golden file (or a built-in E
 those searches the retrieval caches are cleared, so every stage — the query embedding included — runs
 for real; p50/p95 per stage (embed, vector, fts, bigram, fuse, rerank, mmr, parent, spans, total) and for
 "total minus embed": the sum of every stage but the embedding (the query is embedded on its own thread
-while the full-text legs run, so `total - embed` would hide the overlap). Then, cache warm, the same queries re-run after a settings change (MMR on, λ 0.7 →
+while the full-text legs run, so `total - embed` would hide the overlap). Then, cache warm, the same queries
+re-run after a settings change (MMR on, λ 0.7 →
 0.5: the explorer's slider case), with MMR on, with the parent retriever on, the bare MMR selection of a
 250-candidate pool down to 10, and cancellation: a search is started in a worker thread, its cancel event
 is set ~5 ms later, and the time until `SearchCancelled` is raised is measured.
@@ -18,9 +19,10 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
 
@@ -239,7 +241,12 @@ def bench_rerank(engine: Engine, queries: Sequence[str], repeat: int, reranker: 
             if searcher is not None:
                 searcher.rerank_scores.clear()
             counted: list[int] = []
-            resp = engine.search(q, base, progress=lambda _s, done, n: counted.append(n) if done == 0 else None)
+
+            def count(_stage: str, done: int, n: int, counted: list[int] = counted) -> None:
+                if done == 0:
+                    counted.append(n)
+
+            resp = engine.search(q, base, progress=count)
             if not resp.reranked:
                 skipped += 1
                 continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from groove_tui.engine.analysis.query import fts_phrase, segments
 
-__all__ = ["BigramQuery", "SEGMENTATION_VERSION", "cjk_terms", "compile_bigram", "has_cjk", "nfkc", "segment"]
+__all__ = ["SEGMENTATION_VERSION", "BigramQuery", "cjk_terms", "compile_bigram", "has_cjk", "nfkc", "segment"]
 
 SEGMENTATION_VERSION = "1"
 MAX_TERMS = 128  # distinct OR terms of one query (a 1024-byte query has at most ~340 CJK characters)

@@ -8,15 +8,17 @@ parser never sees.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -98,10 +100,7 @@ class GoldenSet:
         old = self.find(query_text)
         q = old or GoldenQuery(id=self._free_id(default_query_id(query_text)), query=query_text)
         new = _judge(q, path, heading, grade)
-        if old is None:
-            queries = (*self.queries, new)
-        else:
-            queries = tuple(new if x is old else x for x in self.queries)
+        queries = (*self.queries, new) if old is None else tuple(new if x is old else x for x in self.queries)
         return replace(self, queries=queries, sha256=None)  # no longer the file's bytes; save_golden gives the new hash
 
 
@@ -279,7 +278,7 @@ class _GoldenParser:
         defaults = self.defaults(top["defaults"][1]) if "defaults" in top else None
         seq = self.sequence(self.required(top, self.root, "the golden file", "queries"), "queries") or []
         ends = [n.start_mark.line for n in seq[1:]] + [len(self.lines)]
-        queries = tuple(self.query(n, end) for n, end in zip(seq, ends))
+        queries = tuple(self.query(n, end) for n, end in zip(seq, ends, strict=True))
         self.unique_ids(queries, seq)
         return GoldenSet(
             queries=queries,
@@ -293,7 +292,7 @@ class _GoldenParser:
         """Every query id once: results, history and comparisons are keyed by it, so a second query with
         the same id would be scored twice under one name (or hide the other)."""
         first: dict[str, tuple[GoldenQuery, yaml.Node]] = {}
-        for q, node in zip(queries, nodes):
+        for q, node in zip(queries, nodes, strict=True):
             seen = first.get(q.id)
             if seen is None:
                 first[q.id] = (q, node)
@@ -582,8 +581,6 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

@@ -28,15 +28,15 @@ import math
 import os
 import stat
 import struct
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groove_tui.settings.config import Config
     from groove_tui.engine.types import SearchParams
+    from groove_tui.settings.config import Config
 
 from groove_tui.engine.evaluate.golden import atomic_write
 from groove_tui.engine.evaluate.metrics import METRIC_VERSION, Aggregate, QueryResult
@@ -175,7 +175,7 @@ class CorpusInfo:
 
 
 def rfc3339_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def make_run(

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from groove_tui.settings.config import FUSION_METHODS, Config, FusionConfig
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import FUSION_METHODS, Config, FusionConfig
 
 Kind = Literal["float", "int", "bool", "choice", "text"]
 MAX_AXIS_VALUES = 1000

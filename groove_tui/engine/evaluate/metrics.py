@@ -4,9 +4,9 @@ limit a run needs for its k values and the search parameters it runs with (§I.3
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from groove_tui.engine.types import SearchParams

@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from decimal import Decimal, InvalidOperation
 import statistics
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.evaluate.metrics import Aggregate, QueryResult, aggregate, evaluate_query, ranked_hits
 from groove_tui.engine.evaluate.golden import GoldenSet
-from groove_tui.engine.evaluate.knobs import MAX_AXIS_VALUES, Knob, KnobError, Setting, apply_settings, format_value, knob
+from groove_tui.engine.evaluate.knobs import (
+    MAX_AXIS_VALUES,
+    Knob,
+    KnobError,
+    Setting,
+    apply_settings,
+    format_value,
+    knob,
+)
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryResult, aggregate, evaluate_query, ranked_hits
 
 if TYPE_CHECKING:
     from groove_tui.engine import Engine
@@ -103,7 +112,7 @@ def grid(axes: Sequence[SweepAxis]) -> tuple[tuple[Setting, ...], ...]:
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise KnobError(f"--param names {', '.join(names)}: each setting may be swept once")
-    points = tuple(tuple(zip(names, combo)) for combo in itertools.product(*(a.values for a in axes)))
+    points = tuple(tuple(zip(names, combo, strict=True)) for combo in itertools.product(*(a.values for a in axes)))
     if len(points) > MAX_POINTS:
         raise KnobError(f"the sweep has {len(points)} points: at most {MAX_POINTS} (use fewer values)")
     return points

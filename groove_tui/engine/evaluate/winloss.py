@@ -11,8 +11,9 @@ the per-query differences with a fixed seed, so the same runs always give the sa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,11 +99,11 @@ def wins_losses(left: Sequence[QueryResult], right: Sequence[QueryResult], *, me
                 k: int = 10) -> WinLoss:
     """Pair the runs by query (both ran the same golden set, in order); queries without expected
     entries are left out, as they are of the means."""
-    if len(left) != len(right) or any(a.query.query != b.query.query for a, b in zip(left, right)):
+    if len(left) != len(right) or any(a.query.query != b.query.query for a, b in zip(left, right, strict=True)):
         raise ValueError("the two runs did not score the same golden queries")
     rows = [
         QueryDelta(a.query.id, a.query.query, metric_value(a.metrics, metric, k), metric_value(b.metrics, metric, k))
-        for a, b in zip(left, right) if a.query.expected
+        for a, b in zip(left, right, strict=True) if a.query.expected
     ]
     diffs = [r.delta for r in rows]
     improved = sum(1 for d in diffs if d >= TIE)

@@ -1,9 +1,9 @@
 """Walk, hash, diff, write, embed: the incremental two-phase indexer.
 
 Phase one writes documents, chunks and full-text rows (the trigram table and the CJK bigram side table)
-for every changed file, one transaction per document, so keyword search works within seconds. Phase two embeds the chunks that still lack a vector,
-in batches, outside write transactions, committing each batch — an interrupted phase two resumes where it
-stopped. Nothing is ever written into the KB.
+for every changed file, one transaction per document, so keyword search works within seconds. Phase two embeds
+the chunks that still lack a vector, in batches, outside write transactions, committing each batch — an
+interrupted phase two resumes where it stopped. Nothing is ever written into the KB.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from groove_tui.settings.config import Config
-from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
+from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
 from groove_tui.engine.index.store import BIGRAM_DDL, Store, to_blob
+from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
     DiskFile,
     decode_markdown,
@@ -33,8 +33,8 @@ from groove_tui.engine.index.walk import (
     read_file,
     walk_kb,
 )
-from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
+from groove_tui.settings.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def embedding_input(content: str, context: str | None, contextual: bool) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------- locking
@@ -154,7 +154,7 @@ class Indexer:
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
         embed_done = time.perf_counter()
-        docs, chunks, pending = self.store.counts()
+        _docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
         if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
             self._phrase_statistics(cancel)
@@ -465,12 +465,13 @@ class Indexer:
             reuse: dict[str, bytes] = {}
             if doc_id is not None:
                 old = conn.execute(
-                    "SELECT id, heading, content, context_text, embedded FROM chunks WHERE document_id = ? ORDER BY chunk_index",
+                    ("SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
+"document_id = ? ORDER BY chunk_index"),
                     (doc_id,),
                 ).fetchall()
                 same = len(old) == len(doc.chunks) and all(
                     o[1] == c.heading and o[2] == c.content and (not contextual or o[3] == c.context)
-                    for o, c in zip(old, doc.chunks)
+                    for o, c in zip(old, doc.chunks, strict=True)
                 )
                 conn.execute(
                     "UPDATE documents SET title=?, topic=?, category=?, depth=?, tags=?, date=?, content_hash=?, "
@@ -480,7 +481,7 @@ class Indexer:
                 if same:
                     conn.executemany(
                         "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
-                        [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks)],
+                        [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks, strict=True)],
                     )
                     self.store.bump_generation(conn)
                     return "metadata"
@@ -557,7 +558,7 @@ class Indexer:
             if rows:
                 vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
                 with self.store.transaction() as wconn:
-                    for (cid, _content, _ctx), vec in zip(rows, vectors):
+                    for (cid, _content, _ctx), vec in zip(rows, vectors, strict=True):
                         wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
                         wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
                     wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])

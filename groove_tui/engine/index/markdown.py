@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import yaml
 
-from groove_tui.settings.config import DEFAULT_MAX_CHUNK_BYTES
 from groove_tui.engine.types import Chunk, ParsedDocument
+from groove_tui.settings.config import DEFAULT_MAX_CHUNK_BYTES
 
 MERGE_MIN_BYTES = 50  # groove's minimum chunk size (§A.6), in UTF-8 bytes
 CONTEXT_MAX_CHARS = 200  # §A.8
@@ -158,7 +159,7 @@ def parse_frontmatter(text: str) -> tuple[Frontmatter, str, int, str | None]:
     except yaml.YAMLError as exc:
         first_line = stripped.count("\n", 0, pos) + 1
         return Frontmatter(), body, offset, f"invalid frontmatter: {_yaml_error_text(exc, first_line)}"
-    except Exception as exc:  # noqa: BLE001 - any YAML oddity (deep nesting, bad !!tags) is a bad block
+    except Exception as exc:
         return Frontmatter(), body, offset, f"invalid frontmatter: {exc or type(exc).__name__}"
     return fm, body, offset, None
 
@@ -175,7 +176,7 @@ def _yaml_error_text(exc: yaml.YAMLError, first_line: int) -> str:
 
 
 def _frontmatter_from_yaml(yaml_text: str) -> Frontmatter:
-    data = yaml.load(yaml_text, Loader=_FrontmatterLoader)  # noqa: S506 - a SafeLoader subclass
+    data = yaml.load(yaml_text, Loader=_FrontmatterLoader)
     if data is None:
         return Frontmatter()
     if not isinstance(data, dict):

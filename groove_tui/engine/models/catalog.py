@@ -8,13 +8,13 @@ of every file, so a local ONNX directory a user writes by hand can declare the s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa: F401 - re-exported
@@ -460,10 +460,8 @@ def _write_quietly(path: Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
 
 
 def damaged_message(folder: Path, problems: list[str], setting: str, what: str) -> str:

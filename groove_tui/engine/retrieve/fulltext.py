@@ -55,6 +55,7 @@ FTS5's, so rows need their text only for the phrases left.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
@@ -66,12 +67,12 @@ import numpy as np
 import sqlean as sqlite3
 
 from groove_tui.engine.index.phrase_stats import (
-    B,
-    LENGTHS,
     FOLD,
     K1,
+    LENGTHS,
     MIN_ROWS,
     TRIGRAM_TOKENIZE,
+    B,
     Inconsistent,
     idf_of,
     tf_terms,
@@ -238,11 +239,11 @@ class PrunedFulltext:
             return None
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
-        stored = self._stored(conn, table, weights, gen, {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded))})
+        stored = self._stored(conn, table, weights, gen, {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))})
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
-        for slot, (raw, text) in enumerate(zip(parsed.positive, folded)):
+        for slot, (raw, text) in enumerate(zip(parsed.positive, folded, strict=True)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
             # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
@@ -476,14 +477,12 @@ class PrunedFulltext:
                 out[k] = cached[0]
         if missing:
             found: dict[str, int] = {}
-            try:
+            with contextlib.suppress(sqlite3.OperationalError):  # an index from before the table existed
                 found = dict(conn.execute(
                     "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
                     f"({','.join('?' * len(missing))}) AND generation = ?",
                     (table, weights_key(weights), *missing, gen),
                 ))
-            except sqlite3.OperationalError:  # an index from before the table existed
-                pass
             for k in missing:
                 self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
             out.update(found)
@@ -533,7 +532,7 @@ def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern | None, group
     else:
         counts = [sum(1 for _ in overlaps.finditer(t)) for t in texts]
     f = 0.0
-    for n, (_a, _b, w) in zip(counts, groups):
+    for n, (_a, _b, w) in zip(counts, groups, strict=True):
         if n and w == int(w) and abs(w) < 2**20:
             f += n * w  # integers: exact, whatever the order
         else:
@@ -617,7 +616,7 @@ class _Scorer:
         score = np.zeros(len(rowids), dtype=np.float64)
         for p in self.phrases:
             score = score + known[p.slot]
-        self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist()))
+        self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist(), strict=True))
 
 
 _CALIBRATED: bool | None = None
@@ -656,7 +655,8 @@ def _calibrate() -> bool:
         for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
             for q in ('"the" OR "alpha" OR "eta"', '"kappa" OR "and" OR "zeta" OR "eta"', '("gamma" OR "delt") NOT ("iota")'):
                 plain = conn.execute(
-                    "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY s LIMIT 40",
+                    ("SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks "
+"WHERE fts_chunks MATCH ? ORDER BY s LIMIT 40"),
                     (*weights, q),
                 ).fetchall()
                 if pruned.ranked(conn, "fts_chunks", q, weights, 40, 0) != [tuple(r) for r in plain]:

@@ -8,9 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from groove_tui.settings.config import FusionConfig
 from groove_tui.engine.retrieve.candidates import Legs
-
+from groove_tui.settings.config import FusionConfig
 
 # The score-based fusions normalise each leg over its first 50 candidates (groove's pool for limit 10), a
 # fixed window so that a hit's score does not depend on the page size.

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 
 import sqlean as sqlite3
 
-from groove_tui.settings.config import Config
 from groove_tui.engine.analysis.bigram import segment
-from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.engine.analysis.query import ParsedQuery, fts_phrase
 from groove_tui.engine.index.store import CandidateRow, Store
 from groove_tui.engine.retrieve.candidates import _Candidate
+from groove_tui.engine.retrieve.filters import DocFilter
+from groove_tui.settings.config import Config
 
 log = logging.getLogger("groove_tui.search")
 
@@ -121,9 +121,7 @@ def look_up_named(store: Store, config: Config, pq: ParsedQuery, doc_filter: Doc
             continue
         if kind == "heading" and heading_key(row.heading or "") == wanted:
             key, rank = _section(row), 0
-        elif kind == "h1" and heading_key(_opening_h1(row.content)) == wanted:
-            key, rank = (row.document_id, -1), 1
-        elif kind == "title" and heading_key(row.title or "") == wanted:
+        elif (kind == "h1" and heading_key(_opening_h1(row.content)) == wanted) or (kind == "title" and heading_key(row.title or "") == wanted):
             key, rank = (row.document_id, -1), 1
         else:
             continue

@@ -16,32 +16,42 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from collections.abc import Callable, Hashable, Sequence
 from dataclasses import fields, replace
 
 import numpy as np
 import sqlean as sqlite3
 
-from groove_tui.settings.config import Config, check_fusion_method, check_unit
-from groove_tui.engine.retrieve import fulltext
-from groove_tui.engine.retrieve.vector_scan import VectorScan
 from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
-from groove_tui.engine.errors import ParamError, SearchCancelled
-from groove_tui.engine.retrieve.filters import DocFilter
-from groove_tui.engine.index.indexer import embedding_input
-from groove_tui.engine.stages.mmr import mmr_select_traced
-from groove_tui.engine.stages.parent import ChunkRow, expand_hit
 from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
-from groove_tui.engine.stages.spans import match_spans
+from groove_tui.engine.errors import ParamError, SearchCancelled
+from groove_tui.engine.index.indexer import embedding_input
 from groove_tui.engine.index.store import CandidateRow, Store, to_blob
-from groove_tui.engine.types import HitTrace, Hit, QueryInfo, SearchParams, SearchResponse, Span
+from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
+from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, _scale, _terms
 from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _pin, _section, heading_key, look_up_named
-from groove_tui.engine.retrieve.params import KNN_MAX, LIMIT_MAX, OVERFETCH_CAP, _check_number, check_bool, check_limit, first_page, page_tiers, pool
+from groove_tui.engine.retrieve.params import (
+    KNN_MAX,
+    LIMIT_MAX,
+    OVERFETCH_CAP,
+    _check_number,
+    check_bool,
+    check_limit,
+    first_page,
+    page_tiers,
+    pool,
+)
+from groove_tui.engine.retrieve.vector_scan import VectorScan
+from groove_tui.engine.stages.mmr import mmr_select_traced
+from groove_tui.engine.stages.parent import ChunkRow, expand_hit
 from groove_tui.engine.stages.rerank import blend_scores
+from groove_tui.engine.stages.spans import match_spans
+from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, SearchResponse, Span
+from groove_tui.settings.config import Config, check_fusion_method, check_unit
 
 log = logging.getLogger("groove_tui.search")
 
@@ -296,8 +306,8 @@ class Searcher:
         Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
         if name is None:
             return None, None, False
-        from groove_tui.engine.stages.rerank import reranker_enabled
         from groove_tui.engine.analysis.scripts import uncovered_reason
+        from groove_tui.engine.stages.rerank import reranker_enabled
 
         if not reranker_enabled(name):  # groove's "none" / "off": no stage, and no warning about it
             return None, None, False
@@ -484,7 +494,6 @@ class Searcher:
     ) -> list[tuple[int, float]]:
         """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
         expression's own NOT (exclusions judged by the other table)."""
-        f = self.config.search.fusion
         cap = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
         # Merging parts, a section's parts count once: one note split into hundreds of matching parts
         # must not fill the pool, so the leg reads on (4× a page) until it has per_leg sections.
@@ -570,7 +579,7 @@ class Searcher:
             wv = F32(wv * F32(legs.vector_share))
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
-                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector")):
+                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True):
                     part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
                 leg = _best_part_per_section(leg, rows)
             # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
@@ -578,7 +587,7 @@ class Searcher:
             terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
             if explain:
                 scales[f"{name}_scale"] = _scale(method, leg, name == "vector")
-            for rank, ((cid, raw), term) in enumerate(zip(leg, terms)):
+            for rank, ((cid, raw), term) in enumerate(zip(leg, terms, strict=True)):
                 key = _section(rows[cid]) if merge else cid
                 scores[key] = scores.get(key, F32(0.0)) + term
                 if rrf_terms is not None:
@@ -635,7 +644,7 @@ class Searcher:
             docs = [embedding_input(pool_items[i].row.content, pool_items[i].row.context, contextual) for i in missing]
             report = None if progress is None else (lambda done, total: progress("rerank", done, total))
             fresh = reranker.score(query, docs, progress=report, cancel=cancel)
-            for i, s in zip(missing, fresh):
+            for i, s in zip(missing, fresh, strict=True):
                 scores[i] = float(s)
                 self.rerank_scores.put((reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s))
         final = blend_scores(scores, [c.score for c in pool_items], self.config.reranker.blend)
@@ -661,7 +670,7 @@ class Searcher:
             [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty, pinned
         )
         out = []
-        for i, tr in zip(picks, traces):
+        for i, tr in zip(picks, traces, strict=True):
             items[i].trace["mmr"] = tr
             out.append(items[i])
         return out

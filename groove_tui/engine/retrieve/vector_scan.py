@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["VectorScan", "calibrated", "distances", "nearest", "read_vectors", "MIN_ROWS"]
+__all__ = ["MIN_ROWS", "VectorScan", "calibrated", "distances", "nearest", "read_vectors"]
 
 MIN_ROWS = 25_000  # below this sqlite-vec's own scan is a few ms; the matrix is not worth its memory
 
@@ -61,7 +61,7 @@ def nearest(ids: np.ndarray, dist: np.ndarray, k: int) -> list[tuple[int, float]
     else:
         cand = np.arange(len(ids))
     cand = cand[np.lexsort((cand, dist[cand]))][:k]
-    return [(int(i), float(d)) for i, d in zip(ids[cand], dist[cand])]
+    return [(int(i), float(d)) for i, d in zip(ids[cand], dist[cand], strict=True)]
 
 
 def read_vectors(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray] | None:
@@ -110,7 +110,7 @@ def _calibrate(conn: sqlite3.Connection) -> bool:
             m = (rng.standard_normal((8, dim)) * rng.choice([1e-3, 1.0, 1e3], (8, dim))).astype(np.float32)
             q = rng.standard_normal(dim).astype(np.float32)
             ours = distances(np.ascontiguousarray(m.T), q)
-            for row, d in zip(m, ours):
+            for row, d in zip(m, ours, strict=True):
                 theirs = conn.execute("SELECT vec_distance_l2(?, ?)", (row.tobytes(), q.tobytes())).fetchone()[0]
                 if float(d) != theirs:
                     return False

@@ -23,12 +23,12 @@ max-similarity vector and one O(n) update of the "document already picked" mask.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from groove_tui.settings.config import check_unit
 from groove_tui.engine.types import MMRTrace
+from groove_tui.settings.config import check_unit
 
 F32_EPSILON = np.float32(1.1920929e-07)  # Rust f32::EPSILON
 _ZERO = np.float32(0.0)

@@ -36,9 +36,9 @@ merged "until the block hits the cap"; this module implements that promise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Sequence
 
 from groove_tui.engine.types import ExpandedFrom
 
@@ -131,7 +131,7 @@ def _sibling_units(rows: Sequence[ChunkRow], head: int, rank: int) -> list[tuple
     hi = _next_head(rows, head + 1, rank - 1)
     # chunks before the parent's first unit at this rank (deeper orphans) belong to the parent itself
     heads = [i for i in range(lo, hi) if (rows[i].part == 0 or i == head) and _rank(rows[i]) == rank]
-    return [(h, nxt) for h, nxt in zip(heads, [*heads[1:], hi])]
+    return [(h, nxt) for h, nxt in zip(heads, [*heads[1:], hi], strict=True)]
 
 
 # ---------------------------------------------------------------- growing the merge

@@ -29,7 +29,20 @@ from groove_tui.engine.models.catalog import (
     repair_advice,
 )
 from groove_tui.engine.models.embedders import DEFAULT_BATCH, ModelCache
-from groove_tui.engine.models.offline import ONNX_DIR_PREFIX, ModelUnavailable, check_intact, fastembed_cache_dir, is_cached, local_registration_name, looks_like_path, not_cached_message, offline_hub, onnx_dir_files, register_once, resolve_dir
+from groove_tui.engine.models.offline import (
+    ONNX_DIR_PREFIX,
+    ModelUnavailable,
+    check_intact,
+    fastembed_cache_dir,
+    is_cached,
+    local_registration_name,
+    looks_like_path,
+    not_cached_message,
+    offline_hub,
+    onnx_dir_files,
+    register_once,
+    resolve_dir,
+)
 
 _OFF = {"", "none", "off", "false"}
 _FIND_NAMES = "`groove-tui models list` shows the known ones"

@@ -58,9 +58,9 @@ def _fold_char(c: str) -> str:
     if len(folded) == 1 and folded != low and folded.islower():  # ς→σ, ſ→s, µ→μ; not Cherokee (folds up)
         low = folded
     decomposed = unicodedata.normalize("NFD", low)
-    if len(decomposed) > 1 and decomposed[0].isascii() and decomposed[0].isalpha():
-        if all(unicodedata.combining(m) for m in decomposed[1:]):
-            return decomposed[0]
+    if (len(decomposed) > 1 and decomposed[0].isascii() and decomposed[0].isalpha()
+            and all(unicodedata.combining(m) for m in decomposed[1:])):
+        return decomposed[0]
     return low
 
 

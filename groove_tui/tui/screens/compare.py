@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.cells import cell_len
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
@@ -20,13 +22,12 @@ from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
-
 PRESETS = Binding.Group("Presets", compact=True)
 
 
 class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Compare"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         # f5 first: the footer shows the first key, and F5 is the key that entered compare mode
         Binding("f5,escape", "back", "Back", tooltip="Back to the main screen", id="compare.back"),
         # the presets share one footer label so F12 and ctrl+s still fit; F1 lists each

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 
@@ -15,7 +17,7 @@ from groove_tui.tui.widgets.explain import ExplainPanel
 class DetailScreen(FooterOrder, Responsive, Screen):
     BINDING_GROUP_TITLE = "Detail"
     FOOTER_FIRST = ("app.pop_screen", "help")
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", tooltip="Back to the results", id="detail.back"),
         Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="detail.editor"),

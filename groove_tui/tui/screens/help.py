@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
-
 
 # Help text for bindings whose definition carries no tooltip (app.py's ctrl+l sits next to the quit
 # binding, which another change owns).
@@ -53,7 +54,7 @@ WIDE_TABLE = 90  # terminal columns from which key, action and binding id fit on
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: 90%; border: thick $accent;

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input
@@ -56,7 +58,7 @@ class SearchScreenMixin:
 
 class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
     BINDING_GROUP_TITLE = "Main"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),
         Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
         Binding("f10", "toggle_settings", "Settings", tooltip="Open / close the settings (a drawer below 100 columns)",

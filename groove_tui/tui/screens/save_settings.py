@@ -5,9 +5,10 @@ path are shown first, so what is written, and where, is what was read."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
@@ -15,11 +16,12 @@ from textual.widgets import Input, Label, Static
 from groove_tui.tui.render import home_relative
 from groove_tui.tui.widgets.field import Field
 
+
 class SaveSettingsScreen(ModalScreen[None]):
     """Shows the fragment, the file it goes to (in full, before anything is written) and whether it is
     merged into that groove.toml (comments kept) or creates it. Nothing is ever written into the KB."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="settings.cancel"),
         Binding("ctrl+y", "copy", "Copy", tooltip="Copy the fragment to the clipboard", id="settings.copy"),
     ]

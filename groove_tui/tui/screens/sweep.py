@@ -9,10 +9,10 @@ value; esc cancels it. `b` jumps the side's setting to the best value, enter to 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -47,7 +47,7 @@ class SweepFinished(Message):
 
 class SweepScreen(Screen):
     BINDING_GROUP_TITLE = "Sweep"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back (cancels a running sweep)", id="sweep.back"),
         Binding("b", "apply_best", "Use best", tooltip="Set the side's setting to the best value", id="sweep.best"),
         Binding("m", "next_metric", "Metric", tooltip="Which metric 'best' means: nDCG → recall → MRR",

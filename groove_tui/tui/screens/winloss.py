@@ -8,8 +8,10 @@ they move; enter on a row runs that query in both panes.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -24,13 +26,13 @@ class QueryTable(DataTable):
     """The per-query table: enter runs the row's query in both panes, and the footer says so (the
     DataTable's own enter binding is hidden)."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Run query", tooltip="Run this query in both panes",
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Run query", tooltip="Run this query in both panes",
                         id="winloss.run")]
 
 
 class WinLossScreen(Screen):
     BINDING_GROUP_TITLE = "Wins and losses"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back to compare mode", id="winloss.back"),
         Binding("m", "next_metric", "Metric", tooltip="nDCG@k → recall@k → MRR", id="winloss.metric"),
     ]

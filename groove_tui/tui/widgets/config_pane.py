@@ -105,7 +105,10 @@ class ConfigPane(VerticalScroll):
         calls subscribers at once) while newer keystrokes may already be in the field: comparing against
         the field's text would write the older value over them and lose keys."""
         old, self._shown = self._shown, rc
-        changed = (lambda name: old is None or getattr(old, name) != getattr(rc, name))
+
+        def changed(name: str) -> bool:
+            return old is None or getattr(old, name) != getattr(rc, name)
+
         s = self.side
         with self.prevent(Switch.Changed, Select.Changed, Slider.Changed, Input.Changed):
             if changed("mmr"):

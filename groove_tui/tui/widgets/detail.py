@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -11,7 +13,7 @@ from groove_tui.tui import render
 
 
 class DetailView(VerticalScroll):
-    COMPONENT_CLASSES = {"result--match", "result--expanded", "detail--header"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"result--match", "result--expanded", "detail--header"}
     DEFAULT_CSS = """
     DetailView { height: 1fr; padding: 0 1; }
     DetailView > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }

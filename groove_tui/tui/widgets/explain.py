@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -12,7 +13,7 @@ from groove_tui.tui import explain_render
 
 
 class ExplainPanel(VerticalScroll):
-    COMPONENT_CLASSES = {"explain--heading"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"explain--heading"}
     DEFAULT_CSS = """
     ExplainPanel { height: 1fr; padding: 0 1; }
     ExplainPanel > .explain--heading { color: $accent; text-style: bold; }

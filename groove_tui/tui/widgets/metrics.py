@@ -3,6 +3,8 @@ the previous value), the current query's own scores, and the judgment state. Hid
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -35,7 +37,7 @@ class MetricsBar(Static):
     side, one row per side for the current query (from the hits shown). `*` after the file name marks
     unsaved judgments."""
 
-    COMPONENT_CLASSES = {"metric--up", "metric--down", "metric--label", "metric--title"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--up", "metric--down", "metric--label", "metric--title"}
     DEFAULT_CSS = """
     MetricsBar { height: auto; max-height: 6; padding: 0 1; background: $panel; display: none; }
     MetricsBar.-active { display: block; }
@@ -103,7 +105,7 @@ class MetricsBar(Static):
             values = _values(outcome.aggregate, ks)
             before = _values(prev, ks) if prev is not None else [None] * len(values)
             table.add_row(label, *[cell(v, b, up=st["metric--up"], down=st["metric--down"],
-                                        dim=progress is not None) for v, b in zip(values, before)])
+                                        dim=progress is not None) for v, b in zip(values, before, strict=True)])
         query = app.query_text
         q = session.golden.find(query) if query.strip() else None
         if q is None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -28,7 +29,7 @@ class Row:
 
 
 class ResultsList(OptionList):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the detail view (or double-click)", id="results.detail"),
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
         Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
@@ -62,7 +63,7 @@ class ResultsList(OptionList):
             # …and again once the layout pass has settled (a scrollbar may come or go with the new rows).
             self.call_after_refresh(self.parent.fit_width)
 
-    COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
                          "rank--new", "rank--gone", "judged--relevant", "judged--irrelevant"}
     DEFAULT_CSS = """
     ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }

@@ -5,8 +5,10 @@ Posts `Slider.Changed(slider, value)`; renders `label ━━━━━●──�
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
@@ -18,7 +20,7 @@ class Slider(Widget, can_focus=True):
     _STEP = Binding.Group("Step", compact=True)
     _COARSE = Binding.Group("Coarse", compact=True)
     _ENDS = Binding.Group("Min/max")
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "step(-1)", "Decrease", tooltip="Decrease by one step (0.01)", group=_STEP,
                 id="slider.decrease"),
         Binding("right", "step(1)", "Increase", tooltip="Increase by one step (0.01)", group=_STEP,
@@ -32,7 +34,7 @@ class Slider(Widget, can_focus=True):
     ]
     BINDING_GROUP_TITLE = "Slider"
 
-    COMPONENT_CLASSES = {"slider--bar", "slider--fill", "slider--knob", "slider--label", "slider--value"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"slider--bar", "slider--fill", "slider--knob", "slider--label", "slider--value"}
 
     DEFAULT_CSS = """
     Slider {
