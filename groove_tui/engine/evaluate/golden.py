@@ -277,7 +277,7 @@ class _GoldenParser:
         top = self.mapping(self.root, "the golden file", ("defaults", "queries"))
         defaults = self.defaults(top["defaults"][1]) if "defaults" in top else None
         seq = self.sequence(self.required(top, self.root, "the golden file", "queries"), "queries") or []
-        ends = [n.start_mark.line for n in seq[1:]] + [len(self.lines)]
+        ends = [n.start_mark.line for n in seq[1:]] + ([len(self.lines)] if seq else [])  # where each query ends
         queries = tuple(self.query(n, end) for n, end in zip(seq, ends, strict=True))
         self.unique_ids(queries, seq)
         return GoldenSet(
