@@ -16,6 +16,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from groove_tui.commands.common import CLIError
 from groove_tui.settings.config import FUSION_METHODS
@@ -42,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with its errors raised, so `main` can add a "did you mean" to them (argparse's own
     suggest_on_error exists only from Python 3.14)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(self, message)
 
 

@@ -367,10 +367,11 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
     if missed:
         lines.append("")
         lines.append(f"missed at k={k}: {len(missed)} of {agg.query_count} queries")
-        for r, ms in missed[:max_misses]:
-            label = _shorten(r.query.query, 70)
-            if r.query.id != r.query.query[: len(r.query.id)]:
-                label = f"{r.query.id}: {label}"
+        for missed_result, ms in missed[:max_misses]:
+            q = missed_result.query
+            label = _shorten(q.query, 70)
+            if q.id != q.query[: len(q.id)]:
+                label = f"{q.id}: {label}"
             lines.append(f"  {sanitize(label)}")
             for m in ms:
                 target = m.path + (f"#{m.heading}" if m.heading else "")

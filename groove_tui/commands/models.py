@@ -106,9 +106,9 @@ def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
     except PullError as e:
         raise ModelsError(str(e)) from None
     clean_partials(root)  # what a killed pull left behind
-    built = isinstance(spec.source, BuiltSource)
-    if built and not quiet and (force or installed_dir(spec.name, root) is None):
-        print(f"building {spec.name} from the {spec.source.package} package's weights (no download; about half a "
+    source = spec.source
+    if isinstance(source, BuiltSource) and not quiet and (force or installed_dir(spec.name, root) is None):
+        print(f"building {spec.name} from the {source.package} package's weights (no download; about half a "
               f"minute)", file=sys.stderr, flush=True)
     bar = ProgressLine(sys.stderr, enabled=not quiet and sys.stderr.isatty())
     try:
@@ -118,7 +118,7 @@ def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
     finally:
         bar.close()
     size = f"{result.bytes / 1e6:.1f} MB"
-    if built and not result.already:
+    if isinstance(source, BuiltSource) and not result.already:
         print(f"built {spec.name} in {result.path} ({result.files} files, {size}, SHA-256 recorded)")
     elif result.already:
         print(f"{spec.name} is already installed in {result.path} ({result.files} files, {size}, SHA-256 verified)")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.errors import EngineError, IndexNotReady, KBError, ModelMismatch, SearchCancelled
 from groove_tui.engine.types import (
@@ -25,6 +27,13 @@ from groove_tui.engine.types import (
     Span,
 )
 from groove_tui.settings.config import Config
+
+if TYPE_CHECKING:
+    from groove_tui.engine.index.indexer import Indexer
+    from groove_tui.engine.models.embedders import Embedder
+    from groove_tui.engine.retrieve.candidates import LRU, Legs
+    from groove_tui.engine.retrieve.searcher import Searcher
+    from groove_tui.engine.stages.rerank import Reranker
 
 __all__ = [
     "Engine",
@@ -79,11 +88,11 @@ class Engine:
                 f"{_shell_quote(kb_path)} --force --model {_shell_quote(self.model_id)}",
                 recorded=recorded, configured=self.model_id,
             )
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
         self._searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
         self._variants: dict[Config, Searcher] = {}  # ranking_variant's, by config
-        self._legs_caches: dict[tuple, object] = {}  # variants' legs caches, by what the legs fetch
+        self._legs_caches: dict[tuple[Any, ...], LRU[Legs]] = {}  # variants' legs caches, by what the legs fetch
 
     # ------------------------------------------------------------ opening
 
@@ -124,7 +133,7 @@ class Engine:
 
     # ------------------------------------------------------------ models
 
-    def embedder(self):
+    def embedder(self) -> Embedder:
         """The embedding model, loaded once on first use (in whatever thread needs it first)."""
         with self._embedder_lock:
             if self._embedder is None:
@@ -133,7 +142,7 @@ class Engine:
                 self._embedder = get_embedder(self.config.embedding.model)
             return self._embedder
 
-    def _reranker(self, name: str):
+    def _reranker(self, name: str) -> Reranker:
         from groove_tui.engine.stages.rerank import RerankerSettings, get_reranker
 
         rr = self.config.reranker
@@ -145,19 +154,20 @@ class Engine:
 
     # ------------------------------------------------------------ indexing
 
-    def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
+    def index(self, progress: Callable[[IndexProgress], None] | None = None, force: bool = False,
+              cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
         """Index the KB (see the module docstring). A full disk or another write failure part-way raises
         IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
-        from groove_tui.engine.index.store import sqlite3
+        import sqlean
 
         if self.readonly:
             raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
         try:
             return self._index(progress, force, cancel, embed)
-        except sqlite3.OperationalError as exc:
+        except sqlean.OperationalError as exc:
             raise self.store.write_error(exc) from exc
 
-    def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
+    def _index(self, progress: Callable[[IndexProgress], None] | None, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
         from groove_tui.engine.index.indexer import _now, writer_lock
         from groove_tui.engine.models import choice as modelchoice
 
@@ -192,7 +202,7 @@ class Engine:
             report = _merged(first, report)
         return replace(report, notes=report.notes + tuple(notes)) if notes else report
 
-    def _indexer(self):
+    def _indexer(self) -> Indexer:
         from groove_tui.engine.index.indexer import Indexer
 
         return Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder)
@@ -233,7 +243,7 @@ class Engine:
 
     # ------------------------------------------------------------ searching
 
-    def default_params(self, **overrides) -> SearchParams:
+    def default_params(self, **overrides: Any) -> SearchParams:
         """SearchParams with groove.toml's defaults (MMR, λ, penalty, parent retriever, reranker)."""
         s = self.config.search
         rr = self.config.reranker
@@ -247,11 +257,11 @@ class Engine:
         return replace(params, **overrides)
 
     def search(self, query: str, params: SearchParams | None = None, cancel: threading.Event | None = None,
-               progress=None) -> SearchResponse:
+               progress: Callable[[str, int, int], None] | None = None) -> SearchResponse:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
-    def ranking_variant(self, config: Config):
+    def ranking_variant(self, config: Config) -> Searcher:
         """A searcher over this index with other ranking settings — `[search]` and the reranker's pool,
         blend and model — sharing this engine's caches, so a sweep or a comparison recomputes only the
         stages a setting feeds. The retrieval legs are shared unless the setting changes what they
@@ -324,13 +334,13 @@ def _is_within(path: Path, parent: Path) -> bool:
     return True
 
 
-def _shell_quote(path: Path) -> str:
+def _shell_quote(path: str | os.PathLike[str]) -> str:
     import shlex
 
     return shlex.quote(str(path))
 
 
-def _legs_signature(config: Config) -> tuple:
+def _legs_signature(config: Config) -> tuple[Any, ...]:
     """The settings that change what the retrieval legs fetch (everything else acts after them)."""
     f, s = config.search.fusion, config.search
     return (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, s.merge_parts, s.cjk_bigram)

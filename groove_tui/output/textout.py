@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from groove_tui.engine.index.throughput import format_rate
-from groove_tui.engine.types import Hit, IndexReport, SearchResponse
+from groove_tui.engine.types import FileIssue, Hit, HitTrace, IndexReport, SearchResponse, Span
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 BOLD_MATCH = "\x1b[1;33m"
@@ -20,7 +20,7 @@ DIM = "\x1b[2m"
 RESET = "\x1b[0m"
 
 
-def use_color(stream) -> bool:
+def use_color(stream: TextIO) -> bool:
     """Colour only on a terminal, and never with NO_COLOR or TERM=dumb."""
     import os
 
@@ -76,7 +76,7 @@ def display_title(hit: Hit, document_text: str | None = None) -> str | None:
 BODY_MAX_CHARS = 32_768
 
 
-def bounded(text: str, spans):
+def bounded(text: str, spans: Sequence[Span] | None) -> tuple[str, Sequence[Span] | None]:
     """The text cut at BODY_MAX_CHARS (with a note saying how much was left out) and the spans inside it."""
     if len(text) <= BODY_MAX_CHARS:
         return text, spans
@@ -85,7 +85,7 @@ def bounded(text: str, spans):
     return text[:BODY_MAX_CHARS] + note, kept
 
 
-def highlight(text: str, spans, color: bool) -> str:
+def highlight(text: str, spans: Sequence[Span] | None, color: bool) -> str:
     if not color or not spans:
         return sanitize(text)
     out, pos = [], 0
@@ -165,7 +165,7 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
         for snip in snippets(hit):
             head.append(f'  "{sanitize(snip)}"')
         if explain and hit.trace is not None:
-            head.append(_trace_line(hit))
+            head.append(_trace_line(hit.trace))
         body = highlight(*bounded(hit.content, hit.match_spans), color)
         if color:
             head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
@@ -179,8 +179,7 @@ def scale_text(reads: str, scale: tuple[float, float]) -> str:
     return f"{reads} {scale[0]:.{digits}f} → 0, {scale[1]:.{digits}f} → 1"
 
 
-def _trace_line(hit: Hit) -> str:
-    t = hit.trace
+def _trace_line(t: HitTrace) -> str:
     parts = [
         f"vector #{t.vector_rank} d={t.vector_distance:.4f}" if t.vector_rank else "vector —",
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
@@ -229,7 +228,7 @@ def _names_escaped(r: IndexReport) -> IndexReport:
     """The report with each skipped or degraded file's name (and reason) escaped onto one line."""
     from dataclasses import replace
 
-    def esc(issues):
+    def esc(issues: tuple[FileIssue, ...]) -> tuple[FileIssue, ...]:
         return tuple(type(i)(escape_name(i.path), escape_name(i.reason)) for i in issues)
 
     return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))

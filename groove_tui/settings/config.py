@@ -14,7 +14,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 CONFIG_ENV = "GROOVE_TUI_CONFIG"
 
@@ -57,12 +57,13 @@ def check_range(key: str, value: Any, lo: float, hi: float, *, integer: bool = F
 
 
 FUSION_METHODS = ("dbsf", "relative", "rrf")
+FusionMethod = Literal["dbsf", "relative", "rrf"]
 
 
-def check_fusion_method(key: str, value: Any) -> str:
+def check_fusion_method(key: str, value: Any) -> FusionMethod:
     if value not in FUSION_METHODS:
         raise _err(key, value, "expected one of " + ", ".join(FUSION_METHODS))
-    return value
+    return cast(FusionMethod, value)
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -100,7 +101,7 @@ def _str_list(key: str, value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
-    method: str = "dbsf"
+    method: FusionMethod = "dbsf"
     """How the legs combine. Ours: "dbsf" (each leg's scores normalised by the mean and standard
     deviation of its top 50, weighted and summed) or "relative" (the same, min-max normalised).
     groove's: "rrf" (reciprocal rank fusion)."""

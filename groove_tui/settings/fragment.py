@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass, replace
 from typing import Any, Protocol
 
-from groove_tui.settings.config import Config
+from groove_tui.settings.config import Config, FusionMethod
 
 OURS = "# groove-tui only"
 COMMENT_COLUMN = 36
@@ -27,7 +27,7 @@ class RankingParams(Protocol):
     (settings sit below the engine, so they name the fields they read rather than import the type)."""
 
     @property
-    def fusion(self) -> str | None: ...
+    def fusion(self) -> FusionMethod | None: ...
 
     @property
     def mmr(self) -> bool: ...

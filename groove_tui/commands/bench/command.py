@@ -94,7 +94,7 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
     lines.append(f"  p50 of each pass: total − embed {per}; total "
                  + ", ".join(_fmt(x) for x in s["total_p50_per_repeat"]))
     load = result.get("load_before"), result.get("load_after")
-    if all(load):
+    if load[0] and load[1]:
         lines.append(f"  load average before {load[0][0]:.2f}, after {load[1][0]:.2f} (1 min); {result['cpus']} CPUs")
     return lines
 

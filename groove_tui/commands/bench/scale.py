@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from groove_tui.commands.bench.search import (
     STAGES,
@@ -51,7 +51,7 @@ def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
         if isinstance(f, FileIssue):
             continue
         try:
-            text = decode_markdown(f.raw)
+            text = decode_markdown(f.raw or b"")
         except ValueError:
             continue
         # The chunk count does not depend on the path, so the count of the original holds for its copies.
@@ -151,8 +151,11 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
         answers: dict[str, list] = {}
         for _r in range(repeat):  # alternating passes, so machine noise hits every variant alike
             for variant in SCALE_VARIANTS:
-                st, me, ans = cold_searches(engines[variant], queries, 1, base, notify, vector_first=True,
-                                            forget_phrases=variant == "pruned_cold")
+                st, me, ans = cast(
+                    tuple[dict[str, list[float]], list[float], list[Any]],
+                    cold_searches(engines[variant], queries, 1, base, notify, vector_first=True,
+                                  forget_phrases=variant == "pruned_cold"),
+                )
                 for name, samples in st.items():
                     stages.setdefault(variant, {s: [] for s in STAGES})[name].extend(samples)
                 minus_embed[variant].extend(me)

@@ -22,11 +22,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-
-    from groove_tui.engine import Engine
+    from groove_tui.engine import Engine, SearchParams
 
 
 STAGES = ("embed", "vector", "fts", "bigram", "fuse", "rerank", "mmr", "parent", "spans", "total")
@@ -122,7 +121,8 @@ def bench_search(
         engine.search(q, base)
 
     # 1. Cold: every stage for real, `repeat` passes over the queries.
-    stages, minus_embed = cold_searches(engine, queries, repeat, base, notify)
+    stages, minus_embed = cast(tuple[dict[str, list[float]], list[float]],
+                               cold_searches(engine, queries, repeat, base, notify))
     total_runs = repeat * len(queries)
 
     # 2. Cache warm: a settings change re-runs only the later stages (the λ slider).
@@ -198,7 +198,7 @@ def cold_searches(
                 text = parse_query(q).positive_text
                 import numpy as np
 
-                searcher.query_vectors.put(text, np.asarray(engine.embedder().embed_query(text), dtype=np.float32))
+                engine._searcher.query_vectors.put(text, np.asarray(engine.embedder().embed_query(text), dtype=np.float32))
                 resp = engine.search(q, params)
                 for s in STAGES:
                     if s in resp.timings_ms:
@@ -285,9 +285,9 @@ def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: in
     samples: list[float] = []
     sizes: list[int] = []
     for q in queries[: max(1, min(len(queries), 20))]:
-        hits = engine.search(q, base).results
-        vecs = engine.store.embeddings_for([h.chunk_id for h in hits])
-        hits = [h for h in hits if h.chunk_id in vecs]
+        found = engine.search(q, base).results
+        vecs = engine.store.embeddings_for([h.chunk_id for h in found])
+        hits = [h for h in found if h.chunk_id in vecs]
         if len(hits) < 2:
             continue
         scores = [h.score for h in hits]
@@ -304,7 +304,8 @@ def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: in
     return out
 
 
-def bench_cancel(engine: Engine, queries: Sequence[str], params, repeat: int, cancelled_exc: type) -> dict:
+def bench_cancel(engine: Engine, queries: Sequence[str], params: SearchParams, repeat: int,
+                 cancelled_exc: type[BaseException]) -> dict[str, Any]:
     """Set the cancel event ~5 ms into a cold search (another thread) and time until SearchCancelled."""
     latencies: list[float] = []
     finished_first = 0

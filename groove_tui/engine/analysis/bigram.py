@@ -100,7 +100,7 @@ def _substring_phrase(text: str) -> str | None:
     norm = nfkc(text).strip()
     if not _WORDISH.search(norm) or "\0" in norm:
         return None  # a NUL would end SQLite's string ("unterminated string"): dropped, as the trigram side does
-    tokens = segment(norm).split()
+    tokens = (segment(norm) or "").split()
     last = _CJK_RUN.search(norm[-1:])
     if last is None:
         return fts_phrase(" ".join(tokens))

@@ -261,12 +261,12 @@ class _GoldenParser:
             if node.tag == _TAG_NULL and optional:
                 return None
             if node.tag != _TAG_NULL:
-                return node.value
+                return str(node.value)
         raise self.error(node, f"{key!r} must be a string, found {_kind(node)}", key)
 
     def sequence(self, node: yaml.Node, key: str, *, optional: bool = False) -> list[yaml.Node] | None:
         if isinstance(node, yaml.SequenceNode):
-            return node.value
+            return list(node.value)
         if optional and isinstance(node, yaml.ScalarNode) and node.tag == _TAG_NULL:
             return None
         raise self.error(node, f"{key!r} must be a list, found {_kind(node)}", key)
@@ -364,6 +364,7 @@ class _GoldenParser:
         path = self.string(self.required(keys, node, "expected entry", "path"), "path")
         assert path is not None
         heading = self.string(keys["heading"][1], "heading", optional=True) if "heading" in keys else None
+        grade: int | None
         if "grade" in keys:
             self.used_grade_key = True
             g = keys["grade"][1]

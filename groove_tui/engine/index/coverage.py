@@ -33,7 +33,7 @@ def check_share(value: object) -> float:
 def keeps_vector(seed: int, path: str, chunk_index: int, share: float) -> bool:
     """Whether the chunk is among the seeded `share` that keep their vector (a uniform draw below share)."""
     digest = hashlib.blake2b(f"{seed}\0{path}\0{chunk_index}".encode("utf-8", "surrogateescape"), digest_size=8).digest()
-    return struct.unpack(">Q", digest)[0] / 2.0**64 < share
+    return bool(struct.unpack(">Q", digest)[0] / 2.0**64 < share)
 
 
 def copy_with_share(source: Path, target: Path, share: float, seed: int) -> tuple[int, int]:

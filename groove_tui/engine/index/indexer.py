@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlean
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import EngineError
@@ -35,6 +38,9 @@ from groove_tui.engine.index.walk import (
 )
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
 from groove_tui.settings.config import Config
+
+if TYPE_CHECKING:
+    from groove_tui.engine.models.embedders import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +128,7 @@ class Indexer:
         kb: Path,
         config: Config,
         model_id: str,
-        load_embedder: Callable[[], object],
+        load_embedder: Callable[[], Embedder],
     ) -> None:
         self.store = store
         self.kb = kb
@@ -263,7 +269,7 @@ class Indexer:
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         try:
             phrase_stats.store_common_phrases(self.store.conn(), weights, cancel=cancel)
-        except phrase_stats.sqlite3.Error as exc:
+        except sqlean.Error as exc:
             if self.store.conn().in_transaction:
                 self.store.conn().execute("ROLLBACK")
             log.warning("phrase statistics not stored: %s", exc)
@@ -359,7 +365,7 @@ class Indexer:
                     continue
                 f = again
             try:
-                text = decode_markdown(f.raw)
+                text = decode_markdown(f.raw or b"")
             except ValueError as exc:
                 report.skipped.append(FileIssue(rel, str(exc)))
                 skipped_paths.add(rel)
@@ -541,9 +547,10 @@ class Indexer:
         meter = RateMeter()
         notify(IndexProgress("embed", 0, total))
         if not getattr(embedder, "ready", True):  # built on first use (multilingual-e5-small-int8): say so
-            notify(IndexProgress("building model", 0, 1, embedder.build_notice))
-            embedder.prepare()
-            notify(IndexProgress("building model", 1, 1, embedder.build_notice))
+            built: Any = embedder  # an embedder with a build step (E5Int8Embedder), beyond the protocol
+            notify(IndexProgress("building model", 0, 1, built.build_notice))
+            built.prepare()
+            notify(IndexProgress("building model", 1, 1, built.build_notice))
             notify(IndexProgress("embed", 0, total))
         last = self.clock()
         for start in range(0, total, batch_size):
@@ -579,7 +586,7 @@ def _path_category_topic(rel: str) -> tuple[str | None, str | None]:
     return (parts[0] if len(parts) >= 2 else None, parts[1] if len(parts) >= 3 else None)
 
 
-def _old_topic(conn, doc_id: int) -> str | None:
+def _old_topic(conn: sqlite3.Connection, doc_id: int) -> str | None:
     """The path-derived topic the document had before the move (frontmatter topics are kept)."""
     row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
     return _path_category_topic(row[0])[1] if row else None

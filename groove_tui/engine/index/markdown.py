@@ -29,7 +29,7 @@ import datetime as _dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import yaml
 
@@ -115,7 +115,7 @@ _FrontmatterLoader.add_implicit_resolver(
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
-    value = str(loader.construct_scalar(node))
+    value = str(loader.construct_scalar(cast(yaml.ScalarNode, node)))
     if value.startswith("0o"):
         return int(value[2:], 8)
     return int(value, 16) if value.startswith("0x") else int(value)  # "017" is 17 in YAML 1.2

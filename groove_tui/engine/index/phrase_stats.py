@@ -12,6 +12,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import sqlean as sqlite3
@@ -95,7 +96,7 @@ class TrigramFold:
             second = dict(conn.execute("SELECT doc, term FROM probe_v WHERE offset = 1"))
             for c in codes:
                 term = first.get(c)
-                self._table[c] = None if (term == "abd" and c not in second) else term[2]
+                self._table[c] = None if (term == "abd" and c not in second) else cast(str, term)[2]
 
 
 FOLD = TrigramFold()
@@ -128,7 +129,7 @@ def pack_terms(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray | None, 
         return doubles
     if not np.array_equal(tf_terms(f, D, idf, avgdl), terms):  # e.g. weights that are not integers
         return doubles
-    return f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes()
+    return bytes(f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes())
 
 
 def unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
@@ -143,7 +144,7 @@ def unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_ro
     return tf_terms(f, lengths[rows], idf_of(n_rows, n), avgdl)
 
 
-def read_lengths(conn, table: str) -> np.ndarray:
+def read_lengths(conn: sqlite3.Connection, table: str) -> np.ndarray:
     """Every row's token count D (what bm25's xColumnSize(-1) sums from `_docsize`), by rowid."""
     found = conn.execute(f"SELECT id, sz FROM {table}_docsize").fetchall()
     top = max((i for i, _ in found), default=0)
@@ -166,7 +167,7 @@ def unpack_rowids(blob: bytes, count: int) -> np.ndarray:
     return np.frombuffer(blob, dtype="<u4" if len(blob) == count * 4 else "<i8").astype(np.int64)
 
 
-def weights_key(weights) -> str:
+def weights_key(weights: Sequence[float]) -> str:
     """The column weights as stored with a list (its terms depend on them), exactly: hex floats."""
     return ",".join(float(w).hex() for w in weights)
 
@@ -178,8 +179,8 @@ class Inconsistent(Exception):
 # ------------------------------------------------------------ persisted statistics of common phrases
 
 
-def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
-                   ) -> list[tuple[str, int]]:
+def common_phrases(conn: sqlite3.Connection, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
+                   ) -> list[tuple[str, float]]:
     """The phrases groove's compiler would make of the corpus' frequent words, folded, with the share of
     an even sample of chunks that hold them, most frequent first. Only which lists are worth storing depends
     on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
@@ -204,9 +205,9 @@ def common_phrases(conn, table: str = "fts_chunks", sample: int = COMMON_SAMPLE,
     return sorted(((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
 
 
-def store_common_phrases(conn, weights: Sequence[float], table: str = "fts_chunks", *,
+def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], table: str = "fts_chunks", *,
                          max_entries: int | None = None, max_seconds: float = COMMON_MAX_SECONDS,
-                         cancel=None, min_rows: int | None = None) -> int:
+                         cancel: threading.Event | None = None, min_rows: int | None = None) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
     row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
     new session starts with the lists that cost most to fetch. Returns how many were stored now.

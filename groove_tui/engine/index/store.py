@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sqlean as sqlite3
@@ -110,8 +111,8 @@ class CandidateRow:
     tags: tuple[str, ...]
 
     @classmethod
-    def from_sql(cls, row: Sequence) -> CandidateRow:
-        return cls(*row[:16], tags=parse_tags(row[16]))
+    def from_sql(cls, row: Sequence[Any]) -> CandidateRow:
+        return cls(*row[:16], tags=parse_tags(row[16]))  # type: ignore[misc]  # the 16 columns before tags, by position
 
 
 def parse_tags(raw: str | None) -> tuple[str, ...]:
@@ -129,7 +130,7 @@ def _where(exc: OSError, fallback: Path) -> str:
     return str(exc.filename) if exc.filename else str(fallback)
 
 
-def fulltext_rows(rows: Sequence[tuple]) -> tuple[list[tuple], list[tuple]]:
+def fulltext_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The values a chunk's row holds in fts_chunks and in fts_bigram, from (id, heading, context_text,
     content): inserts and 'delete' commands must use the very same ones."""
     trigram = [(cid, h, ctx, body) for cid, h, ctx, body in rows]
@@ -355,7 +356,7 @@ class Store:
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
         conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
 
-    def insert_fulltext(self, rows: Sequence[tuple], conn: sqlite3.Connection) -> None:
+    def insert_fulltext(self, rows: Sequence[tuple[Any, ...]], conn: sqlite3.Connection) -> None:
         """Full-text rows of (chunk id, heading, context_text, content) chunks, in both tables."""
         trigram, bigram = fulltext_rows(rows)
         conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", trigram)
@@ -397,13 +398,14 @@ class Store:
                 out[row[0]] = CandidateRow.from_sql(row)
         return out
 
-    def document_chunks(self, document_id: int) -> list[tuple]:
+    def document_chunks(self, document_id: int) -> list[tuple[Any, ...]]:
         """(id, chunk_index, level, heading, content, token_count, part) of a document, in order."""
-        return self.conn().execute(
+        rows: list[tuple[Any, ...]] = self.conn().execute(
             "SELECT id, chunk_index, level, heading, content, token_count, part FROM chunks "
             "WHERE document_id = ? ORDER BY chunk_index",
             (document_id,),
         ).fetchall()
+        return rows
 
     def optimize_fulltext(self) -> None:
         """Merge each full-text table's segments into one b-tree (FTS5 'optimize'); results do not change.
@@ -423,7 +425,7 @@ class Store:
         return docs, chunks, self.pending_count()
 
     def pending_count(self) -> int:
-        return self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
+        return int(self.conn().execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0])
 
     def write_error(self, exc: Exception) -> IndexError_:
         """A SQLite error met while writing the index, as one line that says what happened and what to do.

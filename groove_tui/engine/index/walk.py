@@ -10,8 +10,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groove_tui.engine.types import FileIssue
+
+if TYPE_CHECKING:
+    import pathspec
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +24,7 @@ MARKDOWN_SUFFIXES = (".md",)
 ALWAYS_EXCLUDED = (".git", ".svn", "node_modules")
 
 
-def _load_ignore(kb: Path):
+def _load_ignore(kb: Path) -> pathspec.GitIgnoreSpec | None:
     path = kb / ".grooveignore"
     if not path.is_file():
         return None

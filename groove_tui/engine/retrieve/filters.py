@@ -310,7 +310,7 @@ _F32 = struct.Struct("f")
 
 def _f32(x: float) -> float:
     """Round to float32, as groove stores and compares quality scores (struct: cheaper than numpy)."""
-    return _F32.unpack(_F32.pack(x))[0]
+    return float(_F32.unpack(_F32.pack(x))[0])
 
 
 @dataclass(frozen=True)

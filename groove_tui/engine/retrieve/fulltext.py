@@ -60,8 +60,9 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import sqlean as sqlite3
@@ -136,17 +137,17 @@ class _LRU:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.used = 0
-        self._data: OrderedDict = OrderedDict()
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key):
+    def get(self, key: Hashable) -> Any:
         with self._lock:
             value = self._data.get(key)
             if value is not None:
                 self._data.move_to_end(key)
             return value
 
-    def put(self, key, value, size: int = 1) -> None:
+    def put(self, key: Hashable, value: Any, size: int = 1) -> None:
         with self._lock:
             old = self._data.pop(key, None)
             if old is not None:
@@ -171,7 +172,7 @@ class _Phrase:
     text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
-    overlaps: re.Pattern | None  # for a phrase that can overlap itself ("aaa"): counts every instance
+    overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
 
 
 class PrunedFulltext:
@@ -208,12 +209,14 @@ class PrunedFulltext:
             texts = [unquote(p) for p in parsed.positive]
             if any(t is None for t in texts):
                 return None
-            folded = [FOLD.fold(t) for t in texts]
-            if any(len(p) < 3 for p in folded):
+            folded_texts = [FOLD.fold(t) for t in texts if t is not None]
+            if any(len(p) < 3 for p in folded_texts):
                 return None  # a phrase of < 3 characters has no trigram: FTS5's rules for it are not emulated
+            folded = list(folded_texts)
         if conn.in_transaction:
             return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
+        out: list[tuple[int, float]] | None
         try:
             if generation is None:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
@@ -229,7 +232,8 @@ class PrunedFulltext:
 
     # ------------------------------------------------------------ the algorithm
 
-    def _ranked(self, conn, table, parsed: OrExpression, folded: list[str], weights, limit, gen):
+    def _ranked(self, conn: sqlite3.Connection, table: str, parsed: OrExpression, folded: list[str | None],
+                weights: tuple[float, ...], limit: int, gen: int) -> list[tuple[int, float]] | None:
         n_rows, n_tokens = self._totals(conn, table)
         if n_rows == 0:
             return []
@@ -341,17 +345,17 @@ class PrunedFulltext:
         self.stats["scored"] += len(scorer.exact)
         return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
 
-    def _max_rowid(self, conn, gen: int) -> int:
+    def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
         cached = self.df_cache.get(("max rowid", gen))
         if cached is not None:
-            return cached[0]
-        value = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+            return int(cached[0])
+        value = int(conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
         self.df_cache.put(("max rowid", gen), value)
         return value
 
     # ------------------------------------------------------------ statistics (cached per generation)
 
-    def _totals(self, conn, table: str) -> tuple[int, int]:
+    def _totals(self, conn: sqlite3.Connection, table: str) -> tuple[int, int]:
         """N and the token total bm25 reads: FTS5's averages record (rowid 1 of the %_data table)."""
         row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
         if row is None or not row[0]:
@@ -359,13 +363,16 @@ class PrunedFulltext:
         values = varints(row[0])
         return values[0], sum(values[1:])
 
-    def _idf(self, conn, table, phrase, pkey, text, overlaps, weights, groups, gen, n_rows, avgdl, stored):
+    def _idf(self, conn: sqlite3.Connection, table: str, phrase: str, pkey: str, text: str | None,
+             overlaps: re.Pattern[str] | None, weights: tuple[float, ...], groups: list[tuple[int, int, float]],
+             gen: int, n_rows: int, avgdl: float, stored: dict[str, int]) -> tuple[float | None, int]:
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
         matches, estimated when only the idf was needed)."""
         key = (table, pkey, gen)
         cached = self.df_cache.get(key)
         if cached is not None:
-            return cached[0]
+            return cast(tuple[float | None, int], cached[0])
+        value: tuple[float | None, int] | None
         impacts = self.impacts_cache.get((table, pkey, weights, gen))
         if impacts is not None:
             df = len(impacts[0][0])
@@ -383,7 +390,10 @@ class PrunedFulltext:
         self.df_cache.put(key, value)
         return value
 
-    def _idf_from_one_row(self, conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl):
+    def _idf_from_one_row(self, conn: sqlite3.Connection, table: str, phrase: str, text: str,
+                          overlaps: re.Pattern[str] | None, weights: tuple[float, ...],
+                          groups: list[tuple[int, int, float]], n_rows: int, avgdl: float
+                          ) -> tuple[float | None, int] | None:
         """The idf FTS5 uses, read back from its bm25 of one matching row: `count(*)` would walk every
         match through the VDBE (~10× slower for a phrase such as "the"), while bm25 counts them inside
         FTS5. The row's term is idf · q with q from its text; the idf is taken only if recomputing
@@ -415,7 +425,7 @@ class PrunedFulltext:
                 return idf_of(n_rows, df), df
         return None
 
-    def _impacts(self, conn, table: str, phrase: str, pkey: str, weights, gen: int,
+    def _impacts(self, conn: sqlite3.Connection, table: str, phrase: str, pkey: str, weights: tuple[float, ...], gen: int,
                  stored: dict[str, int] | None = None, n_rows: int = 0, avgdl: float = 1.0
                  ) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
@@ -423,7 +433,7 @@ class PrunedFulltext:
         key = (table, pkey, weights, gen)
         cached = self.impacts_cache.get(key)
         if cached is not None:
-            return cached[0]
+            return cast(tuple[np.ndarray, np.ndarray], cached[0])
         if stored and pkey in stored:
             row = conn.execute(
                 "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
@@ -450,11 +460,11 @@ class PrunedFulltext:
         self.impacts_cache.put(key, value, max(1, len(found)))
         return value
 
-    def _lengths(self, conn, table: str, gen: int) -> np.ndarray | None:
+    def _lengths(self, conn: sqlite3.Connection, table: str, gen: int) -> np.ndarray | None:
         """The rows' lengths stored with the lists at this generation (None: not stored)."""
         cached = self.df_cache.get(("lengths", table, gen))
         if cached is not None:
-            return cached[0]
+            return cast(np.ndarray, cached[0])
         row = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
                            (table + LENGTHS, gen)).fetchone()
         value = None
@@ -463,7 +473,8 @@ class PrunedFulltext:
         self.df_cache.put(("lengths", table, gen), value)
         return value
 
-    def _stored(self, conn, table: str, weights, gen: int, keys: set[str]) -> dict[str, int]:
+    def _stored(self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], gen: int, keys: set[str]
+                ) -> dict[str, int]:
         """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
         generation and these weights, with their row counts; read inside the snapshot the search reads,
         by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
@@ -488,11 +499,11 @@ class PrunedFulltext:
             out.update(found)
         return out
 
-    def _excluded(self, conn, table: str, expr: str, gen: int) -> np.ndarray:
+    def _excluded(self, conn: sqlite3.Connection, table: str, expr: str, gen: int) -> np.ndarray:
         key = (table, expr, gen)
         cached = self.excluded_cache.get(key)
         if cached is not None:
-            return cached[0]
+            return cast(np.ndarray, cached[0])
         found = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,)).fetchall()
         rows = np.sort(np.fromiter((r for (r,) in found), dtype=np.int64, count=len(found)))
         self.excluded_cache.put(key, rows, max(1, len(rows)))
@@ -519,13 +530,14 @@ def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
     return groups
 
 
-def _group_texts(columns, groups) -> list[str]:
+def _group_texts(columns: Sequence[str | None], groups: list[tuple[int, int, float]]) -> list[str]:
     # Folded first, then joined: NUL folds away, so a folded phrase never holds one and cannot match
     # across the join (joined before folding, the columns would run together).
     return ["\0".join(FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
 
 
-def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern | None, groups) -> float:
+def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern[str] | None,
+               groups: list[tuple[int, int, float]]) -> float:
     """f: the column weight summed over the phrase's instances, added in column order as FTS5 adds it."""
     if overlaps is None:
         counts = [t.count(phrase) for t in texts]
@@ -556,7 +568,7 @@ class _Scorer:
     """Exact bm25 of single rows, as fts5Bm25Function computes it (module docstring): the terms of the
     taken phrases come from FTS5 itself (their impact lists), the others from the row's folded text."""
 
-    def __init__(self, conn, table: str, phrases: list[_Phrase], weights: tuple[float, ...], avgdl: float,
+    def __init__(self, conn: sqlite3.Connection, table: str, phrases: list[_Phrase], weights: tuple[float, ...], avgdl: float,
                  taken: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
         self.conn = conn
         self.table = table
@@ -601,14 +613,15 @@ class _Scorer:
             # that row, which the calibration checks against FTS5.
             integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
             for p in missing:
+                text = cast(str, p.text)  # only trigram phrases are scored from text, and they have it
                 if integral and p.overlaps is None:
                     # f = Σ count·weight over the column groups: integers, exact in any order.
                     f = np.zeros(len(ids), dtype=np.float64)
                     for g, (_a, _b, w) in enumerate(self.groups):
-                        f += np.fromiter((t[g].count(p.text) for t in rows_texts), dtype=np.float64,
+                        f += np.fromiter((t[g].count(text) for t in rows_texts), dtype=np.float64,
                                          count=len(ids)) * w
                 else:
-                    f = np.fromiter((_frequency(t, p.text, p.overlaps, self.groups) for t in rows_texts),
+                    f = np.fromiter((_frequency(t, text, p.overlaps, self.groups) for t in rows_texts),
                                     dtype=np.float64, count=len(ids))
                 # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
                 known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)

@@ -16,10 +16,11 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import sqlean as sqlite3
@@ -53,6 +54,10 @@ from groove_tui.engine.stages.spans import match_spans
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, SearchResponse, Span
 from groove_tui.settings.config import Config, check_fusion_method, check_unit
 
+if TYPE_CHECKING:
+    from groove_tui.engine.models.embedders import Embedder
+    from groove_tui.engine.stages.rerank import Reranker
+
 log = logging.getLogger("groove_tui.search")
 
 
@@ -62,6 +67,8 @@ BIGRAM_MODE = "replace"
 
 
 RerankProgress = Callable[[str, int, int], None]  # (stage, done, total)
+# What fusion sums scores under: a chunk id, or with merged parts a section's (document id, first part).
+FuseKey = Any
 
 
 def _one_line(exc: BaseException) -> str:
@@ -75,8 +82,8 @@ class Searcher:
         store: Store,
         config: Config,
         contextual: Callable[[], bool],
-        get_embedder: Callable[[], object],
-        get_reranker: Callable[[str], object],
+        get_embedder: Callable[[], Embedder],
+        get_reranker: Callable[[str], Reranker],
     ) -> None:
         self.store = store
         self.config = config
@@ -85,13 +92,13 @@ class Searcher:
         self._get_reranker = get_reranker
         # Big enough for a golden set's queries, so the explorer's live metrics re-rank from cache.
         # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
-        self.legs_cache = LRU(1024)
-        self.named_cache = LRU(1024)  # the sections each query names (see _named_sections)
+        self.legs_cache: LRU[Legs] = LRU(1024)
+        self.named_cache: LRU[tuple[tuple[int, CandidateRow], ...]] = LRU(1024)  # see _named_sections
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-vector")
         self._embed_lock = threading.Lock()
-        self.query_vectors = LRU(256)
-        self.rerank_scores = LRU(20_000)
-        self.embeddings = LRU(20_000)
+        self.query_vectors: LRU[np.ndarray] = LRU(256)
+        self.rerank_scores: LRU[float] = LRU(20_000)
+        self.embeddings: LRU[np.ndarray] = LRU(20_000)
         self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
         self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
 
@@ -138,7 +145,9 @@ class Searcher:
             echo["excluded_terms"] = list(pq.exclude)
         bq, bigram_warning = self._bigram_query(query)
         info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text, bq.explain if bq else None)
-        warnings = ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
+        warnings: tuple[str, ...] = (
+            ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
+        )
         warnings += bigram_warning
 
         if limit == 0 or not pq.positive_text.strip():
@@ -148,7 +157,7 @@ class Searcher:
             )
 
         reranker, rerank_skipped, failed = self._reranker_for(params.reranker, pq.positive_text)
-        if failed:
+        if failed and rerank_skipped is not None:
             warnings += (rerank_skipped,)
 
         conn = self.store.conn()
@@ -231,7 +240,7 @@ class Searcher:
 
     def _ranked(
         self, pq: ParsedQuery, bq: BigramQuery | None, doc_filter: DocFilter, limit: int, params: SearchParams,
-        reranker, method: str, lam: float, penalty: float, cancel: threading.Event | None,
+        reranker: Reranker | None, method: str, lam: float, penalty: float, cancel: threading.Event | None,
         progress: RerankProgress | None, timings: dict[str, float], named: tuple[tuple[int, CandidateRow], ...],
     ) -> _Ranked:
         """The first `limit` candidates of the pipeline up to MMR, for a page of `limit` (timings added up)."""
@@ -258,7 +267,9 @@ class Searcher:
         timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
         _check(cancel)
 
-        reranked, failed, warnings = False, None, ()
+        failed: str | None = None
+        warnings: tuple[str, ...] = ()
+        reranked = False
         if reranker is not None and fused:
             t = time.perf_counter()
             try:
@@ -295,12 +306,12 @@ class Searcher:
         if cached is None:
             cached = look_up_named(self.store, self.config, pq, doc_filter, self._excluded_ids(pq), self._accept)
             self.named_cache.put(key, cached)
-        return cached  # type: ignore[return-value]
+        return cached
 
 
     # ------------------------------------------------------------ settings
 
-    def _reranker_for(self, name: str | None, text: str) -> tuple[object | None, str | None, bool]:
+    def _reranker_for(self, name: str | None, text: str) -> tuple[Reranker | None, str | None, bool]:
         """The reranker to run for this query, or None with the reason it does not run and whether that
         is a failure (not loadable) rather than the guard (the query's script outside its languages).
         Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
@@ -353,7 +364,8 @@ class Searcher:
     # ------------------------------------------------------------ retrieval
 
     def _retrieve(
-        self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel, which: str = "hybrid",
+        self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel: threading.Event | None,
+        which: str = "hybrid",
         bq: BigramQuery | None = None,
     ) -> Legs:
         generation = self.store.generation()
@@ -376,11 +388,13 @@ class Searcher:
         # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
         trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
         t = time.perf_counter()
-        fts = self._fts_leg(pq.match_expr, doc_filter, per_leg, rows, excluded=bigram_excluded) if trigram else ()
+        fts: Sequence[tuple[int, float]] = (
+            self._fts_leg(pq.match_expr or "", doc_filter, per_leg, rows, excluded=bigram_excluded) if trigram else ()
+        )
         fts_ms = _ms(t)
         _check(cancel)
         t = time.perf_counter()
-        bigram = ()
+        bigram: Sequence[tuple[int, float]] = ()
         if bigram_expr is not None and which != "vector":
             bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
         bigram_ms = _ms(t)
@@ -435,7 +449,8 @@ class Searcher:
         return frozenset(r[0] for r in rows)
 
     def _vector_side(
-        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], generation: int, cancel
+        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], generation: int,
+        cancel: threading.Event | None,
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
         """Embed the query (cached per text) and run the vector leg, on a pool thread."""
         t = time.perf_counter()
@@ -464,7 +479,7 @@ class Searcher:
         )
 
     def _vector_leg(
-        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict,
+        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict[int, CandidateRow],
         generation: int,
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
@@ -489,7 +504,7 @@ class Searcher:
             k = min(cap if k < cap else k * 2, KNN_MAX)
 
     def _fts_leg(
-        self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict, *,
+        self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict[int, CandidateRow], *,
         excluded: frozenset[int] = frozenset(), table: str = "fts_chunks",
     ) -> list[tuple[int, float]]:
         """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
@@ -521,13 +536,15 @@ class Searcher:
             found = self.pruned.ranked(conn, table, expr, weights, limit)
             if found is not None:
                 return found
-        return conn.execute(
+        plain: list[tuple[int, float]] = conn.execute(
             f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
             (*weights, expr, limit),
         ).fetchall()
+        return plain
 
     def _keep(
-        self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict
+        self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int],
+        rows: dict[int, CandidateRow],
     ) -> tuple[list[tuple[int, float]], int]:
         """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
         — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
@@ -568,10 +585,10 @@ class Searcher:
         f = self.config.search.fusion
         rows = legs.rows
         merge = self.config.search.merge_parts
-        scores: dict[Hashable, np.float32] = {}
-        traces: dict[Hashable, dict] = {}
+        scores: dict[FuseKey, np.float32] = {}
+        traces: dict[FuseKey, dict[str, Any]] = {}
         part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
-        ties: dict[Hashable, np.float32] = {}
+        ties: dict[FuseKey, np.float32] = {}
         scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
         raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
         wv, wf = F32(f.vector_weight), F32(f.fts_weight)
@@ -598,7 +615,7 @@ class Searcher:
                     tr[raw_name[name]] = float(raw)
                     tr[f"rrf_{name}"] = float(term)
         if merge:
-            parts: dict[Hashable, list[int]] = {}
+            parts: dict[FuseKey, list[int]] = {}
             for cid in part_scores:
                 parts.setdefault(_section(rows[cid]), []).append(cid)
             face = {key: min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index)) for key, cids in parts.items()}
@@ -626,7 +643,7 @@ class Searcher:
             out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
         return out
 
-    def _rerank(self, reranker, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool,
+    def _rerank(self, reranker: Reranker, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool,
                 cancel: threading.Event | None, progress: RerankProgress | None) -> list[_Candidate]:
         contextual = self._contextual()
         gen = self.store.generation()
@@ -647,7 +664,7 @@ class Searcher:
             for i, s in zip(missing, fresh, strict=True):
                 scores[i] = float(s)
                 self.rerank_scores.put((reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s))
-        final = blend_scores(scores, [c.score for c in pool_items], self.config.reranker.blend)
+        final = blend_scores(cast(list[float], scores), [c.score for c in pool_items], self.config.reranker.blend)
         order = sorted(range(len(pool_items)), key=lambda i: -final[i])  # stable: ties keep the fused order
         out = []
         for rank, i in enumerate(order):
@@ -730,7 +747,9 @@ class Searcher:
 _TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
 
 
-def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]) -> list[tuple[int, float]]:
+def _best_part_per_section(
+    leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]
+) -> tuple[tuple[int, float], ...]:
     """The leg with only the first (best) part of each section, in order."""
     seen: set[tuple[int, int]] = set()
     out = []
@@ -739,10 +758,10 @@ def _best_part_per_section(leg: Sequence[tuple[int, float]], rows: dict[int, Can
         if key not in seen:
             seen.add(key)
             out.append((cid, raw))
-    return out
+    return tuple(out)
 
 
-def _await(future: Future, cancel: threading.Event | None):
+def _await(future: Future[Any], cancel: threading.Event | None) -> Any:
     """The future's result, giving up as soon as the caller cancels (the worker notices on its own)."""
     while True:
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -108,7 +109,7 @@ def normalise(scores: np.ndarray) -> np.ndarray:
     spread = np.float32(scores.max() - lo)
     if not spread > F32_EPSILON:
         return np.zeros_like(scores)
-    return ((scores - lo) / spread).astype(np.float32, copy=False)
+    return cast(np.ndarray, ((scores - lo) / spread).astype(np.float32, copy=False))
 
 
 def _cosines_to(emb: np.ndarray, norms: np.ndarray, j: int) -> np.ndarray:
@@ -118,7 +119,7 @@ def _cosines_to(emb: np.ndarray, norms: np.ndarray, j: int) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         sims = dots / denom
     sims[(norms == 0) | (norms[j] == 0)] = 0.0
-    return sims.astype(np.float32, copy=False)
+    return cast(np.ndarray, sims.astype(np.float32, copy=False))
 
 
 def _check_param(key: str, value: float) -> float:

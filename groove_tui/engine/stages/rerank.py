@@ -121,7 +121,7 @@ class FastEmbedReranker:
                 self._model = TextCrossEncoder(
                     fastembed_name, threads=settings.threads, local_files_only=True, **extra
                 )
-            inner = self._model.model
+            inner: Any = self._model.model  # fastembed's ONNX model: its tokenizer is not in the public API
             inner._ensure_tokenizer()
             # longest_first trims the passage, never the query, down to max_tokens for the pair
             inner.tokenizer.enable_truncation(max_length=settings.max_tokens, strategy="longest_first")
@@ -139,7 +139,7 @@ class FastEmbedReranker:
                 f"passage; an embedder?); {_RERANKERS_ARE}"
             )
 
-    def _resolve(self, TextCrossEncoder: Any, canonical: str, folder: Path | None) -> tuple[str, dict, str]:
+    def _resolve(self, TextCrossEncoder: Any, canonical: str, folder: Path | None) -> tuple[str, dict[str, Any], str]:
         """fastembed's name for the model, its keyword arguments, and a description for messages."""
         if folder is not None:
             try:
@@ -220,9 +220,10 @@ def _not_an_embedder(name: str) -> None:
         if spec is not None or HASHING_NAME.match(text.lower()) or _is_catalog_embedder(describe_model(text)):
             shown = spec.name if spec is not None else text
             raise ModelUnavailable(f"[reranker] model: {shown!r} is an embedder, not a reranker; {_RERANKERS_ARE}")
-        folder = installed_dir(text)
-        if folder is None:
+        installed = installed_dir(text)
+        if installed is None:
             return
+        folder = installed
     try:
         manifest = read_manifest(folder)
     except ValueError:
@@ -254,7 +255,7 @@ class _RerankerCache:
     """One loaded reranker per (model, settings), shared process-wide by the TUI and the pipeline."""
 
     def __init__(self) -> None:
-        self._caches: dict[RerankerSettings, ModelCache] = {}
+        self._caches: dict[RerankerSettings, ModelCache[Reranker]] = {}
         self._lock = threading.Lock()
 
     def get(self, name: str, settings: RerankerSettings) -> Reranker:
