@@ -30,10 +30,10 @@ from groove_tui.settings.config import Config
 
 if TYPE_CHECKING:
     from groove_tui.engine.index.indexer import Indexer
-    from groove_tui.engine.models.embedders import Embedder
     from groove_tui.engine.retrieve.candidates import LRU, Legs
     from groove_tui.engine.retrieve.searcher import Searcher
     from groove_tui.engine.stages.rerank import Reranker
+    from groove_tui.engine.types import Embedder
 
 __all__ = [
     "Engine",

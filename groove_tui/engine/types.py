@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---------------------------------------------------------------- parsing / indexing
 
@@ -387,6 +390,21 @@ class SearchResponse:
     def to_json(self) -> str:
         """groove's response shape (§D.9), pretty-printed like serde_json."""
         return json_text(self.to_dict())
+
+
+# An embedding model, as the indexer and the searcher use it (the backends live in engine.models.embedders).
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str  # stable id recorded in the index
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 (len(texts), dim), rows L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 (dim,), L2-normalised."""
+        ...
 
 
 # ---------------------------------------------------------------- helpers

@@ -56,8 +56,8 @@ def check_range(key: str, value: Any, lo: float, hi: float, *, integer: bool = F
     return value
 
 
-FUSION_METHODS = ("dbsf", "relative", "rrf")
 FusionMethod = Literal["dbsf", "relative", "rrf"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("dbsf", "relative", "rrf")
 
 
 def check_fusion_method(key: str, value: Any) -> FusionMethod:

@@ -159,7 +159,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
             from groove_tui.engine.models.catalog import pulled_reranker
 
             self._pulled_reranker = pulled_reranker()
-        return self._pulled_reranker
+        return self._pulled_reranker if isinstance(self._pulled_reranker, str) else None
 
     # ------------------------------------------------------------ app-wide actions (each part has its own)
 

@@ -7,12 +7,19 @@ report the focused hit as `app.focus_row(...)`.
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding, BindingType
 
 from groove_tui.tui.runconfig import SIDES
 from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
 
-APP_BINDINGS = [
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
+
+APP_BINDINGS: list[BindingType] = [
     Binding("f1", "help", "Help", tooltip="Every key, where it applies", id="app.help"),
     Binding("f2", "toggle('mmr')", "MMR", tooltip="MMR on / off (diversify the results)", id="search.toggle_mmr"),
     Binding("f3", "toggle('parent')", "Parent", tooltip="Parent retriever on / off (merge neighbouring chunks)",
@@ -42,7 +49,7 @@ APP_BINDINGS = [
 ]
 
 
-class KeyAvailability:
+class KeyAvailability(_AppPart):
     """App mixin: the focused hit per side, and `check_action` for the keys that need one (or results,
     or unsaved judgments). Owns `focused_rows` and `active_side`."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from textual.app import SystemCommand
 from textual.screen import Screen
@@ -11,6 +12,9 @@ from textual.screen import Screen
 from groove_tui.output.textout import escape_name
 from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import PRESETS, fusion_label
+
+if TYPE_CHECKING:
+    from groove_tui.tui.screens.compare import CompareScreen
 
 
 def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
@@ -43,7 +47,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
                             partial(app.set_run_config, side, _with(rc, mmr=True, lam=value)))
     if in_compare:
         yield SystemCommand("view: leave compare mode", "Back to the single result list (F5 / esc)",
-                            screen.action_back)
+                            cast("CompareScreen", screen).action_back)  # in compare mode the screen is this one
         yield SystemCommand("compare: swap sides", "Exchange the left and right configurations (ctrl+x)",
                             app.action_swap_sides)
     elif not isinstance(screen, DetailScreen):

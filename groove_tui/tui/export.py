@@ -14,13 +14,18 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui.runconfig import SIDES
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class ExportActions:
+
+class ExportActions(_AppPart):
     """App mixin. Owns `last_export` (the newest JSON written) and `run_editor` (how $EDITOR runs)."""
 
     def _init_export_actions(self) -> None:
@@ -49,8 +54,10 @@ class ExportActions:
         if self.compare_active and all(self.responses[s] is not None for s in SIDES):
             from groove_tui.tui.compare import compare
 
-            cmp = compare([h.chunk_id for h in self.responses["left"].results],
-                          [h.chunk_id for h in self.responses["right"].results],
+            left, right = self.responses["left"], self.responses["right"]
+            assert left is not None and right is not None  # checked just above
+            cmp = compare([h.chunk_id for h in left.results],
+                          [h.chunk_id for h in right.results],
                           k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
             s = cmp.summary
             out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,

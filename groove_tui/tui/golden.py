@@ -13,6 +13,7 @@ searching again, and only queries new to the golden set are searched.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -122,7 +123,7 @@ class GoldenSession:
     pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: str | Path, k_values, *, kb_path: Path | None = None,
+    def load(cls, path: str | os.PathLike[str], k_values, *, kb_path: Path | None = None,
              validate_query: Callable[[str], None] | None = None) -> GoldenSession:
         """Read a golden file (GoldenError on a bad one). A file inside the KB is never written back:
         its judgments save to the current directory instead (nothing is ever written into the KB)."""

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.timer import Timer
 from textual.worker import get_current_worker
@@ -23,8 +23,13 @@ from groove_tui.engine.types import SearchParams
 from groove_tui.tui.messages import EvalFinished, EvalProgressed
 from groove_tui.tui.runconfig import SIDES
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class GoldenMetrics:
+
+class GoldenMetrics(_AppPart):
     """App mixin. Owns the golden session, each side's outcome, progress and serial, and the debounce
     timers of the rescoring."""
 
@@ -212,6 +217,7 @@ class GoldenMetrics:
             self.notify(f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)",
                         markup=False, timeout=6)
         had = self._bindings_state()
+        assert self.golden_session is not None  # loaded, or created just above
         try:
             self.golden_session.judge(query, row.hit.path, row.hit.heading, int(grade))
         except ValueError as exc:

@@ -118,7 +118,9 @@ def _append(seq: CommentedSeq, item: CommentedMap) -> None:
     seq.append(item)
     if not tail:
         return
-    node, key = _last_value(item)
+    spot = _last_value(item)
+    assert spot is not None  # a query entry always ends in a scalar
+    node, key = spot
     token = _eol_token(node, key)
     if token is None:
         node.ca.items[key] = [None, None, CommentToken("\n" + tail, CommentMark(0), None), None]

@@ -11,21 +11,26 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from groove_tui.engine.index.throughput import format_rate
-from groove_tui.engine.types import SearchParams
+from groove_tui.engine.types import IndexReport, SearchParams
 from groove_tui.output.progress import embed_speed
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class KbIndexing:
+
+class KbIndexing(_AppPart):
     """App mixin. Owns the engine-ready and searchable events the search and golden workers wait on
     (through `wait_until_searchable`), the open error, and the index progress, report and counts."""
 
@@ -34,7 +39,7 @@ class KbIndexing:
         self._searchable = threading.Event()
         self._open_error: BaseException | None = None
         self.index_progress = None
-        self.index_report = None
+        self.index_report: IndexReport | None = None
         self.indexing = False
         self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
 
@@ -75,8 +80,10 @@ class KbIndexing:
         """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
         worker = get_current_worker()
         if self._engine is None:
+            factory = self._engine_factory
+            assert factory is not None  # GrooveApp takes an engine or a factory
             try:
-                engine = self._engine_factory()
+                engine = factory()
             except Exception as exc:
                 self._open_error = exc
                 self._engine_ready.set()

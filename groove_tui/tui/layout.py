@@ -9,6 +9,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual import getters
+    from textual.widget import Widget as _WidgetPart
+
+    from groove_tui.tui.shell import AppShell
+else:
+    _WidgetPart = object
+
 WIDE = 140
 NARROW = 100
 SHORT = 24
@@ -18,9 +28,13 @@ def width_class(width: int) -> str:
     return "-wide" if width >= WIDE else "-medium" if width >= NARROW else "-narrow"
 
 
-class Responsive:
+class Responsive(_WidgetPart):
     """Screen mixin: keeps the breakpoint classes in step with the terminal. A screen overrides
     `breakpoint_changed` to reset state that depends on the width class (a drawer's default)."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
 
     width_class: str = ""
 

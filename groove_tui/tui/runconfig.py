@@ -9,7 +9,7 @@ from typing import Any
 from rich.cells import cell_len
 
 from groove_tui.engine.types import SearchParams
-from groove_tui.settings.config import FUSION_METHODS, FusionConfig
+from groove_tui.settings.config import FUSION_METHODS, FusionConfig, FusionMethod
 
 SIDES = ("left", "right")
 DEFAULT_FUSION = FusionConfig().method  # ours: what [search.fusion] method is when groove.toml says nothing
@@ -28,7 +28,7 @@ def fusion_label(method: str) -> str:
     return FUSION_LABELS.get(method, method)
 
 
-def next_fusion(method: str) -> str:
+def next_fusion(method: str) -> FusionMethod:
     """The method after `method` in config.FUSION_METHODS, wrapping round (F12 cycles through them)."""
     i = FUSION_METHODS.index(method) if method in FUSION_METHODS else -1
     return FUSION_METHODS[(i + 1) % len(FUSION_METHODS)]
@@ -44,10 +44,10 @@ class RunConfig:
     reranker: bool = False
     path_globs: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    fusion: str = DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
+    fusion: FusionMethod = DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
 
     @classmethod
-    def from_params(cls, p: SearchParams, fusion: str = DEFAULT_FUSION) -> RunConfig:
+    def from_params(cls, p: SearchParams, fusion: FusionMethod = DEFAULT_FUSION) -> RunConfig:
         """`fusion` is the method `p.fusion=None` stands for: the engine config's `[search.fusion] method`."""
         return cls(limit=p.limit, mmr=p.mmr, lam=p.mmr_lambda, same_doc_penalty=p.mmr_same_doc_penalty,
                    parent=p.parent_retriever, reranker=p.reranker is not None, path_globs=tuple(p.path_globs),

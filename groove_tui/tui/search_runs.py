@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.timer import Timer
@@ -24,8 +25,13 @@ from groove_tui.tui.messages import RerankProgressed, SearchFinished
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class SearchRuns:
+
+class SearchRuns(_AppPart):
     """App mixin. Owns what each side shows (response, fused response, rerank progress, error), the
     serials requested and applied, the debounce and busy timers, and the count of running searches."""
 
@@ -221,7 +227,7 @@ class SearchRuns:
             else:
                 msg = str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}"
                 self.errors[side] = f"Search failed: {msg}"
-                self.notify(self.errors[side], severity="error", markup=False, timeout=8)
+                self.notify(f"Search failed: {msg}", severity="error", markup=False, timeout=8)
             self.results_signal.publish(side)
             return
         if worker.group == "index":
@@ -244,9 +250,10 @@ class SearchRuns:
         for pane in screen.query(ResultsPane):
             if pane.side != side:
                 continue
-            if self.errors[side]:
+            error = self.errors[side]
+            if error:
                 pane.show(None)
-                pane.set_message(self.errors[side], error=True)
+                pane.set_message(error, error=True)
             else:
                 pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
 

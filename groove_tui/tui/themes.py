@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -125,7 +126,8 @@ def theme_from_dict(data: dict, where: str = "theme") -> Theme:
     variables.setdefault("pane-border", readable_border(colors.get("foreground", "#E0E0E0" if dark else "#202020"),
                                                         background))
     variables.setdefault("pane-border-focus", colors.get("accent", colors["primary"]))
-    return Theme(name=name.strip(), dark=dark, variables=variables, **colors, **extra)
+    options: dict[str, Any] = {**colors, **extra}  # Theme's colour fields and its numeric ones, as the file named them
+    return Theme(name=name.strip(), dark=dark, variables=variables, **options)
 
 
 def load_theme_file(path: Path) -> Theme:

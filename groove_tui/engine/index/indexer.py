@@ -40,7 +40,7 @@ from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, Parse
 from groove_tui.settings.config import Config
 
 if TYPE_CHECKING:
-    from groove_tui.engine.models.embedders import Embedder
+    from groove_tui.engine.types import Embedder
 
 log = logging.getLogger(__name__)
 

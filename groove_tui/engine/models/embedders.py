@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from groove_tui.engine.models.offline import (
     register_once,
     resolve_dir,
 )
+from groove_tui.engine.types import Embedder
 
 E5_ID = "multilingual-e5-small"
 E5_INT8_ID = "multilingual-e5-small-int8"
@@ -59,20 +60,6 @@ _FIND_NAMES = (
     "list the names with: python -c \"from fastembed import TextEmbedding; "
     "print('\\n'.join(m['model'] for m in TextEmbedding.list_supported_models()))\""
 )
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    model_id: str  # stable id recorded in the index
-    dim: int
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 (len(texts), dim), rows L2-normalised."""
-        ...
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """float32 (dim,), L2-normalised."""
-        ...
 
 
 def _as_matrix(vectors: Any, n: int, dim: int) -> np.ndarray:

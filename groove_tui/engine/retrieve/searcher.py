@@ -55,8 +55,8 @@ from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, Sear
 from groove_tui.settings.config import Config, check_fusion_method, check_unit
 
 if TYPE_CHECKING:
-    from groove_tui.engine.models.embedders import Embedder
     from groove_tui.engine.stages.rerank import Reranker
+    from groove_tui.engine.types import Embedder
 
 log = logging.getLogger("groove_tui.search")
 

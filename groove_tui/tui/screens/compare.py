@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -11,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from groove_tui.engine.types import Hit
 from groove_tui.tui.compare import compare
 from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
@@ -22,10 +24,18 @@ from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
+
 PRESETS = Binding.Group("Presets", compact=True)
 
 
 class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Compare"
     BINDINGS: ClassVar[list[BindingType]] = [
         # f5 first: the footer shows the first key, and F5 is the key that entered compare mode
@@ -166,8 +176,8 @@ class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
         rk = [h.chunk_id for h in right.results]
         k = max(app.run_configs["left"].limit, app.run_configs["right"].limit, 1)
         cmp = compare(lk, rk, k=k)
-        lpos = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
-        rpos = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
+        lpos: dict[Hashable, tuple[int, Hit]] = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
+        rpos: dict[Hashable, tuple[int, Hit]] = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
         lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone], note=notes["left"])
         rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone],
                 note=notes["right"])

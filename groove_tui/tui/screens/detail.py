@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -13,8 +13,16 @@ from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
+
 
 class DetailScreen(FooterOrder, Responsive, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Detail"
     FOOTER_FIRST = ("app.pop_screen", "help")
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -19,9 +19,21 @@ from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
+if TYPE_CHECKING:
+    from textual import getters
+    from textual.screen import Screen as _ScreenPart
 
-class SearchScreenMixin:
+    from groove_tui.tui.shell import AppShell
+else:
+    _ScreenPart = object
+
+
+class SearchScreenMixin(_ScreenPart):
     """Shared wiring of a screen with a query input and result panes."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
 
     def _query_input(self) -> QueryInput:
         return self.query_one("#query", QueryInput)
@@ -57,6 +69,9 @@ class SearchScreenMixin:
 
 
 class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Main"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),

@@ -83,7 +83,7 @@ class SaveSettingsScreen(ModalScreen[None]):
         label = self.query_one("#settings-target", Static)
         if refused:
             label.update(Text(f"✗ {refused}"))
-        elif path.is_file():
+        elif path is not None and path.is_file():
             label.update(Text(f"→ {path} (merged in: its other keys and comments stay)"))
         else:
             label.update(Text(f"→ {path} (a new file)"))

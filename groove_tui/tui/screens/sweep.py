@@ -9,7 +9,7 @@ value; esc cancels it. `b` jumps the side's setting to the best value, enter to 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -25,6 +25,11 @@ from groove_tui.engine.evaluate.knobs import format_value
 from groove_tui.engine.evaluate.sweep import SweepResult, run_sweep
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import SweepTarget, current_value, with_value
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 METRIC_LINES = (("ndcg", "nDCG@{k}", "green"), ("recall", "recall@{k}", "cyan"), ("mrr", "MRR", "magenta"))
 
@@ -46,6 +51,9 @@ class SweepFinished(Message):
 
 
 class SweepScreen(Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Sweep"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back (cancels a running sweep)", id="sweep.back"),
@@ -84,7 +92,7 @@ class SweepScreen(Screen):
             yield Static("", id="sweep-legend")
             yield ProgressBar(total=None, show_eta=False, id="sweep-progress")
             yield Static("", id="sweep-status")
-        table = DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Text | str] = DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield GrooveFooter()
 
@@ -102,7 +110,9 @@ class SweepScreen(Screen):
     # ------------------------------------------------------------ the worker
 
     def _ks(self) -> tuple[int, ...]:
-        return self.app.golden_session.k_values
+        session = self.app.golden_session
+        assert session is not None  # the screen opens only with a golden set loaded
+        return session.k_values
 
     def _sweep(self) -> None:
         from groove_tui.tui.golden import eval_params
@@ -110,6 +120,7 @@ class SweepScreen(Screen):
         app = self.app
         worker = get_current_worker()
         session = app.golden_session
+        assert session is not None  # the screen opens only with a golden set loaded
         rc = app.run_configs[self.side]
         params = eval_params(rc.to_params(app.base_params, app.reranker_model, explain=False), session.k_values)
         step = max(1, len(session.golden.queries) * len(self.target.values) // 100)
@@ -271,11 +282,12 @@ def open_sweep(app) -> None:
         app.notify("A sweep scores a golden file: load one first (palette: eval: load golden file…)",
                    severity="warning", markup=False)
         return
-    side, target = None, None
+    side: str | None = None
+    target = None
     node = app.focused
     while node is not None and target is None:  # a Select's inner parts report the Select's id
         side, target = target_for_widget(getattr(node, "id", None))
         node = node.parent
     if target is None:
         side, target = (app.active_side if app.compare_active else "left"), TARGETS[DEFAULT_TARGET]
-    app.push_screen(SweepScreen(side, target))
+    app.push_screen(SweepScreen(side or "left", target))

@@ -8,7 +8,7 @@ they move; enter on a row runs that query in both panes.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -18,6 +18,11 @@ from textual.widgets import DataTable, Static
 from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import side_results
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 METRICS = ("ndcg", "recall", "mrr")
 
@@ -31,6 +36,9 @@ class QueryTable(DataTable):
 
 
 class WinLossScreen(Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Wins and losses"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back to compare mode", id="winloss.back"),

@@ -4,6 +4,7 @@ on the app (which publishes it and re-runs the search, debounced)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Switch
@@ -12,6 +13,11 @@ from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 NO_RERANKER_TIP = (
     "No reranker installed. Get the English one with:\n  groove-tui models pull ms-marco-l12\nor set "
@@ -34,6 +40,9 @@ def state_label(what: str, on: bool, *, available: bool = True) -> str:
 
 
 class ConfigPane(VerticalScroll):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     DEFAULT_CSS = """
     ConfigPane { padding: 0 1; }
     ConfigPane .row { height: 1; margin: 1 0 0 0; }
@@ -151,7 +160,7 @@ class ConfigPane(VerticalScroll):
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
         self._label_states()
-        what = event.switch.id.split("-", 1)[1]
+        what = str(event.switch.id).split("-", 1)[1]
         key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
 
@@ -162,12 +171,12 @@ class ConfigPane(VerticalScroll):
 
     def on_slider_changed(self, event: Slider.Changed) -> None:
         event.stop()
-        key = {"lambda": "lam", "penalty": "same_doc_penalty"}[event.slider.id.split("-", 1)[1]]
+        key = {"lambda": "lam", "penalty": "same_doc_penalty"}[str(event.slider.id).split("-", 1)[1]]
         self._set(**{key: event.value})
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        what = event.input.id.split("-", 1)[1]
+        what = str(event.input.id).split("-", 1)[1]
         if what == "limit":
             try:
                 limit = int(event.value)

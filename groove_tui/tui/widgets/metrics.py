@@ -3,7 +3,8 @@ the previous value), the current query's own scores, and the judgment state. Hid
 
 from __future__ import annotations
 
-from typing import ClassVar
+import io
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.table import Table
@@ -11,6 +12,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from groove_tui.engine.evaluate.metrics import Aggregate, QueryMetrics
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 EPS = 0.0005  # deltas below this print as unchanged
 
@@ -36,6 +42,10 @@ class MetricsBar(Static):
     """A small table: one column per metric (recall@k, MRR, nDCG@k for `[eval] k_values`), one row per
     side, one row per side for the current query (from the hits shown). `*` after the file name marks
     unsaved judgments."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--up", "metric--down", "metric--label", "metric--title"}
     DEFAULT_CSS = """
@@ -76,6 +86,7 @@ class MetricsBar(Static):
     def _table(self) -> Table:
         app = self.app
         session = app.golden_session
+        assert session is not None  # the bar is drawn only while a golden set is loaded
         st = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         ks = session.k_values
         names = [f"R@{k}" for k in ks] + ["MRR"] + [f"nDCG@{k}" for k in ks]
@@ -128,7 +139,7 @@ def _values(m: Aggregate | QueryMetrics, ks: tuple[int, ...]) -> list[float]:
     return [v for _name, v in metric_items(m, ks)]
 
 
-class _Null:
+class _Null(io.StringIO):
     def write(self, _s: str) -> int:
         return 0
 

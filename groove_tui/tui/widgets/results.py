@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -18,6 +18,11 @@ from textual.widgets.option_list import Option
 from groove_tui.engine.types import Hit, SearchResponse
 from groove_tui.tui import render
 from groove_tui.tui.compare import Marker
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,10 @@ class ResultsList(OptionList):
 
 class ResultsPane(Vertical):
     """One side's results. Posts `HitHighlighted` / `HitSelected` for the screen to route."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
 
     DEFAULT_CSS = """
     ResultsPane { height: 1fr; }
