@@ -88,7 +88,7 @@ def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def _unknown_option(parser: argparse.ArgumentParser, argv: list[str], words: list[str]) -> str | None:
-    """"unknown option '--limt' — did you mean '--limit'?" for the first of `words` close to an option of
+    """ "unknown option '--limt' — did you mean '--limit'?" for the first of `words` close to an option of
     the command being run; None when none is."""
     options = _options_of(_command_parser(parser, argv))
     for word in words:
@@ -113,23 +113,45 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
 
 
-def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)") -> None:
+def _pipeline_flags(
+    p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)"
+) -> None:
     p.add_argument("--limit", type=int, default=None, help=limit_help)
     p.add_argument("--mmr", action=argparse.BooleanOptionalAction, default=None, help="MMR diversity re-rank")
     p.add_argument("--lambda", dest="mmr_lambda", type=float, default=None, help="MMR relevance weight in [0, 1]")
     p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
     p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
-    p.add_argument("--reranker", default=None,
-                   help="cross-encoder: a pulled model (ms-marco-l12), groove's name, a fastembed name or a local "
-                   "ONNX dir ('none' = off)")
-    p.add_argument("--rerank-pool", type=int, default=None, metavar="N",
-                   help="fused candidates the reranker scores (default [reranker] pool, 20)")
-    p.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N",
-                   help="query + passage tokens per reranker pair (default [reranker] max_tokens, 256)")
-    p.add_argument("--rerank-threads", type=int, default=None, metavar="N",
-                   help="ONNX threads for the reranker (default [reranker] threads; 0 = all cores)")
     p.add_argument(
-        "--fusion", choices=FUSION_METHODS, default=None,
+        "--reranker",
+        default=None,
+        help="cross-encoder: a pulled model (ms-marco-l12), groove's name, a fastembed name or a local "
+        "ONNX dir ('none' = off)",
+    )
+    p.add_argument(
+        "--rerank-pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fused candidates the reranker scores (default [reranker] pool, 20)",
+    )
+    p.add_argument(
+        "--rerank-max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="query + passage tokens per reranker pair (default [reranker] max_tokens, 256)",
+    )
+    p.add_argument(
+        "--rerank-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="ONNX threads for the reranker (default [reranker] threads; 0 = all cores)",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=FUSION_METHODS,
+        default=None,
         help="how the legs combine: scores normalised by their spread (dbsf, default) or range (relative), "
         "or groove's reciprocal rank fusion (rrf)",
     )
@@ -165,10 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
     demo.add_argument("--index-dir", help="where indexes live (default: $GROOVE_TUI_INDEX_DIR or the user cache)")
     demo.add_argument("--model", help="embedding model (overrides [embedding] model)")
-    demo.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
-    demo.add_argument("--paths", action="store_true",
-                      help="print the demo KB's folder and its golden file, one a line, and exit (to try the "
-                      "headless commands on it)")
+    demo.add_argument(
+        "--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)"
+    )
+    demo.add_argument(
+        "--paths",
+        action="store_true",
+        help="print the demo KB's folder and its golden file, one a line, and exit (to try the "
+        "headless commands on it)",
+    )
 
     idx = sub.add_parser("index", help="(re)index a KB headlessly")
     _common(idx)
@@ -193,25 +220,49 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a metric regressed")
     ev.add_argument("--no-history", action="store_true", help="do not record this run")
     ev.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
-    ev.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
-                    help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
-                    "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test")
-    ev.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg",
-                    help="--compare: the per-query metric (at the largest k; default ndcg)")
-    ev.add_argument("--embedded-share", type=_share, default=None, metavar="FRACTION",
-                    help="evaluate a copy of the index with only this seeded share of its chunks embedded "
-                    "(0-1), as part way through the embedding phase; the index itself is not changed")
-    ev.add_argument("--share-seed", type=int, default=0, metavar="N",
-                    help="--embedded-share: which chunks keep their vectors (default 0)")
+    ev.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        default=None,
+        help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
+        "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test",
+    )
+    ev.add_argument(
+        "--metric",
+        choices=("ndcg", "recall", "mrr"),
+        default="ndcg",
+        help="--compare: the per-query metric (at the largest k; default ndcg)",
+    )
+    ev.add_argument(
+        "--embedded-share",
+        type=_share,
+        default=None,
+        metavar="FRACTION",
+        help="evaluate a copy of the index with only this seeded share of its chunks embedded "
+        "(0-1), as part way through the embedding phase; the index itself is not changed",
+    )
+    ev.add_argument(
+        "--share-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--embedded-share: which chunks keep their vectors (default 0)",
+    )
     _pipeline_flags(ev, limit_help="results per query (default: the largest k)")
 
     sw = sub.add_parser("sweep", help="score a golden file at every value of one or two settings")
     _common(sw)
     sw.add_argument("--golden", help="golden YAML (default [eval] golden)")
-    sw.add_argument("--param", action="append", default=[], metavar="NAME=SPEC",
-                    help="a setting and its values: START:STOP:STEP or V1,V2,... (mmr_lambda, mmr_same_doc_penalty, "
-                    "vector_weight, fts_weight, rrf_k, bm25_*_weight, fusion, rerank_pool, rerank_blend, mmr, "
-                    "parent_retriever); twice for a grid")
+    sw.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a setting and its values: START:STOP:STEP or V1,V2,... (mmr_lambda, mmr_same_doc_penalty, "
+        "vector_weight, fts_weight, rrf_k, bm25_*_weight, fusion, rerank_pool, rerank_blend, mmr, "
+        "parent_retriever); twice for a grid",
+    )
     sw.add_argument("--k", default=None, help="comma-separated k values (default 1,5,10)")
     sw.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg", help="what 'best' means")
     sw.add_argument("--plot", action="store_true", help="draw the sweep in the terminal above the table")
@@ -224,20 +275,37 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
-    be.add_argument("--mode", choices=("search", "index", "all", "rerank", "readers"), default="search",
-                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
-                    "readers: search latency idle and while another process indexes a copy of --docs documents")
-    be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
+    be.add_argument(
+        "--mode",
+        choices=("search", "index", "all", "rerank", "readers"),
+        default="search",
+        help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
+        "readers: search latency idle and while another process indexes a copy of --docs documents",
+    )
+    be.add_argument(
+        "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"
+    )
     be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
-    be.add_argument("--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)")
+    be.add_argument(
+        "--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)"
+    )
     be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
     be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
-    be.add_argument("--docs", type=int, default=300,
-                    help="index and readers modes: documents in the subset (0 = all)")
-    be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
-                    "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
-    be.add_argument("--scale-dir", metavar="DIR", default=None, help="scale mode: keep the synthesised KB and index in "
-                    "DIR and reuse them on the next run (default: a temporary directory, removed)")
+    be.add_argument("--docs", type=int, default=300, help="index and readers modes: documents in the subset (0 = all)")
+    be.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="instead of --mode: replicate the KB to >= N chunks in a "
+        "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search",
+    )
+    be.add_argument(
+        "--scale-dir",
+        metavar="DIR",
+        default=None,
+        help="scale mode: keep the synthesised KB and index in "
+        "DIR and reuse them on the next run (default: a temporary directory, removed)",
+    )
 
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
@@ -248,8 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
     cs = cf_sub.add_parser("show", help="every setting with where it came from (default, groove.toml, flag)")
     cs.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
     cs.add_argument("--model", help="embedding model (overrides [embedding] model)")
-    cs.add_argument("--format", choices=("text", "json", "toml"), default="text",
-                    help="toml: the ranking settings as a groove.toml fragment")
+    cs.add_argument(
+        "--format",
+        choices=("text", "json", "toml"),
+        default="text",
+        help="toml: the ranking settings as a groove.toml fragment",
+    )
     _pipeline_flags(cs)
 
     from groove_tui.commands.models import add_parser as add_models_parser
@@ -356,8 +428,11 @@ def _fail(message: str, code: int = 1) -> int:
 
 def _usage_error(parser: argparse.ArgumentParser, argv: list[str], exc: _ParseError) -> int:
     """argparse's usage and message (exit 2), or one line with a suggestion for a mistyped option."""
-    words = exc.message.split(": ", 1)[1].split() if exc.message.startswith("unrecognized arguments") else [
-        w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in _options_of(exc.parser)]
+    words = (
+        exc.message.split(": ", 1)[1].split()
+        if exc.message.startswith("unrecognized arguments")
+        else [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in _options_of(exc.parser)]
+    )
     hint = _unknown_option(parser, argv, words)
     if hint is not None:
         print(f"{_command_parser(parser, argv).prog}: {hint}", file=sys.stderr)

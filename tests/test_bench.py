@@ -54,8 +54,9 @@ def test_search_mode_json_keys(kb, capsys):
 
 def test_search_mode_with_golden_queries(kb, tmp_path, capsys):
     g = tmp_path / "g.yml"
-    g.write_text('queries:\n  - query: "tokio"\n    expected: []\n  - query: "設定"\n    expected: []\n',
-                 encoding="utf-8")
+    g.write_text(
+        'queries:\n  - query: "tokio"\n    expected: []\n  - query: "設定"\n    expected: []\n', encoding="utf-8"
+    )
     data = bench_json(capsys, str(kb), "--queries", str(g), "--repeat", "2")
     assert data["search"]["queries"] == 2 and data["search"]["stages_ms"]["total"]["n"] == 4
 
@@ -160,8 +161,16 @@ def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
 
     assert cli.main(["bench", str(kb), "--scale", "20", "--repeat", "1", "--model", "hashing-64"]) == 0
     out = capsys.readouterr().out
-    for word in ("scale:", "hashing-64", "phase one", "embedding", "MB", "total − embed", "targets:",
-                 "scale_total_minus_embed_p50_ms"):
+    for word in (
+        "scale:",
+        "hashing-64",
+        "phase one",
+        "embedding",
+        "MB",
+        "total − embed",
+        "targets:",
+        "scale_total_minus_embed_p50_ms",
+    ):
         assert word in out
 
 
@@ -196,10 +205,25 @@ def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
 
     ce = build_tiny_cross_encoder(tmp_path / "ce")
     g = tmp_path / "g.yml"
-    g.write_text('queries:\n  - query: "tokio runtime"\n    expected: []\n  - query: "sqlite search"\n    expected: []\n'
-                 '  - query: "東京の設定"\n    expected: []\n', encoding="utf-8")
-    data = bench_json(capsys, str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g),
-                      "--repeat", "2", "--rerank-pool", "12")
+    g.write_text(
+        'queries:\n  - query: "tokio runtime"\n    expected: []\n  - query: "sqlite search"\n    expected: []\n'
+        '  - query: "東京の設定"\n    expected: []\n',
+        encoding="utf-8",
+    )
+    data = bench_json(
+        capsys,
+        str(kb),
+        "--mode",
+        "rerank",
+        "--reranker",
+        str(ce),
+        "--queries",
+        str(g),
+        "--repeat",
+        "2",
+        "--rerank-pool",
+        "12",
+    )
     rr = data["rerank"]
     assert rr["pool"] == 12 and rr["max_tokens"] == 256 and rr["queries"] == 3
     assert rr["skipped"] == 0  # a local directory declares no languages: every query is reranked
@@ -207,8 +231,25 @@ def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
     assert 1 <= rr["pairs"]["p50"] <= 12  # the pool, or fewer when fewer candidates matched
     assert {"rerank_p50_ms", "rerank_cached_p50_ms"} <= set(data["targets"])
     capsys.readouterr()
-    assert cli.main(["bench", str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g), "--repeat", "1",
-                     "--model", "hashing-64"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                str(kb),
+                "--mode",
+                "rerank",
+                "--reranker",
+                str(ce),
+                "--queries",
+                str(g),
+                "--repeat",
+                "1",
+                "--model",
+                "hashing-64",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "rerank: " in out and "cached re-rank" in out and "per pair" in out
 

@@ -254,7 +254,9 @@ def _snapshot(eng: Engine, query: str, legs: str) -> list[tuple]:
     resp = eng.search(query, replace(ALL, legs=legs, explain=True))
     plain = eng.search(query, replace(ALL, legs=legs))
     return [(h.path, h.chunk_id, h.score, h.match_spans, h.trace.to_json()) for h in resp.results] + [
-        resp.query.bigram_expr, plain.to_json(), plain.warnings
+        resp.query.bigram_expr,
+        plain.to_json(),
+        plain.warnings,
     ]
 
 

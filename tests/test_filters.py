@@ -120,8 +120,16 @@ def test_invalid_globs_name_the_glob(glob, why):
 
 @pytest.mark.parametrize(
     "value",
-    ["2024", "2024-05", "2024-05-01", "2024-02-29", "2024-05-01T09:30", "2024-05-01T09:30:00Z",
-     "2024-05-01T09:30:00.123+09:00", "2024-05-01 09:30:00"],
+    [
+        "2024",
+        "2024-05",
+        "2024-05-01",
+        "2024-02-29",
+        "2024-05-01T09:30",
+        "2024-05-01T09:30:00Z",
+        "2024-05-01T09:30:00.123+09:00",
+        "2024-05-01 09:30:00",
+    ],
 )
 def test_valid_dates(value):
     assert validate_date("date_from", value) == value
@@ -237,11 +245,22 @@ def test_has_any():
 
 def test_echo_only_given_in_groove_order():
     f = DocFilter.build(
-        path_globs=["docs/**"], tags_any=[], tags_all=["a"], date_from=None, date_to="2024-12-31",
-        category="docs", topic="t", min_quality=0.3,
+        path_globs=["docs/**"],
+        tags_any=[],
+        tags_all=["a"],
+        date_from=None,
+        date_to="2024-12-31",
+        category="docs",
+        topic="t",
+        min_quality=0.3,
     )
     echo = f.echo()
     assert list(echo) == ["category", "topic", "path_globs", "tags_all", "date_to"]
-    assert echo == {"category": "docs", "topic": "t", "path_globs": ["docs/**"], "tags_all": ["a"],
-                    "date_to": "2024-12-31"}
+    assert echo == {
+        "category": "docs",
+        "topic": "t",
+        "path_globs": ["docs/**"],
+        "tags_all": ["a"],
+        "date_to": "2024-12-31",
+    }
     assert DocFilter.build(min_quality=0.3).echo() == {}

@@ -18,7 +18,35 @@ from groove_tui.engine import Engine
 
 from helpers import hashing_config, write_kb
 
-WORDS = ["tokio", "runtime", "async", "future", "pinning", "sqlite", "trigram", "vector", "index", "search", "ranking", "fusion", "chunk", "heading", "parser", "summary", "detail", "network", "storage", "memory", "thread", "worker", "東京", "設定", "検索", "評価", "再ランキング"]
+WORDS = [
+    "tokio",
+    "runtime",
+    "async",
+    "future",
+    "pinning",
+    "sqlite",
+    "trigram",
+    "vector",
+    "index",
+    "search",
+    "ranking",
+    "fusion",
+    "chunk",
+    "heading",
+    "parser",
+    "summary",
+    "detail",
+    "network",
+    "storage",
+    "memory",
+    "thread",
+    "worker",
+    "東京",
+    "設定",
+    "検索",
+    "評価",
+    "再ランキング",
+]
 QUERIES = ["tokio", "sqlite vector", "ranking fusion", "memory thread worker", "設定", "東京の検索", "index -chunk"]
 
 

@@ -173,8 +173,10 @@ def test_a_model_typo_with_force_destroys_nothing(tmp_path):
         eng.index()
         vectors = eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
     typo = replace(hashing_config(), embedding=EmbeddingConfig(model="multilingual-e5-smal"))
-    with (Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng,
-          pytest.raises(EngineError, match="unknown embedding model")):
+    with (
+        Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng,
+        pytest.raises(EngineError, match="unknown embedding model"),
+    ):
         eng.index(force=True)
     with open_engine(kb, tmp_path) as eng:  # opens: the recorded model is still the real one
         assert eng.status().model == "hashing-64"
@@ -299,7 +301,9 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
         # `search … | head -0`: the reader is gone before anything is written
         proc = subprocess.Popen(
             [*run, "search", str(kb), "fine", "--model", "hashing", "--limit", "30", "--format", fmt],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         proc.stdout.close()
         err = proc.stderr.read().decode()
@@ -314,9 +318,11 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
 def test_lone_cr_line_endings_are_line_endings():
     from groove_tui.engine.index.markdown import parse_markdown
 
-    text = ("---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r"
-"## First\rBody of the first section, long enough to stand alone.\r"
-"### Second\rBody of the second section, long enough to stand alone.\r")
+    text = (
+        "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r"
+        "## First\rBody of the first section, long enough to stand alone.\r"
+        "### Second\rBody of the second section, long enough to stand alone.\r"
+    )
     doc = parse_markdown("mac.md", text)
     assert doc.title == "Old Mac" and doc.tags == ("cr",)
     assert [(c.heading, c.level) for c in doc.chunks] == [(None, None), ("First", 2), ("Second", 3)]
@@ -378,7 +384,7 @@ def ja_engine(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "query", ['"設定\x00ファイル"', '"東京\x00"', '"tokio\x00 runtime"', "設定\x00 -\"東京\x00\"", "設定 ab\x00cd"]
+    "query", ['"設定\x00ファイル"', '"東京\x00"', '"tokio\x00 runtime"', '設定\x00 -"東京\x00"', "設定 ab\x00cd"]
 )
 def test_a_nul_in_a_query_never_reaches_sqlite(ja_engine, query):
     resp = ja_engine.search(query)  # "unterminated string" from SQLite before
@@ -393,7 +399,9 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
 
     from groove_tui.engine.analysis.query import QueryError
 
-    alphabet = st.sampled_from([*list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\''), "\u3000", "ー"])
+    alphabet = st.sampled_from(
+        [*list("\"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\'"), "\u3000", "ー"]
+    )
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(alphabet, max_size=24).map("".join))
@@ -493,7 +501,10 @@ SPOOF_NAMES = {
 @pytest.fixture(scope="module")
 def spoof_engine(tmp_path_factory):
     root = tmp_path_factory.mktemp("spoof")
-    kb = write_kb(root / "kb", {name: "## Spoof\n\nspoofing words in a file with a hostile name here.\n" for name in SPOOF_NAMES.values()})
+    kb = write_kb(
+        root / "kb",
+        {name: "## Spoof\n\nspoofing words in a file with a hostile name here.\n" for name in SPOOF_NAMES.values()},
+    )
     (kb / "bad-heading.md").write_text("## Head\u202eing\x85x\n\nspoofing words under a hostile heading here.\n")
     eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
     eng.index()

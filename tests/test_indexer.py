@@ -69,7 +69,9 @@ def test_metadata_only_change_does_not_reembed(kb, tmp_path):
         p.write_text(p.read_text().replace("tags: [rust, async]", "tags: [rust, async, tokio]"))
         r = eng.index()
         assert (r.updated, r.metadata_only, r.embedded) == (1, 1, 0)
-        tags = eng.store.conn().execute("SELECT tags FROM documents WHERE path = ?", ("notes/rust/async.md",)).fetchone()
+        tags = (
+            eng.store.conn().execute("SELECT tags FROM documents WHERE path = ?", ("notes/rust/async.md",)).fetchone()
+        )
         assert json.loads(tags[0]) == ["rust", "async", "tokio"]
 
 
@@ -89,8 +91,9 @@ def test_bad_files_are_skipped_with_reasons_and_the_run_goes_on(tmp_path):
             "good.md": "## Fine\n\nThis file is perfectly fine and has enough text to be a chunk.\n",
             "latin1.md": "caf\xe9 au lait".encode("latin-1"),
             "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00binary",
-            "badfm.md": ("---\ntitle: [unclosed\n---\n\n## Body\n\n"
-"The body survives broken frontmatter and is indexed.\n"),
+            "badfm.md": (
+                "---\ntitle: [unclosed\n---\n\n## Body\n\nThe body survives broken frontmatter and is indexed.\n"
+            ),
             "empty.md": "",
         },
     )
@@ -105,7 +108,9 @@ def test_bad_files_are_skipped_with_reasons_and_the_run_goes_on(tmp_path):
 
 
 def test_unreadable_file_is_skipped(tmp_path, monkeypatch):
-    kb = write_kb(tmp_path / "kb", {"a.md": "## A\n\nreadable text that is long enough to index.\n", "b.md": "## B\n\nsecret\n"})
+    kb = write_kb(
+        tmp_path / "kb", {"a.md": "## A\n\nreadable text that is long enough to index.\n", "b.md": "## B\n\nsecret\n"}
+    )
     import builtins
 
     real_open = builtins.open
@@ -242,8 +247,13 @@ KILL_SCRIPT = textwrap.dedent(
 
 
 def test_killed_indexer_leaves_an_index_that_opens_and_resumes(tmp_path):
-    files = {f"d{i:03}.md": (f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n"
-f"## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n") for i in range(120)}
+    files = {
+        f"d{i:03}.md": (
+            f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n"
+            f"## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n"
+        )
+        for i in range(120)
+    }
     kb = write_kb(tmp_path / "kb", files)
     idx = tmp_path / "idx"
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), kb=str(kb), idx=str(idx))
@@ -260,7 +270,9 @@ f"## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chu
 
 
 def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
-    files = {f"d{i:04}.md": f"## Note {i}\n\nBody of note {i} with enough words to be its own chunk.\n" for i in range(3000)}
+    files = {
+        f"d{i:04}.md": f"## Note {i}\n\nBody of note {i} with enough words to be its own chunk.\n" for i in range(3000)
+    }
     kb = write_kb(tmp_path / "kb", files)
     idx = tmp_path / "idx"
     script = (
@@ -287,8 +299,10 @@ def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
 
 
 def test_engine_import_loads_no_ui_toolkit():
-    code = ("import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; "
-"bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)")
+    code = (
+        "import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -303,12 +317,18 @@ def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vecto
     kb = write_kb(tmp_path / "kb", {"long.md": long_note, "short.md": "# Short\n\nA short note on sqlite.\n"})
 
     def run(cap: int):
-        eng = Engine.open(kb, config=hashing_config(chunking=ChunkingConfig(max_chunk_bytes=cap)),
-                          index_dir=tmp_path / "idx")
+        eng = Engine.open(
+            kb, config=hashing_config(chunking=ChunkingConfig(max_chunk_bytes=cap)), index_dir=tmp_path / "idx"
+        )
         try:
             report = eng.index()
-            rows = eng.store.conn().execute("SELECT d.path, count(*) FROM chunks c JOIN documents d "
-                                            "ON d.id = c.document_id GROUP BY d.path").fetchall()
+            rows = (
+                eng.store.conn()
+                .execute(
+                    "SELECT d.path, count(*) FROM chunks c JOIN documents d ON d.id = c.document_id GROUP BY d.path"
+                )
+                .fetchall()
+            )
             return report, dict(rows)
         finally:
             eng.close()

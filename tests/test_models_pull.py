@@ -44,7 +44,9 @@ def build_wheel(dest: Path, files: dict[str, bytes]) -> Path:
     dist = f"{PACKAGE.replace('-', '_')}-{VERSION}"
     members = {f"{FOLDER}/{name}": data for name, data in files.items()}
     members[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {VERSION}\n".encode()
-    members[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    members[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = "".join(f"{n},,\n" for n in members) + f"{dist}.dist-info/RECORD,,\n"
     members[f"{dist}.dist-info/RECORD"] = record.encode()
     dest.mkdir(parents=True, exist_ok=True)
@@ -73,7 +75,12 @@ def index(tmp_path: Path, ce_files, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def fake_spec(ce_files: dict[str, bytes], **changes) -> ModelSpec:
     spec = ModelSpec(
-        name="fake-ce", kind="reranker", upstream="tiny", languages=("en",), licence="MIT", size_bytes=1,
+        name="fake-ce",
+        kind="reranker",
+        upstream="tiny",
+        languages=("en",),
+        licence="MIT",
+        size_bytes=1,
         source=WheelSource(package=PACKAGE, version=VERSION, folder=FOLDER, wheel_size=1),
         files=tuple(ModelFile(n, _sha(d), len(d)) for n, d in sorted(ce_files.items())),
     )
@@ -261,15 +268,24 @@ def hub(tmp_path: Path):
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "groove_tui.cli", *args], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "groove_tui.cli", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Path, monkeypatch) -> None:
     endpoint, desc, files = hub
     root = tmp_path / "models"
-    env = {"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "GROOVE_TUI_MODEL_DIR": str(root),
-           "HF_HOME": str(tmp_path / "hf-home")}
+    env = {
+        "HF_ENDPOINT": endpoint,
+        "HF_HUB_OFFLINE": "0",
+        "GROOVE_TUI_MODEL_DIR": str(root),
+        "HF_HOME": str(tmp_path / "hf-home"),
+    }
     proc = _cli(["models", "pull", "BAAI/bge-small-en-v1.5"], env)
     assert proc.returncode == 0, proc.stderr
     folder = root / "bge-small-en-v1.5"  # groove's name for it is one of ours
@@ -317,9 +333,15 @@ def test_hub_file_with_a_wrong_hash_installs_nothing(hub, tmp_path: Path) -> Non
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         root = tmp_path / "models"
-        proc = _cli(["models", "pull", "BAAI/bge-small-en-v1.5"],
-                    {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0",
-                     "GROOVE_TUI_MODEL_DIR": str(root), "HF_HOME": str(tmp_path / "hf-home")})
+        proc = _cli(
+            ["models", "pull", "BAAI/bge-small-en-v1.5"],
+            {
+                "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+                "HF_HUB_OFFLINE": "0",
+                "GROOVE_TUI_MODEL_DIR": str(root),
+                "HF_HOME": str(tmp_path / "hf-home"),
+            },
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -361,8 +383,9 @@ def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
-def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index, ce_files, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch, stop) -> None:
+def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(
+    index, ce_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop
+) -> None:
     import tempfile
 
     import groove_tui.engine.models.pull as pull_module
@@ -391,8 +414,9 @@ def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index,
     assert list((tmp_path / "models").iterdir()) == []  # and no partial install
 
 
-def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_pull_force_fetches_again_and_repairs_a_damaged_install(
+    index, ce_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     from groove_tui.engine.models.offline import ModelUnavailable
     from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 

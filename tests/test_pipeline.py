@@ -28,7 +28,9 @@ def generated_kb(root: Path, docs: int = 12) -> Path:
             f"It also mentions {topics[(d + s) % len(topics)]} in passing."
             for s in range(4)
         )
-        files[f"area{d % 3}/doc{d:02}.md"] = f"---\ntitle: Doc {d}\ntags: [t{d % 2}]\n---\n\nIntro of doc {d} about {t}.\n\n{sections}\n"
+        files[f"area{d % 3}/doc{d:02}.md"] = (
+            f"---\ntitle: Doc {d}\ntags: [t{d % 2}]\n---\n\nIntro of doc {d} about {t}.\n\n{sections}\n"
+        )
     return write_kb(root, files)
 
 
@@ -57,7 +59,9 @@ QUERIES = ["search ranking", "tokio runtime", "garden soil", "vector embeddings"
 def test_disabled_stages_leave_the_response_byte_identical(gen, query):
     plain = gen.search(query, SearchParams(limit=7)).to_json()
     # MMR off: λ and penalty are ignored entirely.
-    assert gen.search(query, SearchParams(limit=7, mmr=False, mmr_lambda=0.1, mmr_same_doc_penalty=0.9)).to_json() == plain
+    assert (
+        gen.search(query, SearchParams(limit=7, mmr=False, mmr_lambda=0.1, mmr_same_doc_penalty=0.9)).to_json() == plain
+    )
     # Reranker off.
     assert gen.search(query, SearchParams(limit=7, reranker=None)).to_json() == plain
     # Parent retriever off, whatever its knobs say.
@@ -242,7 +246,9 @@ def test_cache_is_invalidated_by_reindex(tmp_path):
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
         eng.index()
         before = eng.search("tokio runtime", SearchParams(limit=50, min_quality=0))
-        (kb / "new.md").write_text("## Tokio\n\ntokio runtime tokio runtime tokio runtime, all about the tokio runtime.\n")
+        (kb / "new.md").write_text(
+            "## Tokio\n\ntokio runtime tokio runtime tokio runtime, all about the tokio runtime.\n"
+        )
         eng.index()
         after = eng.search("tokio runtime", SearchParams(limit=50, min_quality=0))
         assert "new.md" in {h.path for h in after.results} - {h.path for h in before.results}

@@ -53,10 +53,14 @@ class Writer(threading.Thread):
             conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('committed.md', 'h', 'now')")
             conn.execute("COMMIT")
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('uncommitted.md', 'h', 'now')")
+            conn.execute(
+                "INSERT INTO documents(path, content_hash, last_indexed) VALUES ('uncommitted.md', 'h', 'now')"
+            )
             self.holding.set()
             while not self.stop.wait(0.001):
-                conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('writer_round', ?)", (str(self.rounds),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO index_meta(key, value) VALUES ('writer_round', ?)", (str(self.rounds),)
+                )
                 self.rounds += 1
             conn.execute("ROLLBACK")
         except BaseException as exc:  # surfaced by the test
@@ -152,8 +156,11 @@ def test_a_reader_on_a_kb_never_indexed_says_so_and_creates_nothing(tmp_path: Pa
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     idx = tmp_path / "idx"
     monkeypatch.chdir(tmp_path)
-    for argv in (["search", str(kb), "tokio"], ["status", str(kb)],
-                 ["eval", str(kb), "--golden", str(tmp_path / "g.yml")]):
+    for argv in (
+        ["search", str(kb), "tokio"],
+        ["status", str(kb)],
+        ["eval", str(kb), "--golden", str(tmp_path / "g.yml")],
+    ):
         assert main([*argv, "--model", "hashing", "--index-dir", str(idx)]) == 1
         err = capsys.readouterr().err
         assert "has not been indexed yet" in err and f"Run: groove-tui index {kb}" in err, err

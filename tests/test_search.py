@@ -149,10 +149,15 @@ def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tm
     page that names a rare tool does. Under RRF groove's rule is kept as it is."""
     from groove_tui.engine import Engine
 
-    files = {f"tools/tool{i}.md": f"# tool{i}\n\n> A command line tool number {i}.\n\n"
-             f"- Display the help of the tool:\n\n`tool{i} --help`\n" for i in range(20)}
-    files["tools/zebra.md"] = ("# zebracopy\n\n> Copy zebra striped archives between quagga hosts.\n\n"
-                               "- Copy an archive:\n\n`zebracopy src dst`\n")
+    files = {
+        f"tools/tool{i}.md": f"# tool{i}\n\n> A command line tool number {i}.\n\n"
+        f"- Display the help of the tool:\n\n`tool{i} --help`\n"
+        for i in range(20)
+    }
+    files["tools/zebra.md"] = (
+        "# zebracopy\n\n> Copy zebra striped archives between quagga hosts.\n\n"
+        "- Copy an archive:\n\n`zebracopy src dst`\n"
+    )
     write_kb(tmp_path / "kb", files)
     eng = Engine.open(tmp_path / "kb", config=hashing_config(), index_dir=tmp_path / "idx")
     eng.index()
@@ -177,8 +182,9 @@ def test_scores_are_in_order_and_json_keeps_them_in_f32(engine):
 def _row(cid: int, doc: int, path: str | None = None, index: int = 0):
     from groove_tui.engine.index.store import CandidateRow
 
-    return CandidateRow(cid, doc, index, "H", 2, f"text {cid}", 10, 1.0, None, 1, 0, path or f"d{doc}.md", None,
-                        None, None, None, ())
+    return CandidateRow(
+        cid, doc, index, "H", 2, f"text {cid}", 10, 1.0, None, 1, 0, path or f"d{doc}.md", None, None, None, None, ()
+    )
 
 
 @pytest.mark.parametrize("method", ["rrf", "dbsf", "relative"])
@@ -194,8 +200,10 @@ def test_fusion_ties_break_by_path_then_position_not_chunk_id(engine, method):
         ({7: _row(7, 1, "n.md", index=0), 3: _row(3, 1, "n.md", index=4)}, [7, 3]),  # one note: position
     )
     for rows, expected in cases:
-        for vector, fts in ((((7, 0.1), (3, 0.2)), ((3, -2.0), (7, -1.0))),
-                            (((3, 0.1), (7, 0.2)), ((7, -2.0), (3, -1.0)))):
+        for vector, fts in (
+            (((7, 0.1), (3, 0.2)), ((3, -2.0), (7, -1.0))),
+            (((3, 0.1), (7, 0.2)), ((7, -2.0), (3, -1.0))),
+        ):
             legs = Legs(vector=vector, fts=fts, rows=rows, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0)
             fused = engine._searcher._fuse(legs, None, False, method=method)
             assert [c.row.chunk_id for c in fused] == expected
@@ -203,7 +211,20 @@ def test_fusion_ties_break_by_path_then_position_not_chunk_id(engine, method):
 
 
 QUERY_ALPHABET = st.sampled_from(
-    [*list('abcxyz "\'*^():-,.!?\\/[]{}<>NEAROTD\x00\t\n\u3000あいう検索設定ランキング東京é🙂'), "NEAR", "AND", "OR", "NOT", "heading:", "content:", "NEAR(", '""', "-", "*", "^"]
+    [
+        *list("abcxyz \"'*^():-,.!?\\/[]{}<>NEAROTD\x00\t\n\u3000あいう検索設定ランキング東京é🙂"),
+        "NEAR",
+        "AND",
+        "OR",
+        "NOT",
+        "heading:",
+        "content:",
+        "NEAR(",
+        '""',
+        "-",
+        "*",
+        "^",
+    ]
 )
 
 

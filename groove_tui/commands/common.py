@@ -30,12 +30,17 @@ def config_for(args: argparse.Namespace):
     config = load_config(args.config)
     if getattr(args, "model", None) is not None:
         if not args.model.strip():
-            raise CLIError(f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
-                           f"bge-small-en) or a local ONNX directory; leave the flag out for the default")
+            raise CLIError(
+                f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
+                f"bge-small-en) or a local ONNX directory; leave the flag out for the default"
+            )
         config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
     rr = config.reranker
-    for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
-                              ("rerank_threads", "threads", 0, 256)):
+    for flag, key, lo, hi in (
+        ("rerank_pool", "pool", 1, 1000),
+        ("rerank_max_tokens", "max_tokens", 16, 8192),
+        ("rerank_threads", "threads", 0, 256),
+    ):
         value = getattr(args, flag, None)
         if value is not None:
             check_range("--" + flag.replace("_", "-"), value, lo, hi, integer=True)
@@ -50,8 +55,9 @@ def load_engine(args: argparse.Namespace, *, allow_model_change: bool = False, r
 
     config = config_for(args)
     try:
-        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change,
-                           readonly=readonly)
+        return Engine.open(
+            args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change, readonly=readonly
+        )
     except ModelMismatch as exc:
         raise CLIError(mismatch_advice(args, config, exc)) from None
     except IndexNotReady as exc:
@@ -65,8 +71,10 @@ def not_ready_advice(args: argparse.Namespace, exc) -> str:
     kb = Path(args.kb).expanduser().resolve()
     if exc.reason == "missing":
         return f"{kb} has not been indexed yet (index: {exc.db_path}). Run: {index_command(args, kb)}"
-    return (f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
-            f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}")
+    return (
+        f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
+        f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}"
+    )
 
 
 def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
@@ -76,11 +84,16 @@ def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
     from groove_tui.output.textout import index_command
 
     named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
-    keep = ("drop " + named if named else
-            f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
+    keep = (
+        "drop " + named
+        if named
+        else f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else "")
+    )
     rebuild = index_command(args, args.kb, "--force", model=getattr(args, "model", None) or exc.configured)
-    return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
-            f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
+    return (
+        f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
+        f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}"
+    )
 
 
 def params_for(engine, args: argparse.Namespace):
@@ -94,8 +107,10 @@ def params_for(engine, args: argparse.Namespace):
         changes["limit"] = args.limit
     if args.mmr is not None:
         changes["mmr"] = args.mmr
-    for flag, attr, key in (("--lambda", "mmr_lambda", "mmr_lambda"),
-                            ("--same-doc-penalty", "same_doc_penalty", "mmr_same_doc_penalty")):
+    for flag, attr, key in (
+        ("--lambda", "mmr_lambda", "mmr_lambda"),
+        ("--same-doc-penalty", "same_doc_penalty", "mmr_same_doc_penalty"),
+    ):
         v = getattr(args, attr)
         if v is not None:
             if not (math.isfinite(v) and 0.0 <= v <= 1.0):  # named as typed, like --min-quality

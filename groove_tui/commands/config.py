@@ -62,8 +62,15 @@ def show(config: Config, args: argparse.Namespace) -> str:
     data = _file_data(config)
     rows = provenance(effective, data, flags)
     if fmt == "json":
-        return json_text({"config_file": config.source,
-                          "settings": [{"key": k, "value": _jsonable(v), "source": src} for k, v, src in rows]}) + "\n"
+        return (
+            json_text(
+                {
+                    "config_file": config.source,
+                    "settings": [{"key": k, "value": _jsonable(v), "source": src} for k, v, src in rows],
+                }
+            )
+            + "\n"
+        )
     width = max(len(k) for k, _v, _s in rows)
     lines = [f"config file: {config.source or 'none found (defaults)'}", ""]
     for key, value, source in rows:

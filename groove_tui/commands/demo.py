@@ -24,5 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     args.kb = str(kb)  # for the model-mismatch advice, which names the KB
     config = config_for(args)
-    return run(kb, config=config, index_dir=args.index_dir, golden=str(golden),
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
+    return run(
+        kb,
+        config=config,
+        index_dir=args.index_dir,
+        golden=str(golden),
+        explain_mismatch=lambda exc: mismatch_advice(args, config, exc),
+    )

@@ -118,7 +118,7 @@ def resolve_golden(engine: Engine, explicit: str | None) -> Path:
     if fallback.is_file():
         return fallback
     raise EvalError(
-        "no golden file: pass --golden FILE, or set [eval] golden = \"FILE\" in groove.toml "
+        'no golden file: pass --golden FILE, or set [eval] golden = "FILE" in groove.toml '
         f"(groove's default {fallback} does not exist)"
     )
 
@@ -469,7 +469,10 @@ def _eval_at_share(args: argparse.Namespace) -> int:
         source, kb = engine.store.db_path, engine.kb_path
     with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
         kept, pending = copy_with_share(source, index_dir_for(kb, root) / DB_NAME, share, args.share_seed)
-        print(f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
-              f"(share {share:g}, seed {args.share_seed}); not recorded in the history", file=sys.stderr)
+        print(
+            f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
+            f"(share {share:g}, seed {args.share_seed}); not recorded in the history",
+            file=sys.stderr,
+        )
         copied = argparse.Namespace(**{**vars(args), "index_dir": root, "no_history": True})
         return _eval(copied)

@@ -42,15 +42,28 @@ def resolve_side(spec: str, config: Config, params: SearchParams) -> Side:
     path = Path(spec).expanduser()
     if spec.endswith(".toml") or path.is_file():
         other = load_config(path)
-        merged = replace(config, search=other.search,
-                         reranker=replace(config.reranker, model=other.reranker.model, pool=other.reranker.pool,
-                                          blend=other.reranker.blend,
-                                          rerank_by_default=other.reranker.rerank_by_default))
+        merged = replace(
+            config,
+            search=other.search,
+            reranker=replace(
+                config.reranker,
+                model=other.reranker.model,
+                pool=other.reranker.pool,
+                blend=other.reranker.blend,
+                rerank_by_default=other.reranker.rerank_by_default,
+            ),
+        )
         s = other.search
         rr = other.reranker
-        p = replace(params, mmr=s.mmr.enabled, mmr_lambda=s.mmr.lambda_, mmr_same_doc_penalty=s.mmr.same_doc_penalty,
-                    parent_retriever=s.parent_retriever.enabled, fusion=s.fusion.method,
-                    reranker=rr.model if (rr.model and rr.rerank_by_default) else None)
+        p = replace(
+            params,
+            mmr=s.mmr.enabled,
+            mmr_lambda=s.mmr.lambda_,
+            mmr_same_doc_penalty=s.mmr.same_doc_penalty,
+            parent_retriever=s.parent_retriever.enabled,
+            fusion=s.fusion.method,
+            reranker=rr.model if (rr.model and rr.rerank_by_default) else None,
+        )
         return Side(str(path), merged, p)
     try:
         settings = parse_settings(spec)
@@ -83,8 +96,12 @@ def compare_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, *
     for spec in args.compare:
         side = resolve_side(spec, engine.config, params)
         # Each side's own reranker choice counts as named: a side is an explicit configuration.
-        p = eval_params(side.params, limit=max(ks), legs=getattr(args, "legs", None) or "hybrid",
-                        reranker_given=side.params.reranker is not None)
+        p = eval_params(
+            side.params,
+            limit=max(ks),
+            legs=getattr(args, "legs", None) or "hybrid",
+            reranker_given=side.params.reranker is not None,
+        )
         sides.append(replace(side, params=p))
     conn = engine.store.conn()
     conn.execute("BEGIN")  # one snapshot for both sides
@@ -93,8 +110,9 @@ def compare_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, *
         n = len(golden.queries)
         for i, side in enumerate(sides):
             step = None if progress is None else (lambda done, _t, o=i * n: progress(o + done, 2 * n))
-            results, _times = score_golden(engine.ranking_variant(side.config).search, golden, side.params, ks,
-                                           progress=step)
+            results, _times = score_golden(
+                engine.ranking_variant(side.config).search, golden, side.params, ks, progress=step
+            )
             runs.append(results)
         if progress is not None:
             progress(2 * n, 2 * n)
@@ -103,10 +121,13 @@ def compare_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, *
             conn.execute("COMMIT")
     table = wins_losses(runs[0], runs[1], metric=metric, k=k)
     return CompareOutcome(
-        left=sides[0], right=sides[1],
+        left=sides[0],
+        right=sides[1],
         left_aggregate=aggregate([r.metrics for r in runs[0]], ks),
         right_aggregate=aggregate([r.metrics for r in runs[1]], ks),
-        table=table, golden_path=golden_path, k_values=ks,
+        table=table,
+        golden_path=golden_path,
+        k_values=ks,
     )
 
 

@@ -71,8 +71,11 @@ def run(args: argparse.Namespace) -> int:
     if action == "list":
         rows = list_rows(root)
         if getattr(args, "format", "text") == "json":
-            print(json.dumps({"model_dir": str(root), "models": [r.to_dict() for r in rows]}, ensure_ascii=False,
-                             indent=2))
+            print(
+                json.dumps(
+                    {"model_dir": str(root), "models": [r.to_dict() for r in rows]}, ensure_ascii=False, indent=2
+                )
+            )
         else:
             sys.stdout.write(format_rows(rows, root))
         return 0
@@ -108,8 +111,11 @@ def _pull(name: str, root: Path, *, force: bool, quiet: bool) -> int:
     clean_partials(root)  # what a killed pull left behind
     source = spec.source
     if isinstance(source, BuiltSource) and not quiet and (force or installed_dir(spec.name, root) is None):
-        print(f"building {spec.name} from the {source.package} package's weights (no download; about half a "
-              f"minute)", file=sys.stderr, flush=True)
+        print(
+            f"building {spec.name} from the {source.package} package's weights (no download; about half a minute)",
+            file=sys.stderr,
+            flush=True,
+        )
     bar = ProgressLine(sys.stderr, enabled=not quiet and sys.stderr.isatty())
     try:
         result = pull(spec, root, progress=bar.step, force=force, show_tool_output=False)
@@ -158,9 +164,20 @@ def list_rows(root: Path) -> list[Row]:
             if m is None:
                 continue
             damaged = _damage(folder)
-            rows.append(Row(m.name or folder.name, m.kind or "?", ", ".join(m.languages) or "?",
-                            _size(sum(p.stat().st_size for p in folder.iterdir() if p.is_file())),
-                            "see the model card", m.source, not damaged, str(folder), "", damaged=damaged))
+            rows.append(
+                Row(
+                    m.name or folder.name,
+                    m.kind or "?",
+                    ", ".join(m.languages) or "?",
+                    _size(sum(p.stat().st_size for p in folder.iterdir() if p.is_file())),
+                    "see the model card",
+                    m.source,
+                    not damaged,
+                    str(folder),
+                    "",
+                    damaged=damaged,
+                )
+            )
     return rows
 
 
@@ -177,9 +194,17 @@ def _row(spec: ModelSpec, where: Path | None) -> Row:
     pulled = where is not None and not isinstance(spec.source, PackageSource)
     damaged = _damage(where) if pulled and where is not None else ""
     return Row(
-        name=spec.name, kind=spec.kind, languages=", ".join(spec.languages), size=_size(spec.size_bytes),
-        licence=spec.licence, source=spec.source.describe(), installed=where is not None and not damaged,
-        where=str(where) if where else "", note=spec.note, unsupported=spec.unsupported, damaged=damaged,
+        name=spec.name,
+        kind=spec.kind,
+        languages=", ".join(spec.languages),
+        size=_size(spec.size_bytes),
+        licence=spec.licence,
+        source=spec.source.describe(),
+        installed=where is not None and not damaged,
+        where=str(where) if where else "",
+        note=spec.note,
+        unsupported=spec.unsupported,
+        damaged=damaged,
     )
 
 
@@ -192,13 +217,21 @@ def _size(n: int) -> str:
 def format_rows(rows: list[Row], root: Path) -> str:
     head = ("name", "kind", "languages", "size", "installed", "licence", "source")
     table = [head] + [
-        (r.name, r.kind, r.languages, r.size,
-         "yes" if r.installed else "DAMAGED" if r.damaged else "n/a" if r.unsupported else "no",
-         r.licence, r.source)
+        (
+            r.name,
+            r.kind,
+            r.languages,
+            r.size,
+            "yes" if r.installed else "DAMAGED" if r.damaged else "n/a" if r.unsupported else "no",
+            r.licence,
+            r.source,
+        )
         for r in rows
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in table]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in table
+    ]
     lines.append("")
     lines += [f"{r.name}: {r.where}" for r in rows if r.installed]
     lines += [f"{r.name}: damaged ({r.damaged}): run `{repair_command(r.name)}`" for r in rows if r.damaged]

@@ -15,5 +15,10 @@ def run(args: argparse.Namespace) -> int:
     kb = Path(args.kb).expanduser()
     if not kb.is_dir():
         raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden,
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
+    return run(
+        kb,
+        config=config,
+        index_dir=args.index_dir,
+        golden=args.golden,
+        explain_mismatch=lambda exc: mismatch_advice(args, config, exc),
+    )

@@ -24,8 +24,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from groove_tui.output.textout import format_response, use_color
 
-        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
-                                         documents=documents))
+        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain, documents=documents))
     return 0
 
 
@@ -42,9 +41,11 @@ def check_query(query: str) -> None:
         if query.strip().startswith("-") and "exclusion" in str(exc):
             q = query.strip()
             first = q.split()[0]
-            raise UsageError(f"the query {q!r} only excludes words: there is nothing positive to search for; "
-                             f"add a word to find (\"word {q}\"), or put a leading hyphen inside quotes "
-                             f"('\"{first}\"') to search for it literally") from None
+            raise UsageError(
+                f"the query {q!r} only excludes words: there is nothing positive to search for; "
+                f'add a word to find ("word {q}"), or put a leading hyphen inside quotes '
+                f"('\"{first}\"') to search for it literally"
+            ) from None
         raise
 
 

@@ -35,8 +35,7 @@ def sweep_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, *, 
         raise EvalError(f"{golden_path}: the golden file has no queries")
     ks = parse_k_values(getattr(args, "k", None), engine.config.eval.k_values)
     reranker_given = getattr(args, "reranker", None) not in (None, "", "none")
-    p = eval_params(params, limit=max(ks), legs=getattr(args, "legs", None) or "hybrid",
-                    reranker_given=reranker_given)
+    p = eval_params(params, limit=max(ks), legs=getattr(args, "legs", None) or "hybrid", reranker_given=reranker_given)
     return run_sweep(engine, golden, p, axes, ks, progress=progress)
 
 
@@ -46,18 +45,24 @@ def format_table(result: SweepResult, metric: str = "ndcg") -> str:
     names = [a.name for a in result.axes]
     widths = [max(len(n), *(len(_v(p.settings[i][1])) for p in result.points)) for i, n in enumerate(names)]
     head = "  ".join(f"{n:<{w}}" for n, w in zip(names, widths, strict=True))
-    lines = [f"  {head}  {'recall@' + str(k):>9}  {'MRR':>7}  {'nDCG@' + str(k):>8}  "
-             f"{'docs@' + str(k):>7}  {'search ms':>9}  {'s':>6}"]
+    lines = [
+        f"  {head}  {'recall@' + str(k):>9}  {'MRR':>7}  {'nDCG@' + str(k):>8}  "
+        f"{'docs@' + str(k):>7}  {'search ms':>9}  {'s':>6}"
+    ]
     for p in result.points:
         cells = "  ".join(f"{_v(v):<{w}}" for (_n, v), w in zip(p.settings, widths, strict=True))
         mark = "*" if p is best else " "
         a = p.aggregate
-        lines.append(f"{mark} {cells}  {a.recall_at_k.get(k, 0.0):>9.4f}  {a.mrr:>7.4f}  {a.ndcg_at_k.get(k, 0.0):>8.4f}"
-                     f"  {p.diversity:>7.2f}  {p.search_ms:>9.2f}  {p.seconds:>6.2f}")
+        lines.append(
+            f"{mark} {cells}  {a.recall_at_k.get(k, 0.0):>9.4f}  {a.mrr:>7.4f}  {a.ndcg_at_k.get(k, 0.0):>8.4f}"
+            f"  {p.diversity:>7.2f}  {p.search_ms:>9.2f}  {p.seconds:>6.2f}"
+        )
     lines.append("")
     label = {"ndcg": f"nDCG@{k}", "recall": f"recall@{k}", "mrr": "MRR"}[metric]
-    lines.append(f"* best {label}: {best.label()} ({best.metric(metric, k):.4f}); docs@{k} = distinct documents "
-                 f"in the top {k}, mean over judged queries; search ms = median per query")
+    lines.append(
+        f"* best {label}: {best.label()} ({best.metric(metric, k):.4f}); docs@{k} = distinct documents "
+        f"in the top {k}, mean over judged queries; search ms = median per query"
+    )
     for note in result.notes:
         lines.append(f"note: {note}")
     queries = len(result.points[0].results) if result.points else 0
@@ -96,8 +101,10 @@ def _heatmap(result: SweepResult, metric: str, k: int, label: str, lo: float, hi
     w = max(len(a.name), *(len(_v(v)) for v in a.values))
     cols = [_v(v) for v in b.values]
     cw = max(7, *(len(c) for c in cols))
-    lines = [f"{label} by {a.name} (rows) × {b.name} (columns); shade from {lo:.4f} to {hi:.4f}",
-             f"{'':<{w}}  " + " ".join(f"{c:>{cw}}" for c in cols)]
+    lines = [
+        f"{label} by {a.name} (rows) × {b.name} (columns); shade from {lo:.4f} to {hi:.4f}",
+        f"{'':<{w}}  " + " ".join(f"{c:>{cw}}" for c in cols),
+    ]
     for va in a.values:
         cells = []
         for vb in b.values:

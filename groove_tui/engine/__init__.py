@@ -1,8 +1,8 @@
 """The synchronous engine: index a Markdown KB and search it. Never imports a UI toolkit.
 
-    eng = Engine.open(kb_path, config=None, index_dir=None)   # creates/opens the index, loads nothing heavy
-    report = eng.index(progress=callback, force=False)
-    resp = eng.search("query", SearchParams(...), cancel=None)
+eng = Engine.open(kb_path, config=None, index_dir=None)   # creates/opens the index, loads nothing heavy
+report = eng.index(progress=callback, force=False)
+resp = eng.search("query", SearchParams(...), cancel=None)
 """
 
 from __future__ import annotations
@@ -59,8 +59,15 @@ DB_NAME = "index.db"
 class Engine:
     """Facade over the store, the indexer and the search pipeline. Thread-safe."""
 
-    def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False,
-                 readonly: bool = False) -> None:
+    def __init__(
+        self,
+        kb_path: Path,
+        config: Config,
+        index_dir: Path,
+        *,
+        allow_model_change: bool = False,
+        readonly: bool = False,
+    ) -> None:
         from groove_tui.engine.index.store import Store
         from groove_tui.engine.models.embedders import default_model_name, describe_model
         from groove_tui.engine.retrieve.searcher import Searcher
@@ -86,7 +93,8 @@ class Engine:
                 f"model is {self.model_id!r}. Either keep the index's model (set [embedding] model = "
                 f"{recorded!r}, or name none), or rebuild it for the new one: groove-tui index "
                 f"{_shell_quote(kb_path)} --force --model {_shell_quote(self.model_id)}",
-                recorded=recorded, configured=self.model_id,
+                recorded=recorded,
+                configured=self.model_id,
             )
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
@@ -146,28 +154,38 @@ class Engine:
         from groove_tui.engine.stages.rerank import RerankerSettings, get_reranker
 
         rr = self.config.reranker
-        return get_reranker(name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None,
-                                                   batch_size=rr.batch_size))
+        return get_reranker(
+            name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None, batch_size=rr.batch_size)
+        )
 
     def _contextual(self) -> bool:
         return self.store.get_meta("context_mode") == "static"
 
     # ------------------------------------------------------------ indexing
 
-    def index(self, progress: Callable[[IndexProgress], None] | None = None, force: bool = False,
-              cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
+    def index(
+        self,
+        progress: Callable[[IndexProgress], None] | None = None,
+        force: bool = False,
+        cancel: threading.Event | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
         """Index the KB (see the module docstring). A full disk or another write failure part-way raises
         IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
         import sqlean
 
         if self.readonly:
-            raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
+            raise EngineError(
+                f"the index of {self.kb_path} was opened for searching only: open it without readonly to index"
+            )
         try:
             return self._index(progress, force, cancel, embed)
         except sqlean.OperationalError as exc:
             raise self.store.write_error(exc) from exc
 
-    def _index(self, progress: Callable[[IndexProgress], None] | None, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
+    def _index(
+        self, progress: Callable[[IndexProgress], None] | None, force: bool, cancel: threading.Event | None, embed: bool
+    ) -> IndexReport:
         from groove_tui.engine.index.indexer import _now, writer_lock
         from groove_tui.engine.models import choice as modelchoice
 
@@ -226,7 +244,12 @@ class Engine:
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
         }
-        if not stored or self.store.pending_count() or not self.store.bigram_ready() or not self.store.fulltext_current():
+        if (
+            not stored
+            or self.store.pending_count()
+            or not self.store.bigram_ready()
+            or not self.store.fulltext_current()
+        ):
             return True
         seen = 0
         for rel in walk_kb(self.kb_path, self.config.exclude_dirs):
@@ -256,8 +279,13 @@ class Engine:
         )
         return replace(params, **overrides)
 
-    def search(self, query: str, params: SearchParams | None = None, cancel: threading.Event | None = None,
-               progress: Callable[[str, int, int], None] | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        params: SearchParams | None = None,
+        cancel: threading.Event | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> SearchResponse:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
@@ -271,9 +299,9 @@ class Engine:
 
         base = self._searcher
         rr_fixed = ("max_tokens", "threads", "batch_size")
-        if (replace(config, search=self.config.search, reranker=self.config.reranker, source=self.config.source)
-                != self.config
-                or any(getattr(config.reranker, f) != getattr(self.config.reranker, f) for f in rr_fixed)):
+        if replace(
+            config, search=self.config.search, reranker=self.config.reranker, source=self.config.source
+        ) != self.config or any(getattr(config.reranker, f) != getattr(self.config.reranker, f) for f in rr_fixed):
             raise EngineError("a ranking variant may change only [search] and the reranker's model, pool and blend")
         with self._embedder_lock:
             found = self._variants.get(config)
@@ -319,10 +347,17 @@ def _merged(first: IndexReport, second: IndexReport) -> IndexReport:
     """One report for a run made of phase one alone, then the rest (when the model was chosen between)."""
     return replace(
         second,
-        added=first.added, updated=first.updated, unchanged=first.unchanged, renamed=first.renamed,
-        deleted=first.deleted, skipped=first.skipped, degraded=first.degraded, metadata_only=first.metadata_only,
+        added=first.added,
+        updated=first.updated,
+        unchanged=first.unchanged,
+        renamed=first.renamed,
+        deleted=first.deleted,
+        skipped=first.skipped,
+        degraded=first.degraded,
+        metadata_only=first.metadata_only,
         notes=first.notes + second.notes,
-        seconds=first.seconds + second.seconds, fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
+        seconds=first.seconds + second.seconds,
+        fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
     )
 
 

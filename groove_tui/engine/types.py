@@ -265,8 +265,11 @@ class HitTrace:
             out["named"] = True
         if self.merged_parts is not None:
             out["fusion"]["merged_parts"] = list(self.merged_parts)
-        scales = {leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
-                  for leg, reads, scale in self.scales() if scale is not None}
+        scales = {
+            leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
+            for leg, reads, scale in self.scales()
+            if scale is not None
+        }
         if scales:
             out["fusion"]["scales"] = scales
         if self.rerank_score is not None:
@@ -309,7 +312,7 @@ class Hit:
 
     @property
     def part_label(self) -> str:
-        """" (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
+        """ " (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
         return f" (part {self.part + 1})" if self.part and self.expanded_from is None else ""
 
     def to_json(self) -> dict[str, Any]:
@@ -380,8 +383,12 @@ class SearchResponse:
                 "rerank_skipped": self.rerank_skipped,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "hits": [
-                    {"path": h.path, "heading": h.heading, "chunk_index": h.chunk_index,
-                     **(h.trace.to_json() if h.trace else {})}
+                    {
+                        "path": h.path,
+                        "heading": h.heading,
+                        "chunk_index": h.chunk_index,
+                        **(h.trace.to_json() if h.trace else {}),
+                    }
                     for h in self.results
                 ],
             }

@@ -12,8 +12,13 @@ from groove_tui.engine.index.throughput import format_eta, format_rate
 from groove_tui.engine.types import IndexProgress
 
 T = TypeVar("T")
-PHASE_LABELS = {"scan": "scanning", "fulltext": "full text", "embed": "embedding", "building model": "model",
-                "done": "done"}
+PHASE_LABELS = {
+    "scan": "scanning",
+    "fulltext": "full text",
+    "embed": "embedding",
+    "building model": "model",
+    "done": "done",
+}
 
 
 def embed_speed(p: IndexProgress) -> str:

@@ -113,8 +113,9 @@ def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
     return out
 
 
-def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
-                    documents: Mapping[int, str] | None = None) -> str:
+def format_response(
+    resp: SearchResponse, *, color: bool, explain: bool = False, documents: Mapping[int, str] | None = None
+) -> str:
     """groove's text output. `documents`: the opening text of a hit's document (by document id), where
     the title fallback finds the H1 when the hit's own text does not start with it."""
     lines: list[str] = []
@@ -141,7 +142,9 @@ def format_response(resp: SearchResponse, *, color: bool, explain: bool = False,
         if trace is not None:
             legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
             if trace.vector_share is not None:
-                legs.append(f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits embedded)")
+                legs.append(
+                    f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits embedded)"
+                )
             lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
     if not resp.results:
         lines.append("no results")
@@ -239,8 +242,11 @@ def index_command(args: Any, kb: object, *extra: str, model: str | None = None) 
     `model` instead), so the command an error suggests is the one that fixes it (without them it would
     build another index)."""
     words = ["groove-tui index", shlex.quote(str(kb))]
-    words += [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
-              for name in ("config", "index_dir", "model_dir") if getattr(args, name, None)]
+    words += [
+        f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+        for name in ("config", "index_dir", "model_dir")
+        if getattr(args, name, None)
+    ]
     words += extra
     model = model or getattr(args, "model", None)
     return " ".join(words + ([f"--model {shlex.quote(model)}"] if model else []))

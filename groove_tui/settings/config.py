@@ -78,8 +78,10 @@ def _str(key: str, value: Any) -> str:
     return value
 
 
-MODEL_NAME_ALLOWED = ('expected a model name (e.g. "multilingual-e5-small", "bge-small-en") or a local ONNX '
-                      'directory; leave the key out for the default')
+MODEL_NAME_ALLOWED = (
+    'expected a model name (e.g. "multilingual-e5-small", "bge-small-en") or a local ONNX '
+    "directory; leave the key out for the default"
+)
 
 
 def check_model_name(key: str, value: Any) -> str:
@@ -282,10 +284,25 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
         data,
         "",
         {
-            "kb_path", "model", "reranker", "rerank_by_default", "exclude_headings", "exclude_dirs",
-            "quality_filter", "parsers", "search", "contextual", "eval", "embedding", "chunking", "tui",
+            "kb_path",
+            "model",
+            "reranker",
+            "rerank_by_default",
+            "exclude_headings",
+            "exclude_dirs",
+            "quality_filter",
+            "parsers",
+            "search",
+            "contextual",
+            "eval",
+            "embedding",
+            "chunking",
+            "tui",
             # groove sections that do not affect ranking: accepted so a groove.toml works unchanged
-            "watch", "transport", "best_practice", "fastembed_cache_dir",
+            "watch",
+            "transport",
+            "best_practice",
+            "fastembed_cache_dir",
         },
     )
     cfg = Config(source=source)
@@ -308,8 +325,11 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     if isinstance(rr, str):
         rr_model = None if rr == "none" else GROOVE_RERANKER_ALIASES.get(rr, rr)
     elif isinstance(rr, dict):
-        _take(rr, "reranker", {"model", "rerank_by_default", "pool", "max_tokens", "threads", "batch_size",
-                               "blend", "languages"})
+        _take(
+            rr,
+            "reranker",
+            {"model", "rerank_by_default", "pool", "max_tokens", "threads", "batch_size", "blend", "languages"},
+        )
         rr_table = rr
         if "model" in rr:
             m = _str("reranker.model", rr["model"])
@@ -357,7 +377,15 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     cfg = replace(
         cfg,
         chunking=ChunkingConfig(
-            int(check_range("chunking.max_chunk_bytes", ch.get("max_chunk_bytes", DEFAULT_MAX_CHUNK_BYTES), 200, 1_000_000, integer=True))
+            int(
+                check_range(
+                    "chunking.max_chunk_bytes",
+                    ch.get("max_chunk_bytes", DEFAULT_MAX_CHUNK_BYTES),
+                    200,
+                    1_000_000,
+                    integer=True,
+                )
+            )
         ),
     )
 
@@ -425,8 +453,21 @@ def _parse_reranker(model: str | None, rerank_by_default: bool, rr: dict[str, An
 
 
 def _parse_search(s: dict[str, Any]) -> SearchConfig:
-    _take(s, "search", {"min_confidence_ratio", "cjk_bigram", "merge_parts", "fulltext_pruning", "vector_scan",
-                         "heading_first", "fusion", "mmr", "parent_retriever"})
+    _take(
+        s,
+        "search",
+        {
+            "min_confidence_ratio",
+            "cjk_bigram",
+            "merge_parts",
+            "fulltext_pruning",
+            "vector_scan",
+            "heading_first",
+            "fusion",
+            "mmr",
+            "parent_retriever",
+        },
+    )
     ratio = check_range("search.min_confidence_ratio", s.get("min_confidence_ratio", 1.5), 0.0, math.inf)
     cjk = _bool("search.cjk_bigram", s.get("cjk_bigram", True))
     merge_parts = _bool("search.merge_parts", s.get("merge_parts", True))

@@ -52,8 +52,12 @@ def effective_config(config: Config, params: RankingParams) -> Config:
     search = replace(
         s,
         fusion=replace(s.fusion, method=params.fusion or s.fusion.method),
-        mmr=replace(s.mmr, enabled=params.mmr, lambda_=float(params.mmr_lambda),
-                    same_doc_penalty=float(params.mmr_same_doc_penalty)),
+        mmr=replace(
+            s.mmr,
+            enabled=params.mmr,
+            lambda_=float(params.mmr_lambda),
+            same_doc_penalty=float(params.mmr_same_doc_penalty),
+        ),
         parent_retriever=replace(s.parent_retriever, enabled=params.parent_retriever),
     )
     rr = config.reranker
@@ -86,33 +90,60 @@ def fragment(config: Config, *, title: str = "ranking settings written by groove
     """The `[search]` tables and the reranker of `config` as groove.toml text."""
     s = config.search
     f, m, p, rr = s.fusion, s.mmr, s.parent_retriever, config.reranker
-    out = [f"# {title}", "# Paste over the same tables of your groove.toml. Lines marked groove-tui only are",
-           "# keys groove itself rejects: delete them there.", ""]
+    out = [
+        f"# {title}",
+        "# Paste over the same tables of your groove.toml. Lines marked groove-tui only are",
+        "# keys groove itself rejects: delete them there.",
+        "",
+    ]
     if rr.model is None:
         out.append(_line("reranker", "none"))
         out.append(_line("rerank_by_default", rr.rerank_by_default))
     else:
         out.append(_line("rerank_by_default", rr.rerank_by_default))
-    out += ["", "[search]", _line("min_confidence_ratio", s.min_confidence_ratio),
-            _line("cjk_bigram", s.cjk_bigram, True), _line("merge_parts", s.merge_parts, True),
-            _line("heading_first", s.heading_first, True)]
-    out += ["", "[search.fusion]",
-            _line("method", f.method, True),
-            _line("rrf_k", f.rrf_k),
-            _line("bm25_heading_weight", f.bm25_heading_weight),
-            _line("bm25_context_weight", f.bm25_context_weight),
-            _line("bm25_content_weight", f.bm25_content_weight),
-            _line("vector_weight", f.vector_weight, True),
-            _line("fts_weight", f.fts_weight, True)]
-    out += ["", "[search.mmr]", _line("enabled", m.enabled), _line("lambda", m.lambda_),
-            _line("same_doc_penalty", m.same_doc_penalty)]
-    out += ["", "[search.parent_retriever]", _line("enabled", p.enabled),
-            _line("whole_doc_threshold_tokens", p.whole_doc_threshold_tokens),
-            _line("max_expanded_tokens", p.max_expanded_tokens)]
+    out += [
+        "",
+        "[search]",
+        _line("min_confidence_ratio", s.min_confidence_ratio),
+        _line("cjk_bigram", s.cjk_bigram, True),
+        _line("merge_parts", s.merge_parts, True),
+        _line("heading_first", s.heading_first, True),
+    ]
+    out += [
+        "",
+        "[search.fusion]",
+        _line("method", f.method, True),
+        _line("rrf_k", f.rrf_k),
+        _line("bm25_heading_weight", f.bm25_heading_weight),
+        _line("bm25_context_weight", f.bm25_context_weight),
+        _line("bm25_content_weight", f.bm25_content_weight),
+        _line("vector_weight", f.vector_weight, True),
+        _line("fts_weight", f.fts_weight, True),
+    ]
+    out += [
+        "",
+        "[search.mmr]",
+        _line("enabled", m.enabled),
+        _line("lambda", m.lambda_),
+        _line("same_doc_penalty", m.same_doc_penalty),
+    ]
+    out += [
+        "",
+        "[search.parent_retriever]",
+        _line("enabled", p.enabled),
+        _line("whole_doc_threshold_tokens", p.whole_doc_threshold_tokens),
+        _line("max_expanded_tokens", p.max_expanded_tokens),
+    ]
     if rr.model is not None:
-        out += ["", f"{OURS}: groove names its reranker with a top-level reranker = \"bge-v2-m3\" (or jina-v2-ml,",
-                "# bge-base) instead of this table", "[reranker]",
-                _line("model", rr.model, True), _line("pool", rr.pool, True), _line("blend", rr.blend, True)]
+        out += [
+            "",
+            f'{OURS}: groove names its reranker with a top-level reranker = "bge-v2-m3" (or jina-v2-ml,',
+            "# bge-base) instead of this table",
+            "[reranker]",
+            _line("model", rr.model, True),
+            _line("pool", rr.pool, True),
+            _line("blend", rr.blend, True),
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -180,8 +211,6 @@ def provenance(config: Config, data: Mapping[str, Any] | None, flags: Mapping[st
             source = "default"
         rows.append((key, value, source))
     return rows
-
-
 
 
 # ---------------------------------------------------------------- saving into a groove.toml

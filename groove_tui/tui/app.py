@@ -54,17 +54,27 @@ EngineFactory = Callable[[], Any]
 __all__ = ["GrooveApp", "editor_command", "run"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions,
-                KeyAvailability, App):
+class GrooveApp(
+    SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App
+):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
     BINDINGS = APP_BINDINGS
 
-    def __init__(self, engine: Any | None = None, *, engine_factory: EngineFactory | None = None,
-                 config: Config | None = None, kb_path: Path | None = None, history_path: Path | None = None,
-                 debounce_ms: int | None = None, warmup: bool = True, user_theme_dir: Path | None = None,
-                 golden: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Any | None = None,
+        *,
+        engine_factory: EngineFactory | None = None,
+        config: Config | None = None,
+        kb_path: Path | None = None,
+        history_path: Path | None = None,
+        debounce_ms: int | None = None,
+        warmup: bool = True,
+        user_theme_dir: Path | None = None,
+        golden: str | None = None,
+    ) -> None:
         super().__init__()
         if engine is None and engine_factory is None:
             raise ValueError("GrooveApp needs an engine or an engine_factory")
@@ -131,8 +141,9 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
 
     # ------------------------------------------------------------ what the parts share
 
-    def debounced(self, timers: dict[str, Timer | None], side: str, delay: float | None,
-                  start: Callable[[str], None]) -> None:
+    def debounced(
+        self, timers: dict[str, Timer | None], side: str, delay: float | None, start: Callable[[str], None]
+    ) -> None:
         """Restart a side's timer in `timers`: `start(side)` after `delay` seconds (the typing debounce
         if None), at once if 0. Searches and golden scoring both wait like this."""
         timer = timers.get(side)
@@ -200,14 +211,23 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         yield from groove_commands(self, screen)
         for cmd in super().get_system_commands(screen):
             if cmd.title == "Screenshot":  # Textual's saves to a Downloads folder that may not exist
-                yield SystemCommand("Screenshot", "Save an SVG of the screen in the groove-tui data directory",
-                                    lambda: self.set_timer(0.1, self.action_save_screenshot))
+                yield SystemCommand(
+                    "Screenshot",
+                    "Save an SVG of the screen in the groove-tui data directory",
+                    lambda: self.set_timer(0.1, self.action_save_screenshot),
+                )
             elif cmd.title not in ("Theme",):
                 yield cmd
 
 
-def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None,
-        explain_mismatch: Callable[[Exception], str] | None = None) -> int:
+def run(
+    kb: Path,
+    *,
+    config: Config,
+    index_dir: str | None,
+    golden: str | None = None,
+    explain_mismatch: Callable[[Exception], str] | None = None,
+) -> int:
     """Open the explorer on `kb` (the CLI's default command). Returns the exit code. `explain_mismatch`
     words a model mismatch with the user's own command-line flags."""
 

@@ -27,8 +27,14 @@ def _rank(v: int | None) -> str:
     return "—" if v is None else f"#{v}"
 
 
-def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
-                 *, rank: int | None = None, head_style: Style | str = "bold underline") -> Text:
+def explain_text(
+    hit: Hit | None,
+    query: QueryInfo | None,
+    timings: Mapping[str, float] | None = None,
+    *,
+    rank: int | None = None,
+    head_style: Style | str = "bold underline",
+) -> Text:
     """The compiled query and the focused hit's trace, stage by stage."""
     t = Text()
 
@@ -70,7 +76,7 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             row("rank", _rank(tr.vector_rank))
             row("distance", _num(tr.vector_distance))
             if tr.fusion == "dbsf" and tr.vector_distance is not None:  # what dbsf reads: 1 - d²/2
-                row("cosine", _num(1.0 - tr.vector_distance ** 2 / 2.0))
+                row("cosine", _num(1.0 - tr.vector_distance**2 / 2.0))
             head("2 · Full-text leg")
             row("rank", _rank(tr.fts_rank))
             row("bm25", _num(tr.fts_bm25))
@@ -83,7 +89,10 @@ def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str,
             if tr.bigram_leg:
                 row("bigram term", _num(tr.rrf_bigram, 6))
             if tr.vector_share is not None:  # vectors pending: the vector weight follows its coverage
-                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × {tr.vector_share:.2f}")
+                row(
+                    "vector share",
+                    f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × {tr.vector_share:.2f}",
+                )
             row("score", _num(tr.rrf_score, 6))
             row("fused rank", _rank(tr.rrf_rank))
             for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie

@@ -37,13 +37,15 @@ class ExportActions(_AppPart):
         for side in self.active_sides:
             resp = self.responses[side]
             rc = self.run_configs[side]
-            sides.append({
-                "side": side,
-                "run_config": rc.to_dict(),
-                "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
-                "response": resp.to_dict() if resp is not None else None,
-                "error": self.errors[side],
-            })
+            sides.append(
+                {
+                    "side": side,
+                    "run_config": rc.to_dict(),
+                    "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
+                    "response": resp.to_dict() if resp is not None else None,
+                    "error": self.errors[side],
+                }
+            )
         out: dict[str, Any] = {
             "query": self.query_text,
             "kb": str(self.kb_path),
@@ -56,13 +58,21 @@ class ExportActions(_AppPart):
 
             left, right = self.responses["left"], self.responses["right"]
             assert left is not None and right is not None  # checked just above
-            cmp = compare([h.chunk_id for h in left.results],
-                          [h.chunk_id for h in right.results],
-                          k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
+            cmp = compare(
+                [h.chunk_id for h in left.results],
+                [h.chunk_id for h in right.results],
+                k=max(self.run_configs["left"].limit, self.run_configs["right"].limit),
+            )
             s = cmp.summary
-            out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,
-                                 "moved_up": s.moved_up, "moved_down": s.moved_down, "k": s.k,
-                                 "overlap_at_k": s.overlap}
+            out["comparison"] = {
+                "in_both": s.in_both,
+                "only_left": s.only_left,
+                "only_right": s.only_right,
+                "moved_up": s.moved_up,
+                "moved_down": s.moved_down,
+                "k": s.k,
+                "overlap_at_k": s.overlap,
+            }
         return out
 
     def export_results(self, path: str | os.PathLike[str]) -> Path:

@@ -51,8 +51,9 @@ def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams
     from groove_tui.engine.evaluate.metrics import eval_limit
     from groove_tui.engine.evaluate.metrics import eval_params as cli_eval_params
 
-    return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
-                           reranker_given=params.reranker is not None)
+    return cli_eval_params(
+        params, limit=eval_limit(k_values), legs=params.legs, reranker_given=params.reranker is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +67,17 @@ class EvalOutcome:
     errors: int = 0  # queries the engine refused (counted as misses)
 
 
-def run_golden(search: Callable[..., Any], golden: GoldenSet, params: SearchParams, k_values: tuple[int, ...],
-               *, cache: Mapping[str, tuple[RankedHit, ...]] | None = None, cancel: threading.Event | None = None,
-               progress: Callable[[int, int], None] | None = None,
-               pace: Callable[[], None] | None = None) -> EvalOutcome | None:
+def run_golden(
+    search: Callable[..., Any],
+    golden: GoldenSet,
+    params: SearchParams,
+    k_values: tuple[int, ...],
+    *,
+    cache: Mapping[str, tuple[RankedHit, ...]] | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    pace: Callable[[], None] | None = None,
+) -> EvalOutcome | None:
     """Score every golden query. `search(query, params, cancel=)` is `Engine.search`; `cache` holds ranked
     hits already computed under these same `params`. Returns None when cancelled (checked between
     queries, and inside the engine through `cancel`). `pace()` runs before each search (the explorer
@@ -123,8 +131,14 @@ class GoldenSession:
     pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], k_values, *, kb_path: Path | None = None,
-             validate_query: Callable[[str], None] | None = None) -> GoldenSession:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        k_values,
+        *,
+        kb_path: Path | None = None,
+        validate_query: Callable[[str], None] | None = None,
+    ) -> GoldenSession:
         """Read a golden file (GoldenError on a bad one). A file inside the KB is never written back:
         its judgments save to the current directory instead (nothing is ever written into the KB)."""
         p = Path(path).expanduser()
@@ -203,8 +217,9 @@ class GoldenSession:
             parse_golden(text, source=str(self.path))  # what is written must load again
             data = text.encode("utf-8")
             if len(data) > GOLDEN_MAX_BYTES:
-                raise GoldenError(str(self.path), None,
-                                  f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB")
+                raise GoldenError(
+                    str(self.path), None, f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB"
+                )
             atomic_write(self.path, data)
         self.pending.clear()
         self.dirty = False

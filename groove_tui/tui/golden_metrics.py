@@ -65,8 +65,9 @@ class GoldenMetrics(_AppPart):
         if self.golden_session is not None and self.golden_session.dirty:
             self.save_judgments()
         try:
-            session = GoldenSession.load(path, self.config.eval.k_values, kb_path=self.kb_path,
-                                         validate_query=_query_validator())
+            session = GoldenSession.load(
+                path, self.config.eval.k_values, kb_path=self.kb_path, validate_query=_query_validator()
+            )
         except (GoldenError, OSError) as exc:
             self.notify(f"Golden file not loaded: {exc}", severity="error", markup=False, timeout=10)
             return False
@@ -115,8 +116,9 @@ class GoldenMetrics(_AppPart):
             return
         self.eval_requested[side] += 1
         serial = self.eval_requested[side]
-        params = eval_params(self.run_configs[side].to_params(self.base_params, self.reranker_model,
-                                                               explain=False), session.k_values)
+        params = eval_params(
+            self.run_configs[side].to_params(self.base_params, self.reranker_model, explain=False), session.k_values
+        )
         old = self.eval_outcomes[side]
         cache = old.hits if old is not None and old.params == params else None
         if old is not None and old.params == params:
@@ -126,9 +128,14 @@ class GoldenMetrics(_AppPart):
                 self._apply_eval(side, again)
                 return
         self.eval_progress[side] = (0, len(session.golden.queries))
-        self.run_worker(partial(self._eval, side, serial, session.golden, params, session.k_values, cache),
-                        name=f"eval-{side}-{serial}", group=f"eval-{side}", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            partial(self._eval, side, serial, session.golden, params, session.k_values, cache),
+            name=f"eval-{side}-{serial}",
+            group=f"eval-{side}",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         self.eval_signal.publish(side)
 
     def _eval(self, side: str, serial: int, golden, params: SearchParams, ks, cache) -> None:
@@ -150,8 +157,16 @@ class GoldenMetrics(_AppPart):
                 time.sleep(0.005)
 
         try:
-            outcome = run_golden(self._engine.search, golden, params, ks, cache=cache,
-                                 cancel=worker.cancelled_event, progress=progress, pace=pace)
+            outcome = run_golden(
+                self._engine.search,
+                golden,
+                params,
+                ks,
+                cache=cache,
+                cancel=worker.cancelled_event,
+                progress=progress,
+                pace=pace,
+            )
         except SearchCancelled:
             return
         if outcome is not None and not worker.is_cancelled:
@@ -214,8 +229,9 @@ class GoldenMetrics(_AppPart):
                 self.notify(f"Cannot record judgments: {exc}", severity="error", markup=False, timeout=10)
                 return
             self._set_golden_session(session)
-            self.notify(f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)",
-                        markup=False, timeout=6)
+            self.notify(
+                f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)", markup=False, timeout=6
+            )
         had = self._bindings_state()
         assert self.golden_session is not None  # loaded, or created just above
         try:
@@ -278,8 +294,15 @@ class GoldenMetrics(_AppPart):
                 self.load_golden(path)
 
         default = str(self.golden_session.loaded_from or "") if self.golden_session else ""
-        self.push_screen(PathScreen("Load a golden file", "Golden YAML (relative paths are in the current "
-                                    "directory):", default, accept="load"), callback=done)
+        self.push_screen(
+            PathScreen(
+                "Load a golden file",
+                "Golden YAML (relative paths are in the current directory):",
+                default,
+                accept="load",
+            ),
+            callback=done,
+        )
 
 
 def _query_validator():

@@ -209,7 +209,7 @@ def _judges(line: str, path: str, heading: str | None) -> bool:
 def _comment_tokens(node: Any):
     if isinstance(node, CommentedBase):
         ca = node.ca
-        for part in (ca.comment or []):
+        for part in ca.comment or []:
             yield from _tokens_in(part)
         for value in ca.items.values():
             for part in value or []:

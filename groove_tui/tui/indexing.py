@@ -56,8 +56,9 @@ class KbIndexing(_AppPart):
         """On mount: the counts of an engine given ready-made, then the open/index worker."""
         if self._engine is not None:
             self._read_index_counts()
-        self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            self._open_and_index, name="index", group="index", thread=True, exclusive=True, exit_on_error=False
+        )
 
     def _adopt_engine(self, engine: Any) -> None:
         self._engine = engine
@@ -166,8 +167,10 @@ class KbIndexing(_AppPart):
         self._read_index_counts()
         r = msg.report
         if r is not None:
-            text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
-                    f"{r.chunks} chunks in {r.seconds:.1f}s")
+            text = (
+                f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
+                f"{r.chunks} chunks in {r.seconds:.1f}s"
+            )
             if r.embed_rate is not None:
                 text += f"; {r.embedded:,} embedded at {format_rate(r.embed_rate)}"
             if r.pending_embeddings:
@@ -176,8 +179,9 @@ class KbIndexing(_AppPart):
                 text += f"; {len(r.skipped)} files skipped"
             self.notify(text, markup=False)
             for note in r.notes:  # the model chosen for the KB, a hint, a language warning
-                self.notify(note, markup=False, timeout=10,
-                            severity="warning" if note.startswith("warning") else "information")
+                self.notify(
+                    note, markup=False, timeout=10, severity="warning" if note.startswith("warning") else "information"
+                )
         if self.query_text.strip():
             self.search_now()  # now with vectors for every chunk
         if r is not None and (r.embedded or r.added or r.updated or r.deleted or r.renamed):
@@ -202,7 +206,9 @@ class KbIndexing(_AppPart):
         t.append(f" · model {render_one_line(str(model))}", style="")
         p = self.index_progress
         if p is not None and p.phase != "done":
-            t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+            t.append(
+                f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic"
+            )
             speed = embed_speed(p)
             if speed:
                 t.append(f" · {speed}", style="italic")
@@ -248,7 +254,6 @@ class KbIndexing(_AppPart):
                     bar.show_progress(self.index_progress)
                 else:
                     bar.finish()
-
 
     def index_failed(self, err: BaseException | None) -> None:
         """The index worker failed (reported by the one worker-error handler, in search_runs.py)."""

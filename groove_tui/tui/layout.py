@@ -1,10 +1,10 @@
 """Breakpoints: one place that turns the terminal size into screen classes; groove.tcss does the layout.
 
-  -wide    >= 140 columns: settings | results | preview side by side
-  -medium  100-139 columns: the preview moves under the results
-  -narrow  < 100 columns: the settings become a drawer (closed at first); compare shows one side
-  -short   < 24 rows, not wide: the stacked preview hides (the detail view still shows the hit) and
-           the query loses its border
+-wide    >= 140 columns: settings | results | preview side by side
+-medium  100-139 columns: the preview moves under the results
+-narrow  < 100 columns: the settings become a drawer (closed at first); compare shows one side
+-short   < 24 rows, not wide: the stacked preview hides (the detail view still shows the hit) and
+         the query loses its border
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ class Responsive(_WidgetPart):
 
     if TYPE_CHECKING:
         app = getters.app(AppShell)
-
 
     width_class: str = ""
 

@@ -164,7 +164,7 @@ def home_relative(path: str | os.PathLike[str], home: str | os.PathLike[str] | N
     s = str(path)
     h = str(Path.home() if home is None else home).rstrip("/")
     if h and (s == h or s.startswith(h + "/")):
-        return "~" + s[len(h):]
+        return "~" + s[len(h) :]
     return s
 
 
@@ -176,7 +176,7 @@ def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike
     if cell_len(s) <= cells:
         return s
     if cells <= 1:
-        return ELLIPSIS[:max(cells, 0)]
+        return ELLIPSIS[: max(cells, 0)]
     parts = s.split("/")
     head = (parts[0] or "/" + (parts[1] if len(parts) > 2 else "")) + "/"  # "~/", "/work/", "notes/"
     rest = parts[1:] if parts[0] else parts[2:]
@@ -194,14 +194,15 @@ def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike
 
 
 def _cells_from_end(text: str, cells: int) -> str:
-    return text[_back_cells(text, len(text), max(cells, 0)):]
+    return text[_back_cells(text, len(text), max(cells, 0)) :]
 
 
 # ---------------------------------------------------------------- snippets
 
 
-def snippet_window(content: str, spans: Sequence[tuple[int, int]], width: int, *,
-                   default_start: int = 0) -> tuple[int, int]:
+def snippet_window(
+    content: str, spans: Sequence[tuple[int, int]], width: int, *, default_start: int = 0
+) -> tuple[int, int]:
     """Choose the window of about `width` cells that contains the most match spans.
 
     Candidates start a little before each span (a fifth of the width as lead-in); ties go to the earliest
@@ -251,8 +252,9 @@ def _back_cells(text: str, end: int, cells: int) -> int:
     return safe_start(text, i)
 
 
-def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse",
-                 expanded_style: Style | str | None = None) -> Text:
+def snippet_text(
+    hit: Hit, width: int, match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None
+) -> Text:
     """One flattened, sanitised snippet of `hit.content` around its best-matching part, spans highlighted."""
     # The window is measured on the text as it is shown: a newline or a control character takes no cell
     # in the raw text but one once flattened, and would push the row onto a stray third line.
@@ -277,8 +279,9 @@ def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse"
     return text
 
 
-def detail_text(hit: Hit, match_style: Style | str = "bold reverse",
-                expanded_style: Style | str | None = "on grey23") -> Text:
+def detail_text(
+    hit: Hit, match_style: Style | str = "bold reverse", expanded_style: Style | str | None = "on grey23"
+) -> Text:
     """The full content, sanitised and reflowed (each paragraph one soft-wrapped line), the merged
     neighbours shaded and every match span highlighted where its characters went."""
     content = sanitize(hit.content)
@@ -350,8 +353,10 @@ def reflow(text: str) -> tuple[str, list[int]]:
     input is [where[s], where[e]) of the result."""
     lines = text.split("\n")
     kinds = _line_kinds(lines)
-    joins = [kinds[i] == "text" and kinds[i + 1] == "text" and not lines[i].endswith(("  ", "\\"))
-             for i in range(len(lines) - 1)]
+    joins = [
+        kinds[i] == "text" and kinds[i + 1] == "text" and not lines[i].endswith(("  ", "\\"))
+        for i in range(len(lines) - 1)
+    ]
     if not any(joins):
         return text, list(range(len(text) + 1))
     out: list[str] = []
@@ -400,9 +405,17 @@ def hit_title(hit: Hit) -> Text:
     return t
 
 
-def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
-            match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None,
-            dim: bool = False, badge: Text | None = None) -> Text:
+def hit_row(
+    rank: int,
+    hit: Hit,
+    width: int,
+    *,
+    marker: Text | None = None,
+    match_style: Style | str = "bold reverse",
+    expanded_style: Style | str | None = None,
+    dim: bool = False,
+    badge: Text | None = None,
+) -> Text:
     """Two lines: rank, score, [judgment badge,] [marker,] path › heading; then the snippet (indented)."""
     head = Text()
     head.append(f"{rank:>3} ", style="bold")
@@ -458,13 +471,27 @@ def filters_text(filter_applied: Mapping[str, Any]) -> str:
 def order_note(resp: SearchResponse) -> Text | None:
     """A line that explains an empty page; None when none is needed."""
     if not resp.results:
-        narrowing = [k for k in ("path_globs", "tags_any", "tags_all", "date_from", "date_to", "category", "topic",
-                                 "excluded_terms") if resp.filter_applied.get(k)]
+        narrowing = [
+            k
+            for k in (
+                "path_globs",
+                "tags_any",
+                "tags_all",
+                "date_from",
+                "date_to",
+                "category",
+                "topic",
+                "excluded_terms",
+            )
+            if resp.filter_applied.get(k)
+        ]
         if narrowing:
-            return Text("No hits: remove a filter or an exclusion (" + ", ".join(narrowing) + ") to widen it.",
-                        style="italic")
-        return Text("No hits: try other words (full text matches 3+ characters; the vector leg any wording).",
-                    style="italic")
+            return Text(
+                "No hits: remove a filter or an exclusion (" + ", ".join(narrowing) + ") to widen it.", style="italic"
+            )
+        return Text(
+            "No hits: try other words (full text matches 3+ characters; the vector leg any wording).", style="italic"
+        )
     return None
 
 
@@ -495,8 +522,10 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         t.append("  filters: ", style="dim")
         t.append(one_line(f))
     if resp.pending_embeddings > 0:
-        t.append(f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings (vector leg counts "
-                 f"{resp.vector_share:.0%})", style=warn_style)
+        t.append(
+            f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings (vector leg counts {resp.vector_share:.0%})",
+            style=warn_style,
+        )
     for w in resp.warnings:
         t.append("  ⚠ ", style=warn_style)
         t.append(one_line(w))

@@ -78,9 +78,14 @@ class SearchRuns(_AppPart):
             return
         rc = self.run_configs[side]
         params = rc.to_params(self.base_params, self.reranker_model)
-        worker = self.run_worker(partial(self._search, side, serial, query, rc, params),
-                                 name=f"search-{side}-{serial}", group=f"search-{side}", thread=True,
-                                 exclusive=True, exit_on_error=False)
+        worker = self.run_worker(
+            partial(self._search, side, serial, query, rc, params),
+            name=f"search-{side}-{serial}",
+            group=f"search-{side}",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         self._worker_meta[worker] = (side, serial)
         busy = self._busy_timers.get(side)
         if busy is not None:
@@ -126,8 +131,9 @@ class SearchRuns(_AppPart):
                 fused = self._engine.search(query, replace(params, reranker=None), cancel=worker.cancelled_event)
                 if worker.is_cancelled:
                     return
-                self.post_message(SearchFinished(side, serial, query, rc, fused,
-                                                 (time.perf_counter() - t0) * 1000, final=False))
+                self.post_message(
+                    SearchFinished(side, serial, query, rc, fused, (time.perf_counter() - t0) * 1000, final=False)
+                )
 
                 def progress(_stage: str, done: int, total: int) -> None:
                     self.post_message(RerankProgressed(side, serial, done, total))

@@ -24,9 +24,16 @@ def demo_app(tmp_path) -> TestApp:
     def factory():
         return Engine.open(kb_path(), config=cfg, index_dir=tmp_path / "idx")
 
-    return TestApp(engine_factory=factory, config=cfg, kb_path=kb_path(), golden=str(golden_path()),
-                   history_path=tmp_path / "h.json", debounce_ms=0, warmup=False,
-                   user_theme_dir=tmp_path / "none")
+    return TestApp(
+        engine_factory=factory,
+        config=cfg,
+        kb_path=kb_path(),
+        golden=str(golden_path()),
+        history_path=tmp_path / "h.json",
+        debounce_ms=0,
+        warmup=False,
+        user_theme_dir=tmp_path / "none",
+    )
 
 
 async def test_the_demo_opens_with_golden_metrics_and_sweeps_and_wins_losses_work_at_once(tmp_path, monkeypatch):

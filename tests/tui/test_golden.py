@@ -213,8 +213,9 @@ def test_run_golden_cancels_between_queries_and_paces():
         return FakeEngine().search(q, params)
 
     paced = []
-    out = run_golden(search, golden, eval_params(FakeEngine().default_params(), KS), KS, cancel=cancel,
-                     pace=lambda: paced.append(1))
+    out = run_golden(
+        search, golden, eval_params(FakeEngine().default_params(), KS), KS, cancel=cancel, pace=lambda: paced.append(1)
+    )
     assert out is None and seen == ["rust"] and paced == [1]
 
 
@@ -275,7 +276,9 @@ def test_saving_judgments_edits_the_users_golden_file_in_place(tmp_path):
     s.judge("borrowing rules", "rust/async.md", None, 0)  # a new grade-0 judgment
     s.judge("東京の設定", "ja/設定.md", "東京の設定", 3)
     s.save()
-    assert path.read_text(encoding="utf-8") == """\
+    assert (
+        path.read_text(encoding="utf-8")
+        == """\
 # Golden set for the team notes
 # maintained by hand: keep the comments
 defaults: {limit: 10, rerank: false}
@@ -303,14 +306,18 @@ queries:
       - path: "ja/設定.md"  # grade: 3
         heading: "東京の設定"
 """
+    )
     back = load_golden(path, strict=True)  # still a groove golden file
     assert [(e.path, e.grade) for e in back.find("borrowing rules").expected] == [
-        ("rust/ownership.md", None), ("notes/markup.md", 1)]
+        ("rust/ownership.md", None),
+        ("notes/markup.md", 1),
+    ]
     assert back.find("borrowing rules").judged_irrelevant == (("rust/async.md", None),)
     s.judge("a new query", "rust/async.md", None, 1)  # a query the file does not have: appended
     s.save()
     assert path.read_text(encoding="utf-8").endswith(
-        '  - id: "a new query"\n    query: "a new query"\n    expected:\n      - path: "rust/async.md"  # grade: 1\n')
+        '  - id: "a new query"\n    query: "a new query"\n    expected:\n      - path: "rust/async.md"  # grade: 1\n'
+    )
 
 
 def test_a_new_judgments_file_is_written_in_groove_format(tmp_path):

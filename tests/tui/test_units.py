@@ -38,14 +38,17 @@ def test_shipped_themes_load():
     assert not light.dark
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("name = 'x'\nprimary = 'not-a-colour'\n", "not a colour"),
-    ("primary = '#fff'\n", "'name'"),
-    ("name = 'x'\n", "'primary'"),
-    ("name = 'x'\nprimary = '#fff'\nbogus = 1\n", "unknown keys"),
-    ("name = 'x'\nprimary = '#fff'\n[variables]\nrank-up = 'zz'\n", "not a colour"),
-    ("name = = broken", "cannot read theme"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("name = 'x'\nprimary = 'not-a-colour'\n", "not a colour"),
+        ("primary = '#fff'\n", "'name'"),
+        ("name = 'x'\n", "'primary'"),
+        ("name = 'x'\nprimary = '#fff'\nbogus = 1\n", "unknown keys"),
+        ("name = 'x'\nprimary = '#fff'\n[variables]\nrank-up = 'zz'\n", "not a colour"),
+        ("name = = broken", "cannot read theme"),
+    ],
+)
 def test_bad_theme_files(tmp_path, text, msg):
     p = tmp_path / "bad.toml"
     p.write_text(text)

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from groove_tui.engine import Engine
 
 
-
-
 # ================================================================ CLI start-up
 
 
@@ -58,14 +56,21 @@ def bench_cli_help(runs: int = 5) -> dict[str, Any] | None:
 def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
     syn, ix, s = sc["synthesised"], sc["index"], sc["search"]
     model = result["model"]
-    note = " (hashing: no semantics, but e5's dimension, so the KNN scan costs what it would with e5)" \
-        if model == SCALE_MODEL else ""
+    note = (
+        " (hashing: no semantics, but e5's dimension, so the KNN scan costs what it would with e5)"
+        if model == SCALE_MODEL
+        else ""
+    )
     lines = [
         "",
         f"scale: {syn['source_documents']:,} docs / {syn['source_chunks']:,} chunks replicated "
         f"{syn['copies']}× under rep{{i}}/ → {ix['documents']:,} docs, {ix['chunks']:,} chunks "
-        f"(target {sc['target_chunks']:,}), " + (f"kept in {sc['kept_in']}" if sc.get("kept_in") and
-                                                  "groove-tui-scale-" not in sc["kept_in"] else "temporary KB and index (removed)"),
+        f"(target {sc['target_chunks']:,}), "
+        + (
+            f"kept in {sc['kept_in']}"
+            if sc.get("kept_in") and "groove-tui-scale-" not in sc["kept_in"]
+            else "temporary KB and index (removed)"
+        ),
         f"  embedder {model}{note}",
         f"  index: phase one {ix['phase_one_s']:.1f} s, embedding {ix['embed_s']:.1f} s, "
         f"total {ix['seconds']:.1f} s; size {ix['bytes'] / 1e6:,.1f} MB",
@@ -79,20 +84,25 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
         if st["n"]:
             lines.append(f"  {name:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}")
     tm = s["total_minus_embed_ms"]
-    lines.append(f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
-                 "wall clock, query vector cached")
+    lines.append(
+        f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
+        "wall clock, query vector cached"
+    )
     for v, label in (("plain", "plain FTS5 statement"), ("pruned_cold", "pruned, phrase stats cold")):
         vs = s.get("variants", {}).get(v)
         if vs:
-            lines.append(f"  {'total − embed':<18} {_fmt(vs['total_minus_embed_ms']['p50']):>9} "
-                         f"{_fmt(vs['total_minus_embed_ms']['p95']):>9} {vs['total_minus_embed_ms']['n']:>6}   {label} "
-                         f"(fts {_fmt(vs['fts_ms']['p50'])} / {_fmt(vs['fts_ms']['p95'])})")
+            lines.append(
+                f"  {'total − embed':<18} {_fmt(vs['total_minus_embed_ms']['p50']):>9} "
+                f"{_fmt(vs['total_minus_embed_ms']['p95']):>9} {vs['total_minus_embed_ms']['n']:>6}   {label} "
+                f"(fts {_fmt(vs['fts_ms']['p50'])} / {_fmt(vs['fts_ms']['p95'])})"
+            )
     if s.get("identical_results"):
         same = s["identical_results"]
         lines.append(f"  results identical in all three: {same['same']} of {same['queries']} queries")
     per = ", ".join(_fmt(x) for x in s["total_minus_embed_p50_per_repeat"])
-    lines.append(f"  p50 of each pass: total − embed {per}; total "
-                 + ", ".join(_fmt(x) for x in s["total_p50_per_repeat"]))
+    lines.append(
+        f"  p50 of each pass: total − embed {per}; total " + ", ".join(_fmt(x) for x in s["total_p50_per_repeat"])
+    )
     load = result.get("load_before"), result.get("load_after")
     if load[0] and load[1]:
         lines.append(f"  load average before {load[0][0]:.2f}, after {load[1][0]:.2f} (1 min); {result['cpus']} CPUs")
@@ -122,8 +132,10 @@ def format_text(result: dict[str, Any]) -> str:
             st = s["stages_ms"][name]
             lines.append(f"  {name:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}")
         tm = s["total_minus_embed_ms"]
-        lines.append(f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
-                     "wall clock, query vector cached")
+        lines.append(
+            f"  {'total − embed':<18} {_fmt(tm['p50']):>9} {_fmt(tm['p95']):>9} {tm['n']:>6}   "
+            "wall clock, query vector cached"
+        )
         w = s["warm_rerun_ms"]
         lines.append(f"  {'λ re-run (warm)':<18} {_fmt(w['p50']):>9} {_fmt(w['p95']):>9} {w['n']:>6}   end to end")
         m = s["mmr_on"]["mmr_stage_ms"]
@@ -146,9 +158,13 @@ def format_text(result: dict[str, Any]) -> str:
             f"{rr['repeat']}, pair scores not cached ({rr['skipped']} skipped by the language guard)",
             f"  {'measure':<18} {'p50':>9} {'p95':>9} {'n':>6}",
         ]
-        for label, key, unit in (("pairs scored", "pairs", ""), ("per query", "per_query_ms", "ms"),
-                                 ("per pair", "per_pair_ms", "ms"), ("cached re-rank", "cached_rerank_ms", "ms"),
-                                 ("cached total", "cached_total_ms", "ms")):
+        for label, key, unit in (
+            ("pairs scored", "pairs", ""),
+            ("per query", "per_query_ms", "ms"),
+            ("per pair", "per_pair_ms", "ms"),
+            ("cached re-rank", "cached_rerank_ms", "ms"),
+            ("cached total", "cached_total_ms", "ms"),
+        ):
             st = rr[key]
             lines.append(f"  {label:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}   {unit}")
     rd = result.get("readers")
@@ -159,16 +175,21 @@ def format_text(result: dict[str, Any]) -> str:
             f"{rd['documents']} docs / {rd['chunks']} chunks",
             f"  {'phase':<18} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'n':>6} {'failed':>7}",
         ]
-        for label, key in (("idle", "idle"), ("other index busy", "other_index_busy"),
-                           ("while indexing", "indexing")):
+        for label, key in (("idle", "idle"), ("other index busy", "other_index_busy"), ("while indexing", "indexing")):
             ph = rd[key]
-            lines.append(f"  {label:<18} {_fmt(ph['ms']['p50']):>9} {_fmt(ph['ms']['p95']):>9} "
-                         f"{_fmt(ph['ms']['max']):>9} {ph['ms']['n']:>6} {ph['failed']:>7}")
+            lines.append(
+                f"  {label:<18} {_fmt(ph['ms']['p50']):>9} {_fmt(ph['ms']['p95']):>9} "
+                f"{_fmt(ph['ms']['max']):>9} {ph['ms']['n']:>6} {ph['failed']:>7}"
+            )
         w = rd["writer"]
-        lines.append(f"  p50 while indexing / idle: {_fmt(rd['p50_ratio'])}; / other index busy (the same "
-                     f"CPU and disk load, not this index): {_fmt(rd['p50_ratio_to_control'])}")
-        lines.append(f"  the indexer committed {w['commits_while_reading']} transactions while the readers ran "
-                     f"({w['index_runs']} index runs)")
+        lines.append(
+            f"  p50 while indexing / idle: {_fmt(rd['p50_ratio'])}; / other index busy (the same "
+            f"CPU and disk load, not this index): {_fmt(rd['p50_ratio_to_control'])}"
+        )
+        lines.append(
+            f"  the indexer committed {w['commits_while_reading']} transactions while the readers ran "
+            f"({w['index_runs']} index runs)"
+        )
         for key in ("idle", "other_index_busy", "indexing"):
             if rd[key]["first_error"]:
                 lines.append(f"  first failure ({key}): {rd[key]['first_error']}")
@@ -228,11 +249,18 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
         result["rerank"] = bench_rerank(engine, queries, repeat, name, progress=progress)
     if mode == "readers":
         docs_arg = getattr(args, "docs", None)
-        result["readers"] = bench_readers(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat,
-                                          load_queries(getattr(args, "queries", None)), progress=progress)
+        result["readers"] = bench_readers(
+            engine,
+            docs_arg if docs_arg and docs_arg > 0 else None,
+            repeat,
+            load_queries(getattr(args, "queries", None)),
+            progress=progress,
+        )
     if mode in ("index", "all"):
         docs_arg = getattr(args, "docs", None)
-        result["index"] = bench_index(engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat, progress=progress)
+        result["index"] = bench_index(
+            engine, docs_arg if docs_arg and docs_arg > 0 else None, repeat, progress=progress
+        )
     if not getattr(args, "no_cli", False):
         result["cli_help"] = bench_cli_help()
     result["targets"] = verdicts(result)
@@ -264,15 +292,21 @@ def _run_and_print(run: Callable[[Any], dict[str, Any]], args: argparse.Namespac
     return 0
 
 
-BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
-                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
+BENCH_LIMITS = (
+    ("repeat", 1, 1000, ""),
+    ("docs", 0, 10_000_000, " (0 = all)"),
+    ("rerank_queries", 1, 100_000, ""),
+    ("scale", 1, 100_000_000, " chunks"),
+)
 
 
 def run(args: argparse.Namespace) -> int:
     for name, lo, hi, note in BENCH_LIMITS:
         value = getattr(args, name)
         if value is not None and not lo <= value <= hi:
-            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
+            raise CLIError(
+                f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}"
+            )
     if args.scale is not None:
         return _bench_scale(args)
     with load_engine(args) as engine:

@@ -26,7 +26,6 @@ from groove_tui.commands.bench.indexing import copy_subset, round_or_none
 from groove_tui.commands.bench.search import ms_since, percentiles
 
 if TYPE_CHECKING:
-
     from groove_tui.engine import Engine
 
 
@@ -36,8 +35,12 @@ READERS_QUERIES = 24  # the first queries of --queries (or the built-in mix), ×
 
 
 def bench_readers(
-    engine: Engine, docs: int | None, repeat: int, queries: Sequence[str],
-    *, progress: Callable[[str, int, int], None] | None = None,
+    engine: Engine,
+    docs: int | None,
+    repeat: int,
+    queries: Sequence[str],
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Reader latency (open read-only + search + close): idle, while another process indexes another
     index (the control), and while it indexes the readers' own."""
@@ -82,9 +85,19 @@ def bench_readers(
         def while_indexing(label: str, target_kb: Path, target_idx: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             stop.unlink(missing_ok=True)
             writer = subprocess.Popen(
-                [sys.executable, "-c", "from groove_tui.commands.bench.readers import _writer_main; _writer_main()",
-                 str(target_kb), str(target_idx), str(spare), str(stop), model_id],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-c",
+                    "from groove_tui.commands.bench.readers import _writer_main; _writer_main()",
+                    str(target_kb),
+                    str(target_idx),
+                    str(spare),
+                    str(stop),
+                    model_id,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             try:
                 assert writer.stdout is not None

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import argparse
 
 
-
 # Scale mode's default embedder: feature hashing (fast to index) at multilingual-e5-small's dimension,
 # so the brute-force KNN scans as many bytes per chunk as it would with the default model.
 SCALE_MODEL = "hashing-384"
@@ -55,8 +54,11 @@ def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
         except ValueError:
             continue
         # The chunk count does not depend on the path, so the count of the original holds for its copies.
-        n = len(parse_markdown(rel, text, exclude_headings=config.exclude_headings,
-                               max_chunk_bytes=config.chunking.max_chunk_bytes).chunks)
+        n = len(
+            parse_markdown(
+                rel, text, exclude_headings=config.exclude_headings, max_chunk_bytes=config.chunking.max_chunk_bytes
+            ).chunks
+        )
         if n:
             out.append((rel, n))
     return out
@@ -81,8 +83,13 @@ def synthesise_kb(kb: Path, dest: Path, target: int, config, notify=None) -> dic
             if chunks >= target:
                 break
         copies += 1
-    return {"source_documents": len(files), "source_chunks": sum(n for _r, n in files),
-            "documents": docs, "chunks": chunks, "copies": copies}
+    return {
+        "source_documents": len(files),
+        "source_chunks": sum(n for _r, n in files),
+        "documents": docs,
+        "chunks": chunks,
+        "copies": copies,
+    }
 
 
 def bench_scale(
@@ -127,8 +134,10 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
         out["synthesised"] = __import__("json").loads((root / "synthesised.json").read_text())
     out["synthesise_s"] = round(time.perf_counter() - t0, 2)
     plain_config = dc_replace(config, search=dc_replace(config.search, fulltext_pruning=False))
-    with EngineCls.open(synth, config=config, index_dir=idx) as eng, \
-            EngineCls.open(synth, config=plain_config, index_dir=idx) as plain:
+    with (
+        EngineCls.open(synth, config=config, index_dir=idx) as eng,
+        EngineCls.open(synth, config=plain_config, index_dir=idx) as plain,
+    ):
         rep = eng.index(progress=lambda p: notify(p.phase, p.done, p.total))
         docs, chunks, pending = eng.store.counts()
         out["index"] = {
@@ -153,8 +162,15 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
             for variant in SCALE_VARIANTS:
                 st, me, ans = cast(
                     tuple[dict[str, list[float]], list[float], list[Any]],
-                    cold_searches(engines[variant], queries, 1, base, notify, vector_first=True,
-                                  forget_phrases=variant == "pruned_cold"),
+                    cold_searches(
+                        engines[variant],
+                        queries,
+                        1,
+                        base,
+                        notify,
+                        vector_first=True,
+                        forget_phrases=variant == "pruned_cold",
+                    ),
                 )
                 for name, samples in st.items():
                     stages.setdefault(variant, {s: [] for s in STAGES})[name].extend(samples)
@@ -169,12 +185,19 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
         "repeat": repeat,
         "stages_ms": {s: percentiles(v) for s, v in stages["pruned"].items()},
         "total_minus_embed_ms": percentiles(minus_embed["pruned"]),
-        "total_minus_embed_p50_per_repeat": [percentiles(minus_embed["pruned"][r * n:(r + 1) * n])["p50"]
-                                             for r in range(repeat)],
-        "total_p50_per_repeat": [percentiles(stages["pruned"]["total"][r * n:(r + 1) * n])["p50"] for r in range(repeat)],
+        "total_minus_embed_p50_per_repeat": [
+            percentiles(minus_embed["pruned"][r * n : (r + 1) * n])["p50"] for r in range(repeat)
+        ],
+        "total_p50_per_repeat": [
+            percentiles(stages["pruned"]["total"][r * n : (r + 1) * n])["p50"] for r in range(repeat)
+        ],
         "variants": {
-            v: {"total_minus_embed_ms": percentiles(minus_embed[v]), "fts_ms": percentiles(stages[v]["fts"]),
-                "bigram_ms": percentiles(stages[v]["bigram"]), "vector_ms": percentiles(stages[v]["vector"])}
+            v: {
+                "total_minus_embed_ms": percentiles(minus_embed[v]),
+                "fts_ms": percentiles(stages[v]["fts"]),
+                "bigram_ms": percentiles(stages[v]["bigram"]),
+                "vector_ms": percentiles(stages[v]["vector"]),
+            }
             for v in SCALE_VARIANTS
         },
         "identical_results": {"queries": n, "same": same},
@@ -203,8 +226,15 @@ def run_scale(kb: Path, config, args: argparse.Namespace, *, progress=None) -> d
         "load_before": _loadavg(),
     }
     keep = getattr(args, "scale_dir", None)
-    result["scale"] = bench_scale(kb, config, args.scale, load_queries(getattr(args, "queries", None)), repeat,
-                                  progress=progress, keep_dir=Path(keep).expanduser() if keep else None)
+    result["scale"] = bench_scale(
+        kb,
+        config,
+        args.scale,
+        load_queries(getattr(args, "queries", None)),
+        repeat,
+        progress=progress,
+        keep_dir=Path(keep).expanduser() if keep else None,
+    )
     result["load_after"] = _loadavg()
     result["targets"] = verdicts(result)
     return result

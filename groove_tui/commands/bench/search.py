@@ -121,8 +121,9 @@ def bench_search(
         engine.search(q, base)
 
     # 1. Cold: every stage for real, `repeat` passes over the queries.
-    stages, minus_embed = cast(tuple[dict[str, list[float]], list[float]],
-                               cold_searches(engine, queries, repeat, base, notify))
+    stages, minus_embed = cast(
+        tuple[dict[str, list[float]], list[float]], cold_searches(engine, queries, repeat, base, notify)
+    )
     total_runs = repeat * len(queries)
 
     # 2. Cache warm: a settings change re-runs only the later stages (the λ slider).
@@ -168,8 +169,14 @@ def bench_search(
 
 
 def cold_searches(
-    engine: Engine, queries: Sequence[str], repeat: int, params, notify: Callable[[str, int, int], None],
-    *, vector_first: bool = False, forget_phrases: bool = False,
+    engine: Engine,
+    queries: Sequence[str],
+    repeat: int,
+    params,
+    notify: Callable[[str, int, int], None],
+    *,
+    vector_first: bool = False,
+    forget_phrases: bool = False,
 ) -> tuple[dict[str, list[float]], list[float]] | tuple[dict[str, list[float]], list[float], list]:
     """`repeat` passes over the queries with the caches cleared before each search: the samples of every
     stage, and of everything but the query embedding, in run order.
@@ -198,7 +205,9 @@ def cold_searches(
                 text = parse_query(q).positive_text
                 import numpy as np
 
-                engine._searcher.query_vectors.put(text, np.asarray(engine.embedder().embed_query(text), dtype=np.float32))
+                engine._searcher.query_vectors.put(
+                    text, np.asarray(engine.embedder().embed_query(text), dtype=np.float32)
+                )
                 resp = engine.search(q, params)
                 for s in STAGES:
                     if s in resp.timings_ms:
@@ -218,8 +227,14 @@ def cold_searches(
     return stages, minus_embed
 
 
-def bench_rerank(engine: Engine, queries: Sequence[str], repeat: int, reranker: str, *,
-                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def bench_rerank(
+    engine: Engine,
+    queries: Sequence[str],
+    repeat: int,
+    reranker: str,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """The reranker at the configured pool: each query cold (its pair scores not cached) `repeat` times,
     then re-run warm after a settings change (MMR on, λ 0.5: the explorer's slider with a reranker)."""
     notify = progress or (lambda _label, _done, _total: None)
@@ -304,8 +319,9 @@ def bench_mmr_pool(engine: Engine, queries: Sequence[str], repeat: int, pool: in
     return out
 
 
-def bench_cancel(engine: Engine, queries: Sequence[str], params: SearchParams, repeat: int,
-                 cancelled_exc: type[BaseException]) -> dict[str, Any]:
+def bench_cancel(
+    engine: Engine, queries: Sequence[str], params: SearchParams, repeat: int, cancelled_exc: type[BaseException]
+) -> dict[str, Any]:
     """Set the cancel event ~5 ms into a cold search (another thread) and time until SearchCancelled."""
     latencies: list[float] = []
     finished_first = 0

@@ -240,9 +240,7 @@ class _GoldenParser:
             name = k.value if isinstance(k, yaml.ScalarNode) else None
             if name is None or name not in allowed:
                 shown = name if name is not None else _kind(k)
-                raise self.error(
-                    k, f"unknown key {shown!r} in {what} (allowed: {', '.join(allowed)})", str(shown)
-                )
+                raise self.error(k, f"unknown key {shown!r} in {what} (allowed: {', '.join(allowed)})", str(shown))
             if name in out:
                 raise self.error(k, f"duplicate key {name!r} in {what}", name)
             out[name] = (k, v)
@@ -298,18 +296,27 @@ class _GoldenParser:
                 first[q.id] = (q, node)
                 continue
             was, was_node = seen
-            written = [("id" in {k.value for k, _ in n.value if isinstance(k, yaml.ScalarNode)}) for n in (was_node, node)]
+            written = [
+                ("id" in {k.value for k, _ in n.value if isinstance(k, yaml.ScalarNode)}) for n in (was_node, node)
+            ]
             if all(written):
                 how = "give one of them another id"
             elif not any(written):
-                how = (f"neither has an `id:`, so both take the first {DEFAULT_ID_CHARS} characters of their query "
-                       f"as their id; give one of them an `id:`")
+                how = (
+                    f"neither has an `id:`, so both take the first {DEFAULT_ID_CHARS} characters of their query "
+                    f"as their id; give one of them an `id:`"
+                )
             else:
-                how = ("one has no `id:` and takes the first characters of its query as its id; give it an `id:` "
-                       "of its own")
-            raise GoldenError(self.source, q.line,
-                              f"duplicate query id {q.id!r}: the queries at lines {was.line} and {q.line} both have "
-                              f"it; {how}", "id")
+                how = (
+                    "one has no `id:` and takes the first characters of its query as its id; give it an `id:` "
+                    "of its own"
+                )
+            raise GoldenError(
+                self.source,
+                q.line,
+                f"duplicate query id {q.id!r}: the queries at lines {was.line} and {q.line} both have it; {how}",
+                "id",
+            )
 
     def defaults(self, node: yaml.Node) -> GoldenDefaults | None:
         if isinstance(node, yaml.ScalarNode) and node.tag == _TAG_NULL:
@@ -550,11 +557,7 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b
 
 
 def _needs_escape(code: int) -> bool:
-    return (
-        code < 0x20
-        or 0x7F <= code <= 0x9F
-        or code in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
-    )
+    return code < 0x20 or 0x7F <= code <= 0x9F or code in (0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)
 
 
 def validate_query(text: str) -> None:

@@ -132,9 +132,7 @@ class ConfigFingerprint:
 
 
 def _fusion_items(fusion: Any) -> tuple[tuple[str, float | str], ...]:
-    return tuple(
-        (f.name, v if isinstance(v := getattr(fusion, f.name), str) else float(v)) for f in fields(fusion)
-    )
+    return tuple((f.name, v if isinstance(v := getattr(fusion, f.name), str) else float(v)) for f in fields(fusion))
 
 
 # ================================================================ corpus digest (§I.4)

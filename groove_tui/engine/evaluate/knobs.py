@@ -81,8 +81,9 @@ KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
         _unit("mmr_lambda", "mmr_lambda", "MMR relevance weight (turns MMR on)", needs_mmr=True),
-        _unit("mmr_same_doc_penalty", "mmr_same_doc_penalty", "MMR same-document penalty (turns MMR on)",
-              needs_mmr=True),
+        _unit(
+            "mmr_same_doc_penalty", "mmr_same_doc_penalty", "MMR same-document penalty (turns MMR on)", needs_mmr=True
+        ),
         Knob("mmr", "bool", "params", "mmr", help="MMR on / off"),
         Knob("parent_retriever", "bool", "params", "parent_retriever", help="parent retriever on / off"),
         Knob("fusion", "choice", "params", "fusion", choices=FUSION_METHODS, help="how the legs combine"),
@@ -90,19 +91,47 @@ KNOBS: dict[str, Knob] = {
         Knob("vector_weight", "float", "fusion", "vector_weight", 0.0, 1e6, help="[search.fusion] vector_weight"),
         Knob("fts_weight", "float", "fusion", "fts_weight", 0.0, 1e6, help="[search.fusion] fts_weight"),
         Knob("rrf_k", "float", "fusion", "rrf_k", 1.0, 1e6, help="[search.fusion] rrf_k (used by rrf)"),
-        Knob("bm25_heading_weight", "float", "fusion", "bm25_heading_weight", 0.0, 1e6,
-             help="[search.fusion] bm25_heading_weight (re-runs the full-text leg)"),
-        Knob("bm25_context_weight", "float", "fusion", "bm25_context_weight", 0.0, 1e6,
-             help="[search.fusion] bm25_context_weight (re-runs the full-text leg)"),
-        Knob("bm25_content_weight", "float", "fusion", "bm25_content_weight", 0.0, 1e6,
-             help="[search.fusion] bm25_content_weight (re-runs the full-text leg)"),
+        Knob(
+            "bm25_heading_weight",
+            "float",
+            "fusion",
+            "bm25_heading_weight",
+            0.0,
+            1e6,
+            help="[search.fusion] bm25_heading_weight (re-runs the full-text leg)",
+        ),
+        Knob(
+            "bm25_context_weight",
+            "float",
+            "fusion",
+            "bm25_context_weight",
+            0.0,
+            1e6,
+            help="[search.fusion] bm25_context_weight (re-runs the full-text leg)",
+        ),
+        Knob(
+            "bm25_content_weight",
+            "float",
+            "fusion",
+            "bm25_content_weight",
+            0.0,
+            1e6,
+            help="[search.fusion] bm25_content_weight (re-runs the full-text leg)",
+        ),
         Knob("rerank_pool", "int", "reranker", "pool", 1, 1000, help="[reranker] pool: candidates reranked"),
         _unit("rerank_blend", "blend", "[reranker] blend: the cross-encoder's share", where="reranker"),
     )
 }
 # Short names people type, after the CLI flags
-ALIASES = {"lambda": "mmr_lambda", "same_doc_penalty": "mmr_same_doc_penalty", "penalty": "mmr_same_doc_penalty",
-           "parent": "parent_retriever", "pool": "rerank_pool", "blend": "rerank_blend", "method": "fusion"}
+ALIASES = {
+    "lambda": "mmr_lambda",
+    "same_doc_penalty": "mmr_same_doc_penalty",
+    "penalty": "mmr_same_doc_penalty",
+    "parent": "parent_retriever",
+    "pool": "rerank_pool",
+    "blend": "rerank_blend",
+    "method": "fusion",
+}
 
 
 def knob(name: str) -> Knob:
@@ -167,5 +196,15 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["ALIASES", "KNOBS", "Knob", "KnobError", "Setting", "apply_settings", "describe",
-           "format_value", "knob", "parse_settings"]
+__all__ = [
+    "ALIASES",
+    "KNOBS",
+    "Knob",
+    "KnobError",
+    "Setting",
+    "apply_settings",
+    "describe",
+    "format_value",
+    "knob",
+    "parse_settings",
+]

@@ -243,21 +243,24 @@ def run_sweep(
             results, times = score_golden(searcher.search, golden, p, ks, progress=step, cancel=cancel)
             judged = [r for r in results if r.query.expected]
             diversity = statistics.fmean(distinct_documents(r, dk) for r in judged) if judged else 0.0
-            out.append(SweepPoint(
-                settings=settings,
-                aggregate=aggregate([r.metrics for r in results], ks),
-                diversity=diversity,
-                search_ms=statistics.median(times) if times else 0.0,
-                seconds=time.perf_counter() - t0,
-                results=results,
-            ))
+            out.append(
+                SweepPoint(
+                    settings=settings,
+                    aggregate=aggregate([r.metrics for r in results], ks),
+                    diversity=diversity,
+                    search_ms=statistics.median(times) if times else 0.0,
+                    seconds=time.perf_counter() - t0,
+                    results=results,
+                )
+            )
         if progress is not None:
             progress(total, total)
     finally:
         if conn is not None and conn.in_transaction:
             conn.execute("COMMIT")
-    notes = tuple(f"MMR is on at every point: {a.name} acts only inside MMR" for a in axes
-                  if a.knob.needs_mmr and not params.mmr)
+    notes = tuple(
+        f"MMR is on at every point: {a.name} acts only inside MMR" for a in axes if a.knob.needs_mmr and not params.mmr
+    )
     if any(a.knob.where == "reranker" for a in axes) and params.reranker is None:
         notes += ("no reranker is on: the reranker's pool and blend change nothing (pass --reranker)",)
     return SweepResult(tuple(axes), tuple(out), ks, dk, time.perf_counter() - started, notes)

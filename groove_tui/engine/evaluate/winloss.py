@@ -55,8 +55,14 @@ class QueryDelta:
         return "unchanged" if abs(d) < TIE else ("improved" if d > 0 else "worsened")
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "query": self.query, "left": self.left, "right": self.right,
-                "delta": self.delta, "outcome": self.outcome}
+        return {
+            "id": self.id,
+            "query": self.query,
+            "left": self.left,
+            "right": self.right,
+            "delta": self.delta,
+            "outcome": self.outcome,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +101,17 @@ class WinLoss:
         }
 
 
-def wins_losses(left: Sequence[QueryResult], right: Sequence[QueryResult], *, metric: str = "ndcg",
-                k: int = 10) -> WinLoss:
+def wins_losses(
+    left: Sequence[QueryResult], right: Sequence[QueryResult], *, metric: str = "ndcg", k: int = 10
+) -> WinLoss:
     """Pair the runs by query (both ran the same golden set, in order); queries without expected
     entries are left out, as they are of the means."""
     if len(left) != len(right) or any(a.query.query != b.query.query for a, b in zip(left, right, strict=True)):
         raise ValueError("the two runs did not score the same golden queries")
     rows = [
         QueryDelta(a.query.id, a.query.query, metric_value(a.metrics, metric, k), metric_value(b.metrics, metric, k))
-        for a, b in zip(left, right, strict=True) if a.query.expected
+        for a, b in zip(left, right, strict=True)
+        if a.query.expected
     ]
     diffs = [r.delta for r in rows]
     improved = sum(1 for d in diffs if d >= TIE)

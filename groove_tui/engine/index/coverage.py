@@ -24,15 +24,21 @@ from groove_tui.engine.index.store import Store
 
 def check_share(value: object) -> float:
     """A share of chunks: a number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0.0 <= value <= 1.0
+    ):
         raise ParamError(f"embedded share = {value!r} is invalid: expected a number from 0 to 1")
     return float(value)
 
 
 def keeps_vector(seed: int, path: str, chunk_index: int, share: float) -> bool:
     """Whether the chunk is among the seeded `share` that keep their vector (a uniform draw below share)."""
-    digest = hashlib.blake2b(f"{seed}\0{path}\0{chunk_index}".encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    digest = hashlib.blake2b(
+        f"{seed}\0{path}\0{chunk_index}".encode("utf-8", "surrogateescape"), digest_size=8
+    ).digest()
     return bool(struct.unpack(">Q", digest)[0] / 2.0**64 < share)
 
 

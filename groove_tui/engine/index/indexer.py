@@ -94,7 +94,9 @@ def writer_lock(index_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise EngineError(f"another groove-tui process is indexing this KB (lock: {index_dir / 'index.lock'})") from None
+            raise EngineError(
+                f"another groove-tui process is indexing this KB (lock: {index_dir / 'index.lock'})"
+            ) from None
         try:
             yield
         finally:
@@ -180,8 +182,11 @@ class Indexer:
             seconds=end - started,
             fulltext_seconds=fulltext_done - started,
             embed_seconds=embed_done - fulltext_done,  # (`seconds` includes the phrase statistics)
-            embed_rate=(report.embedded / report.embed_batch_seconds
-                        if report.embedded and report.embed_batch_seconds > 0 else None),
+            embed_rate=(
+                report.embedded / report.embed_batch_seconds
+                if report.embedded and report.embed_batch_seconds > 0
+                else None
+            ),
             notes=tuple(report.notes),
         )
 
@@ -213,7 +218,8 @@ class Indexer:
                 if cancel is not None and cancel.is_set():
                     raise IndexCancelled("indexing cancelled while repairing the full-text index")
                 rows = wconn.execute(
-                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500",
+                    (last_id,),
                 ).fetchall()
                 if not rows:
                     break
@@ -326,7 +332,9 @@ class Indexer:
         skipped_paths: set[str] = {p for p in stored if (p + "/").startswith(unreadable)} if unreadable else set()
         for n, rel in enumerate(paths):
             if not name_is_utf8(rel):
-                report.skipped.append(FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it"))
+                report.skipped.append(
+                    FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it")
+                )
                 skipped_paths.add(rel)
                 continue
             result = read_file(self.kb, rel)
@@ -353,7 +361,13 @@ class Indexer:
                 raise IndexCancelled("indexing cancelled")
             notify(IndexProgress("fulltext", n, total, rel))
             existing = stored.get(rel)
-            if existing is not None and existing[1] == f.content_hash and not force and not rechunk and rel not in reparse:
+            if (
+                existing is not None
+                and existing[1] == f.content_hash
+                and not force
+                and not rechunk
+                and rel not in reparse
+            ):
                 if rel not in renamed_to:
                     report.unchanged += 1
                 continue
@@ -421,11 +435,15 @@ class Indexer:
             self.store.set_meta(CHUNK_CAP_KEY, cap)
             return False
         if recorded is None:
-            report.notes.append(f"the index now records its chunk size cap ({int(cap):,} bytes): every document "
-                                "was cut again once; chunks that came out the same kept their vectors")
+            report.notes.append(
+                f"the index now records its chunk size cap ({int(cap):,} bytes): every document "
+                "was cut again once; chunks that came out the same kept their vectors"
+            )
         else:
-            report.notes.append(f"the chunk size cap changed ({recorded} → {cap} bytes): every document was cut "
-                                "again; chunks that came out the same kept their vectors")
+            report.notes.append(
+                f"the chunk size cap changed ({recorded} → {cap} bytes): every document was cut "
+                "again; chunks that came out the same kept their vectors"
+            )
         return True
 
     def _detect_renames(
@@ -466,13 +484,26 @@ class Indexer:
 
     def _write_document(self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool) -> str:
         tags = json.dumps(list(doc.tags), ensure_ascii=False)
-        meta = (doc.title, doc.topic, doc.category, doc.depth, tags, doc.date, f.content_hash, _now(), f.size, f.mtime_ns)
+        meta = (
+            doc.title,
+            doc.topic,
+            doc.category,
+            doc.depth,
+            tags,
+            doc.date,
+            f.content_hash,
+            _now(),
+            f.size,
+            f.mtime_ns,
+        )
         with self.store.transaction() as conn:
             reuse: dict[str, bytes] = {}
             if doc_id is not None:
                 old = conn.execute(
-                    ("SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
-"document_id = ? ORDER BY chunk_index"),
+                    (
+                        "SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
+                        "document_id = ? ORDER BY chunk_index"
+                    ),
                     (doc_id,),
                 ).fetchall()
                 same = len(old) == len(doc.chunks) and all(
@@ -487,7 +518,10 @@ class Indexer:
                 if same:
                     conn.executemany(
                         "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
-                        [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks, strict=True)],
+                        [
+                            (c.line, c.part, c.level, c.quality_score, o[0])
+                            for o, c in zip(old, doc.chunks, strict=True)
+                        ],
                     )
                     self.store.bump_generation(conn)
                     return "metadata"
@@ -513,8 +547,19 @@ class Indexer:
                 cid = conn.execute(
                     "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, quality_score, "
                     "context_text, line, part, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (doc_id, c.index, c.heading, c.level, c.content, c.token_count, c.quality_score, context,
-                     c.line, c.part, 1 if blob is not None else 0),
+                    (
+                        doc_id,
+                        c.index,
+                        c.heading,
+                        c.level,
+                        c.content,
+                        c.token_count,
+                        c.quality_score,
+                        context,
+                        c.line,
+                        c.part,
+                        1 if blob is not None else 0,
+                    ),
                 ).lastrowid
                 self.store.insert_fulltext([(cid, c.heading, context, c.content)], conn)
                 if blob is not None:
@@ -559,8 +604,12 @@ class Indexer:
             batch = pending[start : start + batch_size]
             ids = [p.id for p in batch]
             marks = ",".join("?" * len(ids))
-            found = {r[0]: r for r in conn.execute(
-                f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids)}
+            found = {
+                r[0]: r
+                for r in conn.execute(
+                    f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids
+                )
+            }
             rows = [found[i] for i in ids if i in found]
             if rows:
                 vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
@@ -577,8 +626,11 @@ class Indexer:
             meter.add(len(rows), work, now - last)
             report.embed_batch_seconds += now - last
             last = now
-            notify(IndexProgress("embed", min(start + batch_size, total), total,
-                                 rate=meter.rate, eta_seconds=meter.eta(remaining)))
+            notify(
+                IndexProgress(
+                    "embed", min(start + batch_size, total), total, rate=meter.rate, eta_seconds=meter.eta(remaining)
+                )
+            )
 
 
 def _path_category_topic(rel: str) -> tuple[str | None, str | None]:

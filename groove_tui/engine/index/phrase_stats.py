@@ -34,7 +34,7 @@ LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's leng
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
 COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
-                         # only). 1: every list, as a stored list spares text scoring of every row it holds
+# only). 1: every list, as a stored list spares text scoring of every row it holds
 COMMON_MAX_ENTRIES = 150  # impact-list entries stored at most, per row of the table (~5 bytes each)
 COMMON_MAX_SECONDS = 120.0  # spent at most per index run; the next run goes on where it stopped
 
@@ -132,8 +132,9 @@ def pack_terms(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray | None, 
     return bytes(f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes())
 
 
-def unpack_terms(blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
-                  ) -> np.ndarray | None:
+def unpack_terms(
+    blob: bytes, rows: np.ndarray, lengths: np.ndarray | None, n_rows: int, avgdl: float
+) -> np.ndarray | None:
     """pack_terms' terms (None: stored as frequencies but the lengths are missing)."""
     n = len(rows)
     if len(blob) == 8 * n:
@@ -179,8 +180,9 @@ class Inconsistent(Exception):
 # ------------------------------------------------------------ persisted statistics of common phrases
 
 
-def common_phrases(conn: sqlite3.Connection, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
-                   ) -> list[tuple[str, float]]:
+def common_phrases(
+    conn: sqlite3.Connection, table: str = "fts_chunks", sample: int = COMMON_SAMPLE, share: float = COMMON_SHARE
+) -> list[tuple[str, float]]:
     """The phrases groove's compiler would make of the corpus' frequent words, folded, with the share of
     an even sample of chunks that hold them, most frequent first. Only which lists are worth storing depends
     on this; what is stored is FTS5's own answer for each phrase (`store_common_phrases`)."""
@@ -202,12 +204,21 @@ def common_phrases(conn: sqlite3.Connection, table: str = "fts_chunks", sample: 
         for p in seen:
             counts[p] = counts.get(p, 0) + 1
     least = max(2, share * taken)
-    return sorted(((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0]))
+    return sorted(
+        ((p, c / taken) for p, c in counts.items() if c >= least and len(p) >= 3), key=lambda pc: (-pc[1], pc[0])
+    )
 
 
-def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], table: str = "fts_chunks", *,
-                         max_entries: int | None = None, max_seconds: float = COMMON_MAX_SECONDS,
-                         cancel: threading.Event | None = None, min_rows: int | None = None) -> int:
+def store_common_phrases(
+    conn: sqlite3.Connection,
+    weights: Sequence[float],
+    table: str = "fts_chunks",
+    *,
+    max_entries: int | None = None,
+    max_seconds: float = COMMON_MAX_SECONDS,
+    cancel: threading.Event | None = None,
+    min_rows: int | None = None,
+) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
     row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
     new session starts with the lists that cost most to fetch. Returns how many were stored now.
@@ -239,17 +250,25 @@ def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], tab
         if small:
             conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
         lengths = None
-        have = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
-                            (table + LENGTHS, gen)).fetchone()
+        have = conn.execute(
+            "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?", (table + LENGTHS, gen)
+        ).fetchone()
         if have is not None and len(have[1]) in (2 * have[0], 4 * have[0]):
             lengths = np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
         elif not small:
             lengths = read_lengths(conn, table)
             small_d = len(lengths) == 0 or lengths.max() < 2**16
-            conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
-                         (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()))
-        done = {p for (p,) in conn.execute(
-            "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?", (table, wkey, gen))}
+            conn.execute(
+                "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
+                (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()),
+            )
+        done = {
+            p
+            for (p,) in conn.execute(
+                "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?",
+                (table, wkey, gen),
+            )
+        }
     finally:
         conn.execute("COMMIT")
     if small or "" in done:  # "" marks a finished set
@@ -259,9 +278,13 @@ def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], tab
     todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and FOLD.fold(p) == p]
     if max_entries is None:
         max_entries = COMMON_MAX_ENTRIES * n_rows
-    entries = sum(r for (r,) in conn.execute(
-        "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
-        (table, wkey, gen)))
+    entries = sum(
+        r
+        for (r,) in conn.execute(
+            "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
+            (table, wkey, gen),
+        )
+    )
     stored = 0
     deadline = time.perf_counter() + max_seconds
     sql = f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?"
@@ -278,10 +301,14 @@ def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], tab
                 phrase, sampled = todo[i]
                 i += 1
                 if sampled > COMMON_LIST_SHARE * 0.8:
-                    df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)).fetchone()[0]
+                    df = conn.execute(
+                        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)
+                    ).fetchone()[0]
                     if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this generation)
-                        conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
-                                     (table, wkey, phrase, gen, df))
+                        conn.execute(
+                            "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
+                            (table, wkey, phrase, gen, df),
+                        )
                         stored += 1
                         continue
                 found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
@@ -291,8 +318,15 @@ def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], tab
                 rows, terms = rows[order], terms[order]
                 conn.execute(
                     "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (table, wkey, phrase, gen, len(found), pack_rowids(rows),
-                     pack_terms(rows, terms, lengths, n_rows, avgdl)),
+                    (
+                        table,
+                        wkey,
+                        phrase,
+                        gen,
+                        len(found),
+                        pack_rowids(rows),
+                        pack_terms(rows, terms, lengths, n_rows, avgdl),
+                    ),
                 )
                 entries += len(found)
                 stored += 1
@@ -302,7 +336,9 @@ def store_common_phrases(conn: sqlite3.Connection, weights: Sequence[float], tab
         conn.execute("BEGIN IMMEDIATE")
         try:
             if generation() == gen:
-                conn.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen))
+                conn.execute(
+                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen)
+                )
         finally:
             conn.execute("COMMIT")
     return stored

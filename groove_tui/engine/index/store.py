@@ -165,7 +165,9 @@ class Store:
         try:
             db_path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file, /dev/null, a read-only directory: say which and why
-            raise IndexError_(f"cannot use the index directory {_where(exc, db_path.parent)}: {exc.strerror or exc}") from None
+            raise IndexError_(
+                f"cannot use the index directory {_where(exc, db_path.parent)}: {exc.strerror or exc}"
+            ) from None
         try:
             self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
         except sqlite3.DatabaseError as exc:
@@ -190,7 +192,9 @@ class Store:
             version = self.get_meta("schema_version") if "index_meta" in names else None
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise IndexError_(f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)") from None
+            raise IndexError_(
+                f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)"
+            ) from None
         if not names or (version is None and "documents" in names and self._empty()):
             # created a moment ago by an indexer that has not committed its schema or first document yet
             self.close()
@@ -218,7 +222,8 @@ class Store:
         if self.get_meta("schema_version", conn) is None:
             return True
         return not self._has_chunks(conn) and (
-            self.get_meta("bigram_version", conn) is None or self.get_meta("fulltext_version", conn) is None)
+            self.get_meta("bigram_version", conn) is None or self.get_meta("fulltext_version", conn) is None
+        )
 
     @staticmethod
     def _has_chunks(conn: sqlite3.Connection) -> bool:
@@ -298,8 +303,7 @@ class Store:
 
     def set_meta(self, key: str, value: str, conn: sqlite3.Connection | None = None) -> None:
         (conn or self.conn()).execute(
-            "INSERT INTO index_meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO index_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
 
@@ -320,20 +324,23 @@ class Store:
         return int(raw) if raw else None
 
     def has_vec_table(self, conn: sqlite3.Connection | None = None) -> bool:
-        row = (conn or self.conn()).execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vec_chunks'"
-        ).fetchone()
+        row = (
+            (conn or self.conn())
+            .execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vec_chunks'")
+            .fetchone()
+        )
         return row is not None
 
     def ensure_vec_table(self, dim: int, conn: sqlite3.Connection) -> None:
         recorded = self.get_meta("embedding_dim", conn)
         if recorded is not None and int(recorded) != dim and self.has_vec_table(conn):
             raise IndexError_(
-                f"the index holds {recorded}-dimensional vectors but the embedder produces {dim}; "
-                "re-index with --force"
+                f"the index holds {recorded}-dimensional vectors but the embedder produces {dim}; re-index with --force"
             )
         if not self.has_vec_table(conn):
-            conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, embedding float[{dim}])")
+            conn.execute(
+                f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, embedding float[{dim}])"
+            )
         self.set_meta("embedding_dim", str(dim), conn)
 
     def delete_chunks_of(self, document_id: int, conn: sqlite3.Connection) -> None:
@@ -347,7 +354,8 @@ class Store:
         ids = [(r[0],) for r in rows]
         trigram, bigram = fulltext_rows(rows)
         conn.executemany(
-            "INSERT INTO fts_chunks(fts_chunks, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", trigram
+            "INSERT INTO fts_chunks(fts_chunks, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)",
+            trigram,
         )
         conn.executemany(
             "INSERT INTO fts_bigram(fts_bigram, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", bigram
@@ -400,11 +408,15 @@ class Store:
 
     def document_chunks(self, document_id: int) -> list[tuple[Any, ...]]:
         """(id, chunk_index, level, heading, content, token_count, part) of a document, in order."""
-        rows: list[tuple[Any, ...]] = self.conn().execute(
-            "SELECT id, chunk_index, level, heading, content, token_count, part FROM chunks "
-            "WHERE document_id = ? ORDER BY chunk_index",
-            (document_id,),
-        ).fetchall()
+        rows: list[tuple[Any, ...]] = (
+            self.conn()
+            .execute(
+                "SELECT id, chunk_index, level, heading, content, token_count, part FROM chunks "
+                "WHERE document_id = ? ORDER BY chunk_index",
+                (document_id,),
+            )
+            .fetchall()
+        )
         return rows
 
     def optimize_fulltext(self) -> None:
@@ -439,10 +451,14 @@ class Store:
                 f"GROOVE_TUI_INDEX_DIR), then index again to finish"
             )
         if "locked" in text:  # SQLITE_BUSY after busy_timeout: a process outside groove-tui's own lock
-            return IndexWriteFailed(f"another process kept the index {self.db_path} locked for 30 s; what was "
-                                    f"indexed before stays searchable. Close it and index again")
-        return IndexWriteFailed(f"cannot write the index {self.db_path} ({text}); what was indexed before stays "
-                                f"searchable. Check the disk and index again")
+            return IndexWriteFailed(
+                f"another process kept the index {self.db_path} locked for 30 s; what was "
+                f"indexed before stays searchable. Close it and index again"
+            )
+        return IndexWriteFailed(
+            f"cannot write the index {self.db_path} ({text}); what was indexed before stays "
+            f"searchable. Check the disk and index again"
+        )
 
     def index_bytes(self) -> int:
         total = 0

@@ -63,7 +63,9 @@ ORDER BY CASE WHEN c.chunk_index = 0 THEN 0
 
 def pending_in_order(conn: sqlite3.Connection, contextual: bool) -> list[PendingChunk]:
     """The chunks still without a vector, in embedding order (module docstring)."""
-    return [PendingChunk(cid, chunk_work(size or 0)) for cid, size in conn.execute(_PENDING_SQL, {"contextual": contextual})]
+    return [
+        PendingChunk(cid, chunk_work(size or 0)) for cid, size in conn.execute(_PENDING_SQL, {"contextual": contextual})
+    ]
 
 
 def format_rate(chunks_per_second: float) -> str:

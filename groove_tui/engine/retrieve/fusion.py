@@ -79,8 +79,11 @@ def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple
 def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
     """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
     weight), counting only the legs that returned candidates."""
-    return (fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * bool(legs.fts)
-            + fusion.fts_weight * bool(legs.bigram))
+    return (
+        fusion.vector_weight * legs.vector_share * bool(legs.vector)
+        + fusion.fts_weight * bool(legs.fts)
+        + fusion.fts_weight * bool(legs.bigram)
+    )
 
 
 def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:

@@ -60,8 +60,10 @@ def _pin(items: list[_Candidate], named: Sequence[tuple[int, CandidateRow]]) -> 
         c = by_chunk.get(row.chunk_id) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
         if id(c) not in chosen or rank < chosen[id(c)][0]:
             chosen[id(c)] = (rank, c)
-    front = [c for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path,
-                                                                       rc[1].row.chunk_index))]
+    front = [
+        c
+        for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path, rc[1].row.chunk_index))
+    ]
     for c in front:
         c.trace["named"] = True
     return front + [c for c in items if id(c) not in chosen], len(front)
@@ -72,8 +74,14 @@ def _section(row: CandidateRow) -> tuple[int, int]:
     return row.document_id, row.chunk_index - row.part
 
 
-def look_up_named(store: Store, config: Config, pq: ParsedQuery, doc_filter: DocFilter, excluded: frozenset[int],
-              accept: Callable[[CandidateRow | None, DocFilter], bool]) -> tuple[tuple[int, CandidateRow], ...]:
+def look_up_named(
+    store: Store,
+    config: Config,
+    pq: ParsedQuery,
+    doc_filter: DocFilter,
+    excluded: frozenset[int],
+    accept: Callable[[CandidateRow | None, DocFilter], bool],
+) -> tuple[tuple[int, CandidateRow], ...]:
     """Chunks the query names, as (0 for a heading or 1 for a title, row): a section whose heading
     equals the query, or the first section of a note whose title does (its frontmatter title, else the
     H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
@@ -92,19 +100,40 @@ def look_up_named(store: Store, config: Config, pq: ParsedQuery, doc_filter: Doc
     if config.search.cjk_bigram and store.bigram_ready():
         words = (segment(text) or "").split()
         if words:
-            lookups.append(("heading", f"SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                            "{heading} : " + fts_phrase(" ".join(words))))
+            lookups.append(
+                (
+                    "heading",
+                    f"SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                    "{heading} : " + fts_phrase(" ".join(words)),
+                )
+            )
     elif len(text) >= 3:
-        lookups.append(("heading", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                        "{heading} : " + fts_phrase(text)))
+        lookups.append(
+            (
+                "heading",
+                f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                "{heading} : " + fts_phrase(text),
+            )
+        )
     # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it,
     # with or without the article heading_key ignores ("# The parent retriever").
     for opening in ("# ", "# the "):
-        lookups.append(("h1", f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
-                        "{content} : " + fts_phrase(opening + text)))
+        lookups.append(
+            (
+                "h1",
+                f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                "{content} : " + fts_phrase(opening + text),
+            )
+        )
     titles = (text, *(f"{article} {text}" for article in sorted(_ARTICLES)))
-    lookups.append(("title", "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id WHERE "
-                    f"d.title COLLATE NOCASE IN ({','.join('?' * len(titles))}) LIMIT {NAMED_SCAN_MAX}", titles))
+    lookups.append(
+        (
+            "title",
+            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id WHERE "
+            f"d.title COLLATE NOCASE IN ({','.join('?' * len(titles))}) LIMIT {NAMED_SCAN_MAX}",
+            titles,
+        )
+    )
     found: list[tuple[str, int]] = []
     for kind, sql, arg in lookups:
         try:
@@ -121,7 +150,9 @@ def look_up_named(store: Store, config: Config, pq: ParsedQuery, doc_filter: Doc
             continue
         if kind == "heading" and heading_key(row.heading or "") == wanted:
             key, rank = _section(row), 0
-        elif (kind == "h1" and heading_key(_opening_h1(row.content)) == wanted) or (kind == "title" and heading_key(row.title or "") == wanted):
+        elif (kind == "h1" and heading_key(_opening_h1(row.content)) == wanted) or (
+            kind == "title" and heading_key(row.title or "") == wanted
+        ):
             key, rank = (row.document_id, -1), 1
         else:
             continue

@@ -104,8 +104,13 @@ class Searcher:
 
     # ------------------------------------------------------------ entry
 
-    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None,
-               progress: RerankProgress | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        params: SearchParams,
+        cancel: threading.Event | None = None,
+        progress: RerankProgress | None = None,
+    ) -> SearchResponse:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         if not isinstance(query, str):
@@ -119,8 +124,11 @@ class Searcher:
         try:  # config's checks word the message; a caller catches the engine's own error for them too
             lam = check_unit("mmr_lambda", params.mmr_lambda)
             penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
-            method = (self.config.search.fusion.method if params.fusion is None
-                      else check_fusion_method("fusion", params.fusion))
+            method = (
+                self.config.search.fusion.method
+                if params.fusion is None
+                else check_fusion_method("fusion", params.fusion)
+            )
         except ValueError as exc:
             raise ParamError(str(exc)) from None
         mmr_cfg = self.config.search.mmr
@@ -152,8 +160,14 @@ class Searcher:
 
         if limit == 0 or not pq.positive_text.strip():
             return SearchResponse(
-                results=(), low_confidence=False, filter_applied=echo, timings_ms={"total": 0.0}, query=info,
-                pending_embeddings=self.store.pending_count(), warnings=warnings, explain=params.explain,
+                results=(),
+                low_confidence=False,
+                filter_applied=echo,
+                timings_ms={"total": 0.0},
+                query=info,
+                pending_embeddings=self.store.pending_count(),
+                warnings=warnings,
+                explain=params.explain,
             )
 
         reranker, rerank_skipped, failed = self._reranker_for(params.reranker, pq.positive_text)
@@ -178,8 +192,9 @@ class Searcher:
             named = self._named_sections(pq, doc_filter, params.legs) if self.config.search.heading_first else ()
             timings["named"] = _ms(t)
             for tier in page_tiers(limit):
-                ranked = self._ranked(pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel,
-                                      progress, timings, named)
+                ranked = self._ranked(
+                    pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel, progress, timings, named
+                )
                 if first is None:
                     first = ranked
                 elif ranked.warnings:
@@ -239,9 +254,20 @@ class Searcher:
         )
 
     def _ranked(
-        self, pq: ParsedQuery, bq: BigramQuery | None, doc_filter: DocFilter, limit: int, params: SearchParams,
-        reranker: Reranker | None, method: str, lam: float, penalty: float, cancel: threading.Event | None,
-        progress: RerankProgress | None, timings: dict[str, float], named: tuple[tuple[int, CandidateRow], ...],
+        self,
+        pq: ParsedQuery,
+        bq: BigramQuery | None,
+        doc_filter: DocFilter,
+        limit: int,
+        params: SearchParams,
+        reranker: Reranker | None,
+        method: str,
+        lam: float,
+        penalty: float,
+        cancel: threading.Event | None,
+        progress: RerankProgress | None,
+        timings: dict[str, float],
+        named: tuple[tuple[int, CandidateRow], ...],
     ) -> _Ranked:
         """The first `limit` candidates of the pipeline up to MMR, for a page of `limit` (timings added up)."""
         if reranker is not None:
@@ -261,7 +287,10 @@ class Searcher:
 
         t = time.perf_counter()
         fused = self._fuse(
-            legs, fused_size, params.explain, bigram_leg=bq is not None and bq.positive_expr is not None,
+            legs,
+            fused_size,
+            params.explain,
+            bigram_leg=bq is not None and bq.positive_expr is not None,
             method=method,
         )
         timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
@@ -307,7 +336,6 @@ class Searcher:
             cached = look_up_named(self.store, self.config, pq, doc_filter, self._excluded_ids(pq), self._accept)
             self.named_cache.put(key, cached)
         return cached
-
 
     # ------------------------------------------------------------ settings
 
@@ -357,14 +385,20 @@ class Searcher:
         if bq is None:
             return None, ()
         if not self.store.bigram_ready():
-            return None, ("the CJK bigram index is not built yet (run `groove-tui index`); "
-                          "Japanese text was searched with the trigram index only",)
+            return None, (
+                "the CJK bigram index is not built yet (run `groove-tui index`); "
+                "Japanese text was searched with the trigram index only",
+            )
         return bq, ()
 
     # ------------------------------------------------------------ retrieval
 
     def _retrieve(
-        self, pq: ParsedQuery, doc_filter: DocFilter, per_leg: int, cancel: threading.Event | None,
+        self,
+        pq: ParsedQuery,
+        doc_filter: DocFilter,
+        per_leg: int,
+        cancel: threading.Event | None,
         which: str = "hybrid",
         bq: BigramQuery | None = None,
     ) -> Legs:
@@ -428,7 +462,7 @@ class Searcher:
             return 1.0 - waiting / total if total else 1.0
         pending = 0
         for start in range(0, len(ids), 500):
-            batch = ids[start:start + 500]
+            batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
             pending += conn.execute(
                 f"SELECT count(*) FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch
@@ -449,7 +483,12 @@ class Searcher:
         return frozenset(r[0] for r in rows)
 
     def _vector_side(
-        self, text: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], generation: int,
+        self,
+        text: str,
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
+        generation: int,
         cancel: threading.Event | None,
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
         """Embed the query (cached per text) and run the vector leg, on a pool thread."""
@@ -479,14 +518,21 @@ class Searcher:
         )
 
     def _vector_leg(
-        self, qvec: np.ndarray, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], rows: dict[int, CandidateRow],
+        self,
+        qvec: np.ndarray,
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
+        rows: dict[int, CandidateRow],
         generation: int,
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
         conn = self.store.conn()
         blob = to_blob(qvec)
-        first = max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
+        first = (
+            max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
+        )
         k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
         scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
         while True:
@@ -504,8 +550,14 @@ class Searcher:
             k = min(cap if k < cap else k * 2, KNN_MAX)
 
     def _fts_leg(
-        self, expr: str, doc_filter: DocFilter, per_leg: int, rows: dict[int, CandidateRow], *,
-        excluded: frozenset[int] = frozenset(), table: str = "fts_chunks",
+        self,
+        expr: str,
+        doc_filter: DocFilter,
+        per_leg: int,
+        rows: dict[int, CandidateRow],
+        *,
+        excluded: frozenset[int] = frozenset(),
+        table: str = "fts_chunks",
     ) -> list[tuple[int, float]]:
         """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
         expression's own NOT (exclusions judged by the other table)."""
@@ -543,16 +595,18 @@ class Searcher:
         return plain
 
     def _keep(
-        self, found: list[tuple[int, float]], doc_filter: DocFilter, per_leg: int, excluded: frozenset[int],
+        self,
+        found: list[tuple[int, float]],
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
         rows: dict[int, CandidateRow],
     ) -> tuple[list[tuple[int, float]], int]:
         """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
         — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
         (candidates or sections) that is."""
         rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
-        accepted = [
-            (cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)
-        ]
+        accepted = [(cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)]
         if not self.config.search.merge_parts:
             return accepted[:per_leg], min(len(accepted), per_leg)
         sections: set[tuple[int, int]] = set()
@@ -596,7 +650,9 @@ class Searcher:
             wv = F32(wv * F32(legs.vector_share))
         for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
             if merge:
-                for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True):
+                for cid, term in zip(
+                    (c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True
+                ):
                     part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
                 leg = _best_part_per_section(leg, rows)
             # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
@@ -623,8 +679,10 @@ class Searcher:
             face = {cid: cid for cid in scores}
         # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
         # index updated in place must rank a tie exactly as a fresh build of the same notes does.
-        order = sorted(scores, key=lambda key: (-scores[key], -ties.get(key, F32(0.0)),
-                                                rows[face[key]].path, rows[face[key]].chunk_index))
+        order = sorted(
+            scores,
+            key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), rows[face[key]].path, rows[face[key]].chunk_index),
+        )
         if size is not None:
             order = order[:size]
         out = []
@@ -643,8 +701,16 @@ class Searcher:
             out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
         return out
 
-    def _rerank(self, reranker: Reranker, query: str, pool_items: list[_Candidate], limit: int, keep_all: bool,
-                cancel: threading.Event | None, progress: RerankProgress | None) -> list[_Candidate]:
+    def _rerank(
+        self,
+        reranker: Reranker,
+        query: str,
+        pool_items: list[_Candidate],
+        limit: int,
+        keep_all: bool,
+        cancel: threading.Event | None,
+        progress: RerankProgress | None,
+    ) -> list[_Candidate]:
         contextual = self._contextual()
         gen = self.store.generation()
         max_tokens = self.config.reranker.max_tokens  # truncation changes the scores: part of the key
@@ -663,7 +729,9 @@ class Searcher:
             fresh = reranker.score(query, docs, progress=report, cancel=cancel)
             for i, s in zip(missing, fresh, strict=True):
                 scores[i] = float(s)
-                self.rerank_scores.put((reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s))
+                self.rerank_scores.put(
+                    (reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s)
+                )
         final = blend_scores(cast(list[float], scores), [c.score for c in pool_items], self.config.reranker.blend)
         order = sorted(range(len(pool_items)), key=lambda i: -final[i])  # stable: ties keep the fused order
         out = []
@@ -675,7 +743,9 @@ class Searcher:
             out.append(_Candidate(c.row, float(F32(final[i])), c.trace))
         return out if keep_all else out[:limit]
 
-    def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float, pinned: int = 0) -> list[_Candidate]:
+    def _mmr(
+        self, items: list[_Candidate], limit: int, lam: float, penalty: float, pinned: int = 0
+    ) -> list[_Candidate]:
         embs = self._embeddings([c.row.chunk_id for c in items])
         kept = [c for i, c in enumerate(items) if c.row.chunk_id in embs]  # groove drops candidates without a vector
         pinned = sum(1 for c in items[:pinned] if c.row.chunk_id in embs)
@@ -715,9 +785,22 @@ class Searcher:
             # The trace keys are HitTrace field names, filled stage by stage.
             trace = HitTrace(**{k: v for k, v in t.items() if k in _TRACE_FIELDS})
         return Hit(
-            chunk_id=r.chunk_id, document_id=r.document_id, path=r.path, title=r.title, heading=r.heading,
-            level=r.level, chunk_index=r.chunk_index, topic=r.topic, category=r.category, date=r.date,
-            tags=r.tags, content=r.content, score=c.score, line=r.line, context=r.context, trace=trace,
+            chunk_id=r.chunk_id,
+            document_id=r.document_id,
+            path=r.path,
+            title=r.title,
+            heading=r.heading,
+            level=r.level,
+            chunk_index=r.chunk_index,
+            topic=r.topic,
+            category=r.category,
+            date=r.date,
+            tags=r.tags,
+            content=r.content,
+            score=c.score,
+            line=r.line,
+            context=r.context,
+            trace=trace,
             part=r.part,
         )
 
@@ -782,5 +865,3 @@ def _ms(t: float) -> float:
 def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ...] | None:
     spans = match_spans(query, content, cjk_bigram=cjk_bigram)
     return None if spans is None else tuple(Span(s, e) for s, e in spans)
-
-

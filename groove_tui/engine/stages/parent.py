@@ -200,8 +200,11 @@ def _merged(rows: Sequence[ChunkRow], pos: int, start: int, end: int, tokens: in
     return Expansion(
         content=JOINER.join(r.content for r in rows[start:end]),
         expanded_from=ExpandedFrom(
-            kind="adjacent", from_index=first, to_index=last,
-            hit_start=hit_start, hit_end=hit_start + len(rows[pos].content),
+            kind="adjacent",
+            from_index=first,
+            to_index=last,
+            hit_start=hit_start,
+            hit_end=hit_start + len(rows[pos].content),
         ),
         description=f"merged chunks {first}–{last} at level {_level_label(rank)}: {what} ({tokens:,} tokens)",
     )
@@ -219,8 +222,11 @@ def _not_expanded(rows: Sequence[ChunkRow], pos: int, prefix: list[int], cap: in
     return Expansion(
         content=hit.content,
         expanded_from=ExpandedFrom(
-            kind="adjacent", from_index=hit.chunk_index, to_index=hit.chunk_index,
-            hit_start=0, hit_end=len(hit.content),
+            kind="adjacent",
+            from_index=hit.chunk_index,
+            to_index=hit.chunk_index,
+            hit_start=0,
+            hit_end=len(hit.content),
         ),
         description=f"not expanded: {why}",
     )

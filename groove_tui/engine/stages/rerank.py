@@ -67,8 +67,13 @@ class Reranker(Protocol):
     model_id: str
     languages: tuple[str, ...]  # () = not declared: every query is reranked
 
-    def score(self, query: str, documents: Sequence[str], progress: Progress | None = None,
-              cancel: threading.Event | None = None) -> np.ndarray:
+    def score(
+        self,
+        query: str,
+        documents: Sequence[str],
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> np.ndarray:
         """float32 raw scores, one per document, in input order."""
         ...
 
@@ -118,9 +123,7 @@ class FastEmbedReranker:
             # files are resolved offline here; the ONNX session is built eagerly because a reranker
             # is only loaded when the user turns it on, and a broken file should fail right then
             with offline_hub():
-                self._model = TextCrossEncoder(
-                    fastembed_name, threads=settings.threads, local_files_only=True, **extra
-                )
+                self._model = TextCrossEncoder(fastembed_name, threads=settings.threads, local_files_only=True, **extra)
             inner: Any = self._model.model  # fastembed's ONNX model: its tokenizer is not in the public API
             inner._ensure_tokenizer()
             # longest_first trims the passage, never the query, down to max_tokens for the pair
@@ -181,8 +184,13 @@ class FastEmbedReranker:
             raise ModelUnavailable(what)
         return name, {}, what
 
-    def score(self, query: str, documents: Sequence[str], progress: Progress | None = None,
-              cancel: threading.Event | None = None) -> np.ndarray:
+    def score(
+        self,
+        query: str,
+        documents: Sequence[str],
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> np.ndarray:
         """Raw scores (higher = more relevant), one per document, in input order, batch by batch so a
         caller sees progress and can stop between batches."""
         out = np.zeros(len(documents), np.float32)
@@ -201,9 +209,13 @@ class FastEmbedReranker:
         return out
 
 
-_RERANKERS_ARE = ("the rerankers are: " + ", ".join(s.name for s in KNOWN_MODELS if s.kind == "reranker")
-                  + ", any fastembed cross-encoder or a local cross-encoder ONNX directory ("
-                  + _FIND_NAMES + ")")
+_RERANKERS_ARE = (
+    "the rerankers are: "
+    + ", ".join(s.name for s in KNOWN_MODELS if s.kind == "reranker")
+    + ", any fastembed cross-encoder or a local cross-encoder ONNX directory ("
+    + _FIND_NAMES
+    + ")"
+)
 
 
 def _not_an_embedder(name: str) -> None:
@@ -229,8 +241,9 @@ def _not_an_embedder(name: str) -> None:
     except ValueError:
         return  # reported with its repair advice by the loader
     if manifest is not None and manifest.kind == "embedder":
-        raise ModelUnavailable(f"[reranker] model: {name.strip()!r} ({folder}) is an embedder, not a reranker; "
-                               f"{_RERANKERS_ARE}")
+        raise ModelUnavailable(
+            f"[reranker] model: {name.strip()!r} ({folder}) is an embedder, not a reranker; {_RERANKERS_ARE}"
+        )
 
 
 def _is_catalog_embedder(name: str) -> bool:

@@ -39,8 +39,7 @@ _SPAN_BUDGET = 100  # spans shared out between the terms
 
 # The combining diacritics FTS5's remove_diacritics=1 removes (measured with SQLite 3.50.4).
 _DROPPED_MARKS = frozenset(
-    [*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x311, 0x31B, *range(0x323, 0x329), 0x32D, 0x32E,
-     0x330, 0x331]
+    [*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x311, 0x31B, *range(0x323, 0x329), 0x32D, 0x32E, 0x330, 0x331]
 )
 
 
@@ -58,8 +57,12 @@ def _fold_char(c: str) -> str:
     if len(folded) == 1 and folded != low and folded.islower():  # ς→σ, ſ→s, µ→μ; not Cherokee (folds up)
         low = folded
     decomposed = unicodedata.normalize("NFD", low)
-    if (len(decomposed) > 1 and decomposed[0].isascii() and decomposed[0].isalpha()
-            and all(unicodedata.combining(m) for m in decomposed[1:])):
+    if (
+        len(decomposed) > 1
+        and decomposed[0].isascii()
+        and decomposed[0].isalpha()
+        and all(unicodedata.combining(m) for m in decomposed[1:])
+    ):
         return decomposed[0]
     return low
 

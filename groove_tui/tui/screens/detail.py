@@ -59,8 +59,11 @@ class DetailScreen(FooterOrder, Responsive, Screen):
         side_name = f" ({self.side})" if self.app.compare_active else ""
         dv.border_subtitle = (row.hit.path + side_name) if row else ""
         self.query_one("#detail-explain", ExplainPanel).show(
-            row.hit if row else None, resp.query if resp else None, resp.timings_ms if resp else None,
-            row.rank if row else None)
+            row.hit if row else None,
+            resp.query if resp else None,
+            resp.timings_ms if resp else None,
+            row.rank if row else None,
+        )
 
     def action_toggle_explain(self) -> None:
         self.toggle_class("-explain")

@@ -29,10 +29,17 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
 
     keymap = getattr(app, "_keymap", {}) or {}
     groups = []
-    for title, cls in (("Global", type(app)), ("Main screen", MainScreen), ("Query", QueryInput),
-                       ("Results list", ResultsList), ("Detail screen", DetailScreen),
-                       ("Compare screen", CompareScreen), ("Sweep chart", SweepScreen),
-                       ("Wins and losses", WinLossScreen), ("Sliders", Slider)):
+    for title, cls in (
+        ("Global", type(app)),
+        ("Main screen", MainScreen),
+        ("Query", QueryInput),
+        ("Results list", ResultsList),
+        ("Detail screen", DetailScreen),
+        ("Compare screen", CompareScreen),
+        ("Sweep chart", SweepScreen),
+        ("Wins and losses", WinLossScreen),
+        ("Sliders", Slider),
+    ):
         rows = []
         for b in cls.BINDINGS:
             if not isinstance(b, Binding):
@@ -90,5 +97,7 @@ class HelpScreen(ModalScreen[None]):
                     table.add_row(Text(keys), action)
             table.add_row("")
         table.add_row(Text("Remap", style="bold underline"))
-        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""))
+        table.add_row(
+            Text("groove.toml"), Text('[tui.keymap] <binding id> = "<keys>"  e.g. "search.toggle_mmr" = "ctrl+m"')
+        )
         return table

@@ -58,8 +58,9 @@ class SweepScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back (cancels a running sweep)", id="sweep.back"),
         Binding("b", "apply_best", "Use best", tooltip="Set the side's setting to the best value", id="sweep.best"),
-        Binding("m", "next_metric", "Metric", tooltip="Which metric 'best' means: nDCG → recall → MRR",
-                id="sweep.metric"),
+        Binding(
+            "m", "next_metric", "Metric", tooltip="Which metric 'best' means: nDCG → recall → MRR", id="sweep.metric"
+        ),
     ]
     DEFAULT_CSS = """
     SweepScreen { layout: vertical; }
@@ -130,8 +131,16 @@ class SweepScreen(Screen):
                 self.post_message(SweepProgressed(done, total))
 
         try:
-            result = run_sweep(app.engine, session.golden, params, (self.target.axis(),), session.k_values,
-                               progress=progress, cancel=worker.cancelled_event, snapshot=False)
+            result = run_sweep(
+                app.engine,
+                session.golden,
+                params,
+                (self.target.axis(),),
+                session.k_values,
+                progress=progress,
+                cancel=worker.cancelled_event,
+                snapshot=False,
+            )
         except SearchCancelled:
             return
         if not worker.is_cancelled:
@@ -195,8 +204,11 @@ class SweepScreen(Screen):
         plot.set_yticks([0.0, 0.5, 1.0])  # more labels crowd and drift at a few rows' height
         plot.set_xlimits(min(xs) - 0.02 * max(1.0, xs[-1] - xs[0]), max(xs) + 0.02 * max(1.0, xs[-1] - xs[0]))
         plot.set_xticks(xs if len(xs) <= 6 else xs[::2])
-        names = "" if all(isinstance(v, (int, float)) for v in self.target.values) else "  (" + ", ".join(
-            f"{i}={v}" for i, v in enumerate(self.target.values)) + ")"
+        names = (
+            ""
+            if all(isinstance(v, (int, float)) for v in self.target.values)
+            else "  (" + ", ".join(f"{i}={v}" for i, v in enumerate(self.target.values)) + ")"
+        )
         plot.set_xlabel(self.target.knob + names)
         plot.show_legend(is_visible=False)  # a legend box covers the lines at 60×20: one line below instead
         self._legend(k, now is not None, best_x is not None and best_x != now)
@@ -227,9 +239,14 @@ class SweepScreen(Screen):
             value = p.settings[0][1]
             mark = "▶ " if p is best else ("· " if value == now else "  ")
             a = p.aggregate
-            table.add_row(Text(mark + format_value(value)), Text(f"{a.ndcg_at_k.get(k, 0.0):.4f}"),
-                          Text(f"{a.recall_at_k.get(k, 0.0):.4f}"), Text(f"{a.mrr:.4f}"),
-                          Text(f"{p.diversity:.2f}"), Text(f"{p.search_ms:.1f}"))
+            table.add_row(
+                Text(mark + format_value(value)),
+                Text(f"{a.ndcg_at_k.get(k, 0.0):.4f}"),
+                Text(f"{a.recall_at_k.get(k, 0.0):.4f}"),
+                Text(f"{a.mrr:.4f}"),
+                Text(f"{p.diversity:.2f}"),
+                Text(f"{p.search_ms:.1f}"),
+            )
         table.move_cursor(row=result.points.index(best))
 
     def _summary(self, result: SweepResult, best) -> Text:
@@ -279,8 +296,11 @@ def open_sweep(app) -> None:
     from groove_tui.tui.tuning import DEFAULT_TARGET, TARGETS, target_for_widget
 
     if app.golden_session is None:
-        app.notify("A sweep scores a golden file: load one first (palette: eval: load golden file…)",
-                   severity="warning", markup=False)
+        app.notify(
+            "A sweep scores a golden file: load one first (palette: eval: load golden file…)",
+            severity="warning",
+            markup=False,
+        )
         return
     side: str | None = None
     target = None

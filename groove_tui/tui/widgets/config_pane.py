@@ -79,15 +79,26 @@ class ConfigPane(VerticalScroll):
             yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
         model = self.app.reranker_model  # configured, or pulled
         with Horizontal(classes="row"):
-            yield Label(state_label("reranker", rc.reranker and bool(model), available=bool(model)),
-                        id=f"{s}-reranker-label")
-            yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
-                         tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
+            yield Label(
+                state_label("reranker", rc.reranker and bool(model), available=bool(model)), id=f"{s}-reranker-label"
+            )
+            yield Switch(
+                rc.reranker and bool(model),
+                id=f"{s}-reranker",
+                disabled=not model,
+                tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP,
+            )
         with Horizontal(classes="row"):
             yield Label("Fusion", id=f"{s}-fusion-label")
             # one line, like the switches; its list opens over the pane
-            yield Select([(fusion_label(m), m) for m in FUSION_METHODS], value=rc.fusion, allow_blank=False,
-                         compact=True, id=f"{s}-fusion", tooltip=FUSION_TIP)
+            yield Select(
+                [(fusion_label(m), m) for m in FUSION_METHODS],
+                value=rc.fusion,
+                allow_blank=False,
+                compact=True,
+                id=f"{s}-fusion",
+                tooltip=FUSION_TIP,
+            )
         yield Label("limit", classes="field-label")
         yield Field(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
@@ -155,7 +166,8 @@ class ConfigPane(VerticalScroll):
         for what in ("mmr", "parent", "reranker"):
             sw = self.query_one(f"#{self.side}-{what}", Switch)
             self.query_one(f"#{self.side}-{what}-label", Label).update(
-                state_label(what, sw.value, available=not sw.disabled))
+                state_label(what, sw.value, available=not sw.disabled)
+            )
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()

@@ -58,8 +58,11 @@ class DetailView(VerticalScroll):
         if ef is not None:
             header.append("\n")
             header.append("  context  ", style=expanded)
-            desc = (f" parent retriever merged chunks {ef.from_index}–{ef.to_index}" if ef.kind == "adjacent"
-                    else f" parent retriever merged the whole document ({ef.total_chunks} chunks)")
+            desc = (
+                f" parent retriever merged chunks {ef.from_index}–{ef.to_index}"
+                if ef.kind == "adjacent"
+                else f" parent retriever merged the whole document ({ef.total_chunks} chunks)"
+            )
             header.append(desc, style="dim")
         header.append("\n\n")
         header.append_text(render.detail_text(hit, match, expanded))

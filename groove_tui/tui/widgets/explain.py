@@ -27,8 +27,13 @@ class ExplainPanel(VerticalScroll):
     def compose(self):
         yield self._body
 
-    def show(self, hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
-             rank: int | None = None) -> None:
+    def show(
+        self,
+        hit: Hit | None,
+        query: QueryInfo | None,
+        timings: Mapping[str, float] | None = None,
+        rank: int | None = None,
+    ) -> None:
         self._args = (hit, query, timings, rank)
         self.refresh_content()
 

@@ -46,7 +46,6 @@ class MetricsBar(Static):
     if TYPE_CHECKING:
         app = getters.app(AppShell)
 
-
     COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--up", "metric--down", "metric--label", "metric--title"}
     DEFAULT_CSS = """
     MetricsBar { height: auto; max-height: 6; padding: 0 1; background: $panel; display: none; }
@@ -90,10 +89,12 @@ class MetricsBar(Static):
         st = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         ks = session.k_values
         names = [f"R@{k}" for k in ks] + ["MRR"] + [f"nDCG@{k}" for k in ks]
-        table = Table(box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"],
-                      expand=False)
-        title = Text(f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q",
-                     style=st["metric--title"])
+        table = Table(
+            box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"], expand=False
+        )
+        title = Text(
+            f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q", style=st["metric--title"]
+        )
         p = app.index_progress
         if p is not None and p.phase == "embed" and p.total:
             # scores of a partly embedded index: they move as vectors arrive and are taken again at the end
@@ -115,8 +116,13 @@ class MetricsBar(Static):
             prev = app.eval_previous.get(side)
             values = _values(outcome.aggregate, ks)
             before = _values(prev, ks) if prev is not None else [None] * len(values)
-            table.add_row(label, *[cell(v, b, up=st["metric--up"], down=st["metric--down"],
-                                        dim=progress is not None) for v, b in zip(values, before, strict=True)])
+            table.add_row(
+                label,
+                *[
+                    cell(v, b, up=st["metric--up"], down=st["metric--down"], dim=progress is not None)
+                    for v, b in zip(values, before, strict=True)
+                ],
+            )
         query = app.query_text
         q = session.golden.find(query) if query.strip() else None
         if q is None:

@@ -38,8 +38,7 @@ class ResultsList(OptionList):
         Binding("enter", "select", "Open", tooltip="Open the detail view (or double-click)", id="results.detail"),
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
         Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
-        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False,
-                id="results.copy_content"),
+        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False, id="results.copy_content"),
         Binding("j", "cursor_down", "Down", show=False, id="results.down"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up"),
         Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
@@ -68,8 +67,17 @@ class ResultsList(OptionList):
             # …and again once the layout pass has settled (a scrollbar may come or go with the new rows).
             self.call_after_refresh(self.parent.fit_width)
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
-                         "rank--new", "rank--gone", "judged--relevant", "judged--irrelevant"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "result--match",
+        "result--expanded",
+        "rank--up",
+        "rank--down",
+        "rank--same",
+        "rank--new",
+        "rank--gone",
+        "judged--relevant",
+        "judged--irrelevant",
+    }
     DEFAULT_CSS = """
     ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }
     ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
@@ -89,7 +97,6 @@ class ResultsPane(Vertical):
 
     if TYPE_CHECKING:
         app = getters.app(AppShell)
-
 
     DEFAULT_CSS = """
     ResultsPane { height: 1fr; }
@@ -144,13 +151,19 @@ class ResultsPane(Vertical):
             self.summary.set_class(False, "-error")
             self.summary.update(Text(render.one_line(waiting) if waiting else "searching…", style="italic"))
 
-    def show(self, response: SearchResponse | None, *, markers: Sequence[Marker] | None = None,
-             gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None, note: Text | None = None) -> None:
+    def show(
+        self,
+        response: SearchResponse | None,
+        *,
+        markers: Sequence[Marker] | None = None,
+        gone: Sequence[tuple[Hit, int]] = (),
+        extra: Text | None = None,
+        note: Text | None = None,
+    ) -> None:
         """Show a response (None clears). `gone` lists (hit, rank on the other side); `note` is a line
         under the summary that can change on its own (the reranker's progress)."""
         self._note = note
-        same_query = (response is not None and self.response is not None
-                      and response.query == self.response.query)
+        same_query = response is not None and self.response is not None and response.query == self.response.query
         keep = self.highlighted_row.hit.chunk_id if (self.highlighted_row and same_query) else None
         self.response = response
         rows: list[Row] = []
@@ -181,8 +194,7 @@ class ResultsPane(Vertical):
         s = render.response_summary(self.response, warn_style=self.app.current_theme.warning or "yellow")
         empty = render.order_note(self.response)
         if empty is not None and getattr(self.app, "indexing", False):
-            empty = Text("No hits yet: the index is still being built, and results fill in as it goes.",
-                         style="italic")
+            empty = Text("No hits yet: the index is still being built, and results fill in as it goes.", style="italic")
         for line in (self._extra, self._note, empty):
             if line is not None:
                 s.append("\n")
@@ -195,8 +207,9 @@ class ResultsPane(Vertical):
             self.list.highlighted = index
 
     def _marker_text(self, m: Marker) -> Text:
-        cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new",
-               "gone": "rank--gone"}[m.kind]
+        cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new", "gone": "rank--gone"}[
+            m.kind
+        ]
         return Text(f"{m.label:<4}", style=self.list.get_component_rich_style(cls, partial=True))
 
     def _render_rows(self) -> None:
@@ -216,8 +229,15 @@ class ResultsPane(Vertical):
             if row.gone:
                 prompt = render.gone_row(row.hit, row.rank, width, marker or Text("gone"))
             else:
-                prompt = render.hit_row(row.rank, row.hit, width, marker=marker, match_style=match,
-                                        expanded_style=expanded, badge=self._badge(row) if judging else None)
+                prompt = render.hit_row(
+                    row.rank,
+                    row.hit,
+                    width,
+                    marker=marker,
+                    match_style=match,
+                    expanded_style=expanded,
+                    badge=self._badge(row) if judging else None,
+                )
             options.append(Option(prompt, id=f"row-{i}"))
         with self.list.prevent(OptionList.OptionHighlighted):
             self.list.set_options(options)

@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 
     from groove_tui.tui.shell import AppShell
 
-PHASES = {"scan": "Scanning", "fulltext": "Indexing full text (1/2)", "embed": "Embedding (2/2) — search works",
-          "done": "Index ready"}
+PHASES = {
+    "scan": "Scanning",
+    "fulltext": "Indexing full text (1/2)",
+    "embed": "Embedding (2/2) — search works",
+    "done": "Index ready",
+}
 
 
 class IndexStatusBar(Horizontal):
@@ -57,7 +61,6 @@ class OrientationHeader(Static):
 
     if TYPE_CHECKING:
         app = getters.app(AppShell)
-
 
     DEFAULT_CSS = """
     OrientationHeader { height: 1; padding: 0 1; background: $panel; color: $foreground; text-wrap: nowrap;
