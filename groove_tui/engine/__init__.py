@@ -1,4 +1,7 @@
-"""The synchronous engine: index a Markdown KB and search it. Never imports a UI toolkit.
+"""The synchronous engine: index a Markdown KB and search it. Never imports a UI toolkit. Exports the facade
+`Engine`, the frozen types that cross its boundary and its errors. Subpackages: `index` writes the index; a
+search compiles the query (`analysis`), runs and fuses the legs (`retrieve`), then the optional `stages`;
+`models` embed and rerank; `evaluate` scores golden sets on top of it all.
 
 eng = Engine.open(kb_path, config=None, index_dir=None)   # creates/opens the index, loads nothing heavy
 report = eng.index(progress=callback, force=False)
