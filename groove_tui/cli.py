@@ -1,20 +1,25 @@
-"""Command line: `groove-tui <kb>` opens the explorer; `index`, `search`, `eval`, `bench`, `status` are headless.
+"""Command line: builds the parser and dispatches. `groove-tui <kb>` opens the explorer; `index`, `search`,
+`eval`, `sweep`, `bench`, `status`, `config`, `models` are headless, each a module of `groove_tui.commands`.
 
-Only argparse and the config module (stdlib only) are imported at module level so `groove-tui --help`
-stays fast; each command imports what it needs. Data goes to stdout, errors and progress to stderr.
+Only argparse, the settings and the commands' shared helpers (stdlib only) are imported at module level so
+`groove-tui --help` stays fast; a command's module is imported when it runs. Data goes to stdout, errors and
+progress to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import math
 import os
 import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
-from groove_tui.config import FUSION_METHODS
+from groove_tui.commands.common import CLIError
+from groove_tui.settings.config import FUSION_METHODS
 
 COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models", "demo")
 
@@ -34,23 +39,11 @@ EPILOG = """commands:
 Run `groove-tui COMMAND --help` for a command's options."""
 
 
-class CLIError(Exception):
-    """A user error: printed to stderr, exit status 1."""
-
-    code = 1
-
-
-class UsageError(CLIError):
-    """A command line that cannot mean anything (a typo, an empty query): exit status 2, like argparse's."""
-
-    code = 2
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors raised, so `main` can add a "did you mean" to them (argparse's own
     suggest_on_error exists only from Python 3.14)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _ParseError(self, message)
 
 
@@ -95,7 +88,7 @@ def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def _unknown_option(parser: argparse.ArgumentParser, argv: list[str], words: list[str]) -> str | None:
-    """"unknown option '--limt' — did you mean '--limit'?" for the first of `words` close to an option of
+    """ "unknown option '--limt' — did you mean '--limit'?" for the first of `words` close to an option of
     the command being run; None when none is."""
     options = _options_of(_command_parser(parser, argv))
     for word in words:
@@ -120,23 +113,45 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
 
 
-def _pipeline_flags(p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)") -> None:
+def _pipeline_flags(
+    p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)"
+) -> None:
     p.add_argument("--limit", type=int, default=None, help=limit_help)
     p.add_argument("--mmr", action=argparse.BooleanOptionalAction, default=None, help="MMR diversity re-rank")
     p.add_argument("--lambda", dest="mmr_lambda", type=float, default=None, help="MMR relevance weight in [0, 1]")
     p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
     p.add_argument("--parent", action=argparse.BooleanOptionalAction, default=None, help="parent retriever")
-    p.add_argument("--reranker", default=None,
-                   help="cross-encoder: a pulled model (ms-marco-l12), groove's name, a fastembed name or a local "
-                   "ONNX dir ('none' = off)")
-    p.add_argument("--rerank-pool", type=int, default=None, metavar="N",
-                   help="fused candidates the reranker scores (default [reranker] pool, 20)")
-    p.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N",
-                   help="query + passage tokens per reranker pair (default [reranker] max_tokens, 256)")
-    p.add_argument("--rerank-threads", type=int, default=None, metavar="N",
-                   help="ONNX threads for the reranker (default [reranker] threads; 0 = all cores)")
     p.add_argument(
-        "--fusion", choices=FUSION_METHODS, default=None,
+        "--reranker",
+        default=None,
+        help="cross-encoder: a pulled model (ms-marco-l12), groove's name, a fastembed name or a local "
+        "ONNX dir ('none' = off)",
+    )
+    p.add_argument(
+        "--rerank-pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fused candidates the reranker scores (default [reranker] pool, 20)",
+    )
+    p.add_argument(
+        "--rerank-max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="query + passage tokens per reranker pair (default [reranker] max_tokens, 256)",
+    )
+    p.add_argument(
+        "--rerank-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="ONNX threads for the reranker (default [reranker] threads; 0 = all cores)",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=FUSION_METHODS,
+        default=None,
         help="how the legs combine: scores normalised by their spread (dbsf, default) or range (relative), "
         "or groove's reciprocal rank fusion (rrf)",
     )
@@ -172,10 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
     demo.add_argument("--index-dir", help="where indexes live (default: $GROOVE_TUI_INDEX_DIR or the user cache)")
     demo.add_argument("--model", help="embedding model (overrides [embedding] model)")
-    demo.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
-    demo.add_argument("--paths", action="store_true",
-                      help="print the demo KB's folder and its golden file, one a line, and exit (to try the "
-                      "headless commands on it)")
+    demo.add_argument(
+        "--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)"
+    )
+    demo.add_argument(
+        "--paths",
+        action="store_true",
+        help="print the demo KB's folder and its golden file, one a line, and exit (to try the "
+        "headless commands on it)",
+    )
 
     idx = sub.add_parser("index", help="(re)index a KB headlessly")
     _common(idx)
@@ -199,29 +219,57 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=("text", "json"), default="text")
     ev.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a metric regressed")
     ev.add_argument("--no-history", action="store_true", help="do not record this run")
-    ev.add_argument("--record", metavar="DIR", default=None,
-                    help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
-                    "DIR, or to DIR if it ends in .json (docs/evaluation.md)")
+    ev.add_argument(
+        "--record",
+        metavar="DIR",
+        default=None,
+        help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
+        "DIR, or to DIR if it ends in .json (docs/evaluation.md)",
+    )
     ev.add_argument("--legs", choices=("hybrid", "vector", "fts"), default="hybrid", help="which retrieval legs")
-    ev.add_argument("--compare", nargs=2, metavar=("A", "B"), default=None,
-                    help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
-                    "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test")
-    ev.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg",
-                    help="--compare: the per-query metric (at the largest k; default ndcg)")
-    ev.add_argument("--embedded-share", type=_share, default=None, metavar="FRACTION",
-                    help="evaluate a copy of the index with only this seeded share of its chunks embedded "
-                    "(0-1), as part way through the embedding phase; the index itself is not changed")
-    ev.add_argument("--share-seed", type=int, default=0, metavar="N",
-                    help="--embedded-share: which chunks keep their vectors (default 0)")
+    ev.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        default=None,
+        help="score two settings query by query: each 'name=value ...' (e.g. 'mmr=true "
+        "mmr_lambda=0.5') or a groove.toml; prints wins and losses with a sign test",
+    )
+    ev.add_argument(
+        "--metric",
+        choices=("ndcg", "recall", "mrr"),
+        default="ndcg",
+        help="--compare: the per-query metric (at the largest k; default ndcg)",
+    )
+    ev.add_argument(
+        "--embedded-share",
+        type=_share,
+        default=None,
+        metavar="FRACTION",
+        help="evaluate a copy of the index with only this seeded share of its chunks embedded "
+        "(0-1), as part way through the embedding phase; the index itself is not changed",
+    )
+    ev.add_argument(
+        "--share-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--embedded-share: which chunks keep their vectors (default 0)",
+    )
     _pipeline_flags(ev, limit_help="results per query (default: the largest k)")
 
     sw = sub.add_parser("sweep", help="score a golden file at every value of one or two settings")
     _common(sw)
     sw.add_argument("--golden", help="golden YAML (default [eval] golden)")
-    sw.add_argument("--param", action="append", default=[], metavar="NAME=SPEC",
-                    help="a setting and its values: START:STOP:STEP or V1,V2,... (mmr_lambda, mmr_same_doc_penalty, "
-                    "vector_weight, fts_weight, rrf_k, bm25_*_weight, fusion, rerank_pool, rerank_blend, mmr, "
-                    "parent_retriever); twice for a grid")
+    sw.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a setting and its values: START:STOP:STEP or V1,V2,... (mmr_lambda, mmr_same_doc_penalty, "
+        "vector_weight, fts_weight, rrf_k, bm25_*_weight, fusion, rerank_pool, rerank_blend, mmr, "
+        "parent_retriever); twice for a grid",
+    )
     sw.add_argument("--k", default=None, help="comma-separated k values (default 1,5,10)")
     sw.add_argument("--metric", choices=("ndcg", "recall", "mrr"), default="ndcg", help="what 'best' means")
     sw.add_argument("--plot", action="store_true", help="draw the sweep in the terminal above the table")
@@ -234,23 +282,44 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--queries", help="golden YAML whose queries to run (default: built-in mix)")
     be.add_argument("--repeat", type=int, default=3)
     be.add_argument("--format", choices=("text", "json"), default="text")
-    be.add_argument("--record", metavar="DIR", default=None,
-                    help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
-                    "DIR, or to DIR if it ends in .json (docs/performance.md)")
-    be.add_argument("--mode", choices=("search", "index", "all", "rerank", "readers"), default="search",
-                    help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
-                    "readers: search latency idle and while another process indexes a copy of --docs documents")
-    be.add_argument("--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)")
+    be.add_argument(
+        "--record",
+        metavar="DIR",
+        default=None,
+        help="also write a measurement record (figures, date, commit, machine, command) as JSON into "
+        "DIR, or to DIR if it ends in .json (docs/performance.md)",
+    )
+    be.add_argument(
+        "--mode",
+        choices=("search", "index", "all", "rerank", "readers"),
+        default="search",
+        help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
+        "readers: search latency idle and while another process indexes a copy of --docs documents",
+    )
+    be.add_argument(
+        "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"
+    )
     be.add_argument("--rerank-queries", type=int, default=30, help="rerank mode: how many of the queries (default 30)")
-    be.add_argument("--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)")
+    be.add_argument(
+        "--rerank-pool", type=int, default=None, metavar="N", help="rerank mode: the pool (default [reranker] pool)"
+    )
     be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
     be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
-    be.add_argument("--docs", type=int, default=300,
-                    help="index and readers modes: documents in the subset (0 = all)")
-    be.add_argument("--scale", type=int, metavar="N", help="instead of --mode: replicate the KB to >= N chunks in a "
-                    "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search")
-    be.add_argument("--scale-dir", metavar="DIR", default=None, help="scale mode: keep the synthesised KB and index in "
-                    "DIR and reuse them on the next run (default: a temporary directory, removed)")
+    be.add_argument("--docs", type=int, default=300, help="index and readers modes: documents in the subset (0 = all)")
+    be.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="instead of --mode: replicate the KB to >= N chunks in a "
+        "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search",
+    )
+    be.add_argument(
+        "--scale-dir",
+        metavar="DIR",
+        default=None,
+        help="scale mode: keep the synthesised KB and index in "
+        "DIR and reuse them on the next run (default: a temporary directory, removed)",
+    )
 
     st = sub.add_parser("status", help="what the index holds")
     _common(st)
@@ -261,11 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
     cs = cf_sub.add_parser("show", help="every setting with where it came from (default, groove.toml, flag)")
     cs.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
     cs.add_argument("--model", help="embedding model (overrides [embedding] model)")
-    cs.add_argument("--format", choices=("text", "json", "toml"), default="text",
-                    help="toml: the ranking settings as a groove.toml fragment")
+    cs.add_argument(
+        "--format",
+        choices=("text", "json", "toml"),
+        default="text",
+        help="toml: the ranking settings as a groove.toml fragment",
+    )
     _pipeline_flags(cs)
 
-    from groove_tui.modelscmd import add_parser as add_models_parser
+    from groove_tui.commands.models import add_parser as add_models_parser
 
     add_models_parser(sub)
     return parser
@@ -275,248 +348,6 @@ def _version() -> str:
     from groove_tui import __version__
 
     return f"groove-tui {__version__}"
-
-
-# ---------------------------------------------------------------- shared helpers
-
-
-def _config(args: argparse.Namespace):
-    """groove.toml as found, with --model applied."""
-    from dataclasses import replace
-
-    from groove_tui.config import load_config
-
-    from groove_tui.config import check_range
-
-    config = load_config(args.config)
-    if getattr(args, "model", None) is not None:
-        if not args.model.strip():
-            raise CLIError(f"--model {args.model!r} is invalid: expected a model name (e.g. multilingual-e5-small, "
-                           f"bge-small-en) or a local ONNX directory; leave the flag out for the default")
-        config = replace(config, embedding=replace(config.embedding, model=args.model, explicit=True))
-    rr = config.reranker
-    for flag, key, lo, hi in (("rerank_pool", "pool", 1, 1000), ("rerank_max_tokens", "max_tokens", 16, 8192),
-                              ("rerank_threads", "threads", 0, 256)):
-        value = getattr(args, flag, None)
-        if value is not None:
-            check_range("--" + flag.replace("_", "-"), value, lo, hi, integer=True)
-            rr = replace(rr, **{key: value})
-    return replace(config, reranker=rr)
-
-
-def _load(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False):
-    """The engine for a command. Readers (search, status, eval, sweep) open the index read-only: they
-    answer from the last commit while an index runs and never wait for its write lock."""
-    from groove_tui.engine import Engine, IndexNotReady, ModelMismatch
-
-    config = _config(args)
-    try:
-        return Engine.open(args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change,
-                           readonly=readonly)
-    except ModelMismatch as exc:
-        raise CLIError(mismatch_advice(args, config, exc)) from None
-    except IndexNotReady as exc:
-        raise CLIError(not_ready_advice(args, exc)) from None
-
-
-def not_ready_advice(args: argparse.Namespace, exc) -> str:
-    """A reader's answer when there is no index it can read: what is wrong, and the command that fixes it."""
-    from groove_tui.textout import index_command
-
-    kb = Path(args.kb).expanduser().resolve()
-    if exc.reason == "missing":
-        return f"{kb} has not been indexed yet (index: {exc.db_path}). Run: {index_command(args, kb)}"
-    return (f"the index of {kb} was made by another version of groove-tui and must be updated before it can be "
-            f"searched (index: {exc.db_path}). Run: {index_command(args, kb)}")
-
-
-def mismatch_advice(args: argparse.Namespace, config, exc) -> str:
-    """Both ways out of a model mismatch, as commands with the user's own flags."""
-    import shlex
-
-    from groove_tui.textout import index_command
-
-    named = f"--model {shlex.quote(args.model)}" if getattr(args, "model", None) else None
-    keep = ("drop " + named if named else
-            f"set [embedding] model = {exc.recorded!r}" + (f" in {config.source}" if config.source else ""))
-    rebuild = index_command(args, args.kb, "--force", model=getattr(args, "model", None) or exc.configured)
-    return (f"the index of {args.kb} was built with the embedding model {exc.recorded!r}, not {exc.configured!r}. "
-            f"Keep the index's model: {keep}; or rebuild the index for {exc.configured!r}: {rebuild}")
-
-
-def _params(engine, args: argparse.Namespace):
-    from dataclasses import replace
-
-    params = engine.default_params()
-    changes: dict = {}
-    if getattr(args, "limit", None) is not None:
-        if args.limit < 0:
-            raise CLIError(f"--limit {args.limit} is invalid: expected an integer >= 0")
-        changes["limit"] = args.limit
-    if args.mmr is not None:
-        changes["mmr"] = args.mmr
-    for flag, attr, key in (("--lambda", "mmr_lambda", "mmr_lambda"),
-                            ("--same-doc-penalty", "same_doc_penalty", "mmr_same_doc_penalty")):
-        v = getattr(args, attr)
-        if v is not None:
-            if not (math.isfinite(v) and 0.0 <= v <= 1.0):  # named as typed, like --min-quality
-                raise CLIError(f"{flag} {_flag_value(v)} is invalid: expected a number in [0, 1]")
-            changes[key] = v
-    if args.parent is not None:
-        changes["parent_retriever"] = args.parent
-    if args.reranker is not None:
-        changes["reranker"] = None if args.reranker in ("none", "") else args.reranker
-    if getattr(args, "fusion", None) is not None:
-        changes["fusion"] = args.fusion
-    if hasattr(args, "path_glob"):
-        changes.update(
-            path_globs=tuple(args.path_glob),
-            tags_any=tuple(args.tag_any),
-            tags_all=tuple(args.tag_all),
-            date_from=args.date_from,
-            date_to=args.date_to,
-            category=args.category,
-            topic=args.topic,
-            min_quality=args.min_quality,
-        )
-        q = args.min_quality
-        if q is not None and not (math.isfinite(q) and 0.0 <= q <= 1.0):
-            raise CLIError(f"--min-quality {_flag_value(q)} is invalid: expected a number in [0, 1]")
-        if args.min_confidence_ratio is not None:
-            r = args.min_confidence_ratio
-            if not math.isfinite(r) or r < 0:
-                raise CLIError(f"--min-confidence-ratio {_flag_value(r)} is invalid: expected a finite number >= 0")
-            changes["min_confidence_ratio"] = r
-    return replace(params, **changes)
-
-
-def _flag_value(value: float) -> str:
-    """A float flag as the user typed it, near enough: -1.0 → -1."""
-    return str(int(value)) if math.isfinite(value) and value == int(value) else str(value)
-
-
-def _require_index(engine, args: argparse.Namespace) -> None:
-    from groove_tui.textout import index_command
-
-    docs, _chunks, _pending = engine.store.counts()
-    if docs == 0:
-        raise CLIError(
-            f"{engine.kb_path} has not been indexed yet (index: {engine.store.db_path}). "
-            f"Run: {index_command(args, engine.kb_path)}"
-        )
-
-
-# ---------------------------------------------------------------- commands
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    from groove_tui.engine.types import json_text
-    from groove_tui.progress import ProgressLine
-
-    engine = _load(args, allow_model_change=args.force)
-    with engine:
-        bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty(), notices=not args.quiet)
-        try:
-            report = engine.index(progress=bar.update, force=args.force, embed=not args.no_embed)
-        finally:
-            bar.close()
-    if args.format == "json":
-        print(json_text(report.to_dict()))
-    else:
-        from groove_tui.textout import format_index_report
-
-        print(format_index_report(report))
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from groove_tui.engine.types import json_text
-
-    with _load(args, readonly=True) as engine:
-        status = engine.status()
-    if args.format == "json":
-        print(json_text(status.to_dict()))
-    else:
-        from groove_tui.textout import escape_name
-
-        for key, value in status.to_dict().items():
-            print(f"{key:<20} {escape_name(str(value)) if value is not None else '-'}")
-    return 0
-
-
-def check_query(query: str) -> None:
-    """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
-    which would print "no results" as if the KB held nothing, and one made only of exclusions."""
-    from groove_tui.engine.query import QueryError, parse_query
-
-    if not query.strip():
-        raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
-    try:
-        parse_query(query)
-    except QueryError as exc:
-        if query.strip().startswith("-") and "exclusion" in str(exc):
-            q = query.strip()
-            first = q.split()[0]
-            raise UsageError(f"the query {q!r} only excludes words: there is nothing positive to search for; "
-                             f"add a word to find (\"word {q}\"), or put a leading hyphen inside quotes "
-                             f"('\"{first}\"') to search for it literally") from None
-        raise
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    check_query(args.query)
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        params = _params(engine, args)
-        from dataclasses import replace
-
-        params = replace(params, explain=args.explain)
-        resp = engine.search(args.query, params)
-        documents = _document_openings(engine, resp.results) if args.format == "text" else {}
-    if args.format == "json":
-        print(resp.to_json())
-    else:
-        from groove_tui.textout import format_response
-
-        from groove_tui.textout import use_color
-
-        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain,
-                                         documents=documents))
-    return 0
-
-
-def _document_openings(engine, hits) -> dict[int, str]:
-    """The first chunk's text of each hit's document that has no title and does not itself open with an
-    H1: where text output finds the H1 a note opens with, as its title."""
-    from groove_tui.textout import display_title
-
-    out: dict[int, str] = {}
-    for hit in hits:
-        if hit.document_id in out or display_title(hit) is not None:
-            continue
-        rows = engine.store.document_chunks(hit.document_id)
-        out[hit.document_id] = rows[0][4] if rows else ""
-    return out
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    if args.embedded_share is not None:
-        return _eval_at_share(args)
-    return _eval(args)
-
-
-def _eval(args: argparse.Namespace) -> int:
-    from groove_tui.evalrun import run_eval_command
-
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        if args.compare:
-            if args.record:
-                raise CLIError("--record is invalid with --compare: it records one setting's figures; run eval once per setting")
-            from groove_tui.evalcompare import run_compare_command
-
-            return run_compare_command(engine, args, _params(engine, args))
-        return run_eval_command(engine, args, _params(engine, args))
 
 
 def _share(text: str) -> float:
@@ -530,124 +361,18 @@ def _share(text: str) -> float:
     return value
 
 
-def _eval_at_share(args: argparse.Namespace) -> int:
-    """eval on a temporary copy of the index with a seeded share of its chunks embedded (engine/coverage.py)."""
-    import tempfile
-
-    from groove_tui.engine import DB_NAME
-    from groove_tui.engine.coverage import copy_with_share
-    from groove_tui.paths import index_dir_for
-
-    share = args.embedded_share
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        source, kb = engine.store.db_path, engine.kb_path
-    with tempfile.TemporaryDirectory(prefix="groove-tui-share-") as root:
-        kept, pending = copy_with_share(source, index_dir_for(kb, root) / DB_NAME, share, args.share_seed)
-        print(f"groove-tui: evaluating a copy of the index with {kept:,} chunks embedded and {pending:,} pending "
-              f"(share {share:g}, seed {args.share_seed}); not recorded in the history", file=sys.stderr)
-        copied = argparse.Namespace(**{**vars(args), "index_dir": root, "no_history": True})
-        return _eval(copied)
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from groove_tui.sweepcmd import run_sweep_command
-
-    with _load(args, readonly=True) as engine:
-        _require_index(engine, args)
-        return run_sweep_command(engine, args, _params(engine, args))
-
-
-def cmd_config(args: argparse.Namespace) -> int:
-    from groove_tui.configcmd import run_config_command
-
-    return run_config_command(_config(args), args)
-
-
-BENCH_LIMITS = (("repeat", 1, 1000, ""), ("docs", 0, 10_000_000, " (0 = all)"),
-                ("rerank_queries", 1, 100_000, ""), ("scale", 1, 100_000_000, " chunks"))
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from groove_tui.bench import run_bench_command
-
-    for name, lo, hi, note in BENCH_LIMITS:
-        value = getattr(args, name)
-        if value is not None and not lo <= value <= hi:
-            raise CLIError(f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}")
-    if args.scale is not None:
-        return _bench_scale(args)
-    with _load(args) as engine:
-        return run_bench_command(engine, args)
-
-
-def _bench_scale(args: argparse.Namespace) -> int:
-    # The KB's own engine is never opened: opening would create an index for it in the cache.
-    from dataclasses import replace
-
-    from groove_tui.bench import SCALE_MODEL, run_scale_command
-
-    kb = Path(args.kb).expanduser()
-    if not kb.is_dir():
-        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    config = _config(args)
-    if not args.model:
-        config = replace(config, embedding=replace(config.embedding, model=SCALE_MODEL))
-    return run_scale_command(kb.resolve(), config, args)
-
-
-def cmd_open(args: argparse.Namespace) -> int:
-    from groove_tui.tui.app import run
-
-    config = _config(args)
-    kb = Path(args.kb).expanduser()
-    if not kb.is_dir():
-        raise CLIError(f"knowledge base {str(kb)!r} is not a directory")
-    return run(kb, config=config, index_dir=args.index_dir, golden=args.golden,
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """The explorer on the packaged handbook with its golden file: live metrics, ctrl+r and ctrl+b work at
-    once. The folder is read where it is installed (never copied, never written); its index goes where
-    every index goes."""
-    from groove_tui.demo import golden_path, kb_path
-
-    kb, golden = kb_path(), golden_path()
-    if not kb.is_dir() or not golden.is_file():
-        raise CLIError(f"the demo knowledge base is missing from this installation ({kb}); reinstall groove-tui")
-    if args.paths:
-        print(kb)
-        print(golden)
-        return 0
-    from groove_tui.tui.app import run
-
-    args.kb = str(kb)  # for the model-mismatch advice, which names the KB
-    config = _config(args)
-    return run(kb, config=config, index_dir=args.index_dir, golden=str(golden),
-               explain_mismatch=lambda exc: mismatch_advice(args, config, exc))
-
-
-def cmd_models(args: argparse.Namespace) -> int:
-    from groove_tui.modelscmd import ModelsError, run
-
-    try:
-        return run(args)
-    except ModelsError as exc:
-        raise CLIError(str(exc)) from None
-
-
+# Each command is a module of groove_tui.commands with `run(args) -> int`, imported only when it runs.
 HANDLERS = {
-    "open": cmd_open,
-    "index": cmd_index,
-    "search": cmd_search,
-    "eval": cmd_eval,
-    "sweep": cmd_sweep,
-    "config": cmd_config,
-    "bench": cmd_bench,
-    "status": cmd_status,
-    "models": cmd_models,
-    "demo": cmd_demo,
+    "open": "open",
+    "index": "index",
+    "search": "search",
+    "eval": "eval",
+    "sweep": "sweep",
+    "config": "config",
+    "bench": "bench.command",
+    "status": "status",
+    "models": "models",
+    "demo": "demo",
 }
 
 
@@ -678,11 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = tuple(argv)  # the command line as given, for --record
     if getattr(args, "model_dir", None):
         # the engine finds pulled models through the environment, like the index directory
-        from groove_tui.paths import MODEL_DIR_ENV
+        from groove_tui.settings.paths import MODEL_DIR_ENV
 
         os.environ[MODEL_DIR_ENV] = str(Path(args.model_dir).expanduser())
     try:
-        code = HANDLERS[args.command](args)
+        code = importlib.import_module(f"groove_tui.commands.{HANDLERS[args.command]}").run(args)
         sys.stdout.flush()  # a reader that went away shows here, not in the interpreter's exit
         return code
     except BrokenPipeError:
@@ -710,7 +435,7 @@ def _fail(message: str, code: int = 1) -> int:
     KB, an index, a golden file) whose names may hold a newline or a bidi control such as U+202E: they are
     shown as escapes, as `status` shows them, so a name can neither forge a line nor reverse the text
     after it."""
-    from groove_tui.textout import escape_name
+    from groove_tui.output.textout import escape_name
 
     print(f"groove-tui: {escape_name(message)}", file=sys.stderr)
     return code
@@ -718,8 +443,11 @@ def _fail(message: str, code: int = 1) -> int:
 
 def _usage_error(parser: argparse.ArgumentParser, argv: list[str], exc: _ParseError) -> int:
     """argparse's usage and message (exit 2), or one line with a suggestion for a mistyped option."""
-    words = exc.message.split(": ", 1)[1].split() if exc.message.startswith("unrecognized arguments") else [
-        w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in _options_of(exc.parser)]
+    words = (
+        exc.message.split(": ", 1)[1].split()
+        if exc.message.startswith("unrecognized arguments")
+        else [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in _options_of(exc.parser)]
+    )
     hint = _unknown_option(parser, argv, words)
     if hint is not None:
         print(f"{_command_parser(parser, argv).prog}: {hint}", file=sys.stderr)

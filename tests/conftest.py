@@ -16,6 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def _empty_model_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path_factory.getbasetemp() / "no-models"))
 
+
 from helpers import SAMPLE_KB, hashing_config, write_kb  # noqa: E402
 
 

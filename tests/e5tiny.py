@@ -10,14 +10,53 @@ import numpy as np
 
 META = "\u2581"
 PIECES = [
-    ("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0),
-    (META, -2.0), (",", -3.0), (".", -3.1), ("a", -4.0), ("b", -4.2), ("c", -4.4), ("e", -4.5), ("h", -4.6),
-    ("l", -4.7), ("o", -4.8), ("w", -4.9), ("r", -5.0), ("d", -5.1), ("s", -5.2), ("g", -5.3), ("p", -5.4),
-    ("q", -5.5), ("u", -5.6), ("y", -5.7), ("t", -5.8), ("n", -5.9), (":", -6.0), ("i", -6.1), ("x", -6.2),
-    (META + "a", -3.5), (META + "ab", -3.0), ("ab", -4.0), (META + "hello", -2.5), (META + "world", -2.6),
-    (META + "he", -4.0), ("llo", -4.1), (META + "passage", -2.0), (META + "query", -2.0), (META + "東京", -3.0),
-    ("東", -6.5), ("京", -6.6), ("は", -5.0), (META + "x", -5.0), ("xx", -5.1), ("<", -7.0), (">", -7.0),
-    ("A", -6.0), (META + "A", -6.0),
+    ("<s>", 0.0),
+    ("<pad>", 0.0),
+    ("</s>", 0.0),
+    ("<unk>", 0.0),
+    (META, -2.0),
+    (",", -3.0),
+    (".", -3.1),
+    ("a", -4.0),
+    ("b", -4.2),
+    ("c", -4.4),
+    ("e", -4.5),
+    ("h", -4.6),
+    ("l", -4.7),
+    ("o", -4.8),
+    ("w", -4.9),
+    ("r", -5.0),
+    ("d", -5.1),
+    ("s", -5.2),
+    ("g", -5.3),
+    ("p", -5.4),
+    ("q", -5.5),
+    ("u", -5.6),
+    ("y", -5.7),
+    ("t", -5.8),
+    ("n", -5.9),
+    (":", -6.0),
+    ("i", -6.1),
+    ("x", -6.2),
+    (META + "a", -3.5),
+    (META + "ab", -3.0),
+    ("ab", -4.0),
+    (META + "hello", -2.5),
+    (META + "world", -2.6),
+    (META + "he", -4.0),
+    ("llo", -4.1),
+    (META + "passage", -2.0),
+    (META + "query", -2.0),
+    (META + "東京", -3.0),
+    ("東", -6.5),
+    ("京", -6.6),
+    ("は", -5.0),
+    (META + "x", -5.0),
+    ("xx", -5.1),
+    ("<", -7.0),
+    (">", -7.0),
+    ("A", -6.0),
+    (META + "A", -6.0),
 ]
 # code point -> replacement: full-width A -> A, tab and newline -> space, a zero-width space is deleted
 NORMALIZER = {0xFF21: "A", 0x09: " ", 0x0A: " ", 0x200B: ""}
@@ -80,8 +119,10 @@ def make_q4(path: Path, seed: int = 0) -> dict:
     offs = np.cumsum([0] + [len(p.encode("utf-8")) for p, _s in PIECES]).astype(np.uint32)
     out += struct.pack("<5i", V, 0, 2, 1, 3) + struct.pack("<Q", len(blob))
     out += offs.tobytes() + np.array([s for _p, s in PIECES], np.float32).tobytes() + blob
-    norm = b"".join(struct.pack("<IB", cp, len(rep)) + b"".join(struct.pack("<I", ord(c)) for c in rep)
-                    for cp, rep in sorted(NORMALIZER.items()))
+    norm = b"".join(
+        struct.pack("<IB", cp, len(rep)) + b"".join(struct.pack("<I", ord(c)) for c in rep)
+        for cp, rep in sorted(NORMALIZER.items())
+    )
     out += struct.pack("<iI", len(NORMALIZER), len(norm)) + norm
     directory_size = 4 + sum(2 + len(name) + 1 + 4 + 8 + 8 for name, *_ in tensors)
     offset = len(out) + directory_size
@@ -172,9 +213,13 @@ def reference_embedding(weights: dict, text: str, prefix: str = "passage: ") -> 
                 s = q[:, sl] @ k[:, sl].T / np.sqrt(hd)
                 s = np.exp(s - s.max(-1, keepdims=True))
                 ctx[:, sl] = (s / s.sum(-1, keepdims=True)) @ v[:, sl]
-            x = _ln(x + ctx @ weights[f"{p}.ao.w"].T + weights[f"{p}.ao.b"], weights[f"{p}.aln.w"], weights[f"{p}.aln.b"])
+            x = _ln(
+                x + ctx @ weights[f"{p}.ao.w"].T + weights[f"{p}.ao.b"], weights[f"{p}.aln.w"], weights[f"{p}.aln.b"]
+            )
             mid = _gelu(x @ weights[f"{p}.fi.w"].T + weights[f"{p}.fi.b"])
-            x = _ln(x + mid @ weights[f"{p}.fo.w"].T + weights[f"{p}.fo.b"], weights[f"{p}.oln.w"], weights[f"{p}.oln.b"])
+            x = _ln(
+                x + mid @ weights[f"{p}.fo.w"].T + weights[f"{p}.fo.b"], weights[f"{p}.oln.w"], weights[f"{p}.oln.b"]
+            )
         w = max(len(chunk), 1)
         total += w * x.mean(0)
         weight += w

@@ -8,7 +8,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from groove_tui.config import Config, EmbeddingConfig  # noqa: E402
+from groove_tui.settings.config import Config, EmbeddingConfig
 
 
 def hashing_config(**changes) -> Config:
@@ -32,7 +32,8 @@ SAMPLE_KB = {
     "notes/rust/async.md": (
         "---\ntitle: Async Rust\ntags: [rust, async]\ndate: 2026-03-01\n---\n\n"
         "Intro to async programming in Rust with tokio and futures, covering the basics.\n\n"
-        "## Tokio runtime\n\nThe tokio runtime schedules tasks; use tokio::spawn for async work that runs concurrently.\n\n"
+        "## Tokio runtime\n\nThe tokio runtime schedules tasks; "
+        "use tokio::spawn for async work that runs concurrently.\n\n"
         "## Pinning\n\nPin guarantees an object will not move in memory, which self-referential futures require.\n"
     ),
     "notes/python/sqlite.md": (
@@ -42,7 +43,8 @@ SAMPLE_KB = {
     ),
     "日本語/検索.md": (
         "---\ntitle: 検索の設計\ntags: [japanese]\n---\n\n"
-        "## 再ランキング\n\n再ランキングの評価について説明します。クロスエンコーダで候補を並べ替えるとランキングの品質が上がります。\n\n"
+        "## 再ランキング\n\n再ランキングの評価について説明します。"
+        "クロスエンコーダで候補を並べ替えるとランキングの品質が上がります。\n\n"
         "## 設定\n\n東京の設定ファイルは groove.toml です。設定を変えると検索結果が変わります。\n"
     ),
     "index.md": "# Home\n\nThis knowledge base holds notes about Rust, Python and search engines in general.\n",

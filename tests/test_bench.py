@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_KB, write_kb
 
-from groove_tui import bench, cli
-from groove_tui.bench import STAGES
+from groove_tui import cli
+from groove_tui.commands.bench import command, scale, search
+from groove_tui.commands.bench.search import STAGES
+
+from helpers import SAMPLE_KB, write_kb
 
 
 @pytest.fixture
@@ -17,9 +19,9 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(bench, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
+    monkeypatch.setattr(command, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
     assert cli.main(["index", str(kb), "--model", "hashing-64", "--quiet"]) == 0
     return kb
 
@@ -34,7 +36,7 @@ def test_search_mode_json_keys(kb, capsys):
     data = bench_json(capsys, str(kb), "--repeat", "1")
     assert data["model"] == "hashing-64" and data["mode"] == "search"
     s = data["search"]
-    assert s["queries"] == len(bench.BUILTIN_QUERIES) and s["repeat"] == 1
+    assert s["queries"] == len(search.BUILTIN_QUERIES) and s["repeat"] == 1
     assert set(s["stages_ms"]) == set(STAGES)
     for name in ("embed", "vector", "fts", "fuse", "spans", "total"):
         st = s["stages_ms"][name]
@@ -52,8 +54,9 @@ def test_search_mode_json_keys(kb, capsys):
 
 def test_search_mode_with_golden_queries(kb, tmp_path, capsys):
     g = tmp_path / "g.yml"
-    g.write_text('queries:\n  - query: "tokio"\n    expected: []\n  - query: "設定"\n    expected: []\n',
-                 encoding="utf-8")
+    g.write_text(
+        'queries:\n  - query: "tokio"\n    expected: []\n  - query: "設定"\n    expected: []\n', encoding="utf-8"
+    )
     data = bench_json(capsys, str(kb), "--queries", str(g), "--repeat", "2")
     assert data["search"]["queries"] == 2 and data["search"]["stages_ms"]["total"]["n"] == 4
 
@@ -85,14 +88,14 @@ def test_unindexed_kb_is_an_error(tmp_path, monkeypatch, capsys):
     kb = write_kb(tmp_path / "kb2", SAMPLE_KB)
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx2"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     assert cli.main(["bench", str(kb), "--model", "hashing-64"]) == 1
     assert "not been indexed" in capsys.readouterr().err
 
 
 def test_percentiles():
-    assert bench.percentiles([]) == {"p50": None, "p95": None, "max": None, "n": 0}
-    p = bench.percentiles([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert search.percentiles([]) == {"p50": None, "p95": None, "max": None, "n": 0}
+    p = search.percentiles([1.0, 2.0, 3.0, 4.0, 100.0])
     assert p["p50"] == 3.0 and p["max"] == 100.0 and p["n"] == 5 and 4.0 < p["p95"] <= 100.0
 
 
@@ -113,7 +116,7 @@ def scale_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
     return kb
 
@@ -123,9 +126,9 @@ def test_scale_reaches_the_chunk_target_and_leaves_the_kb_alone(scale_env, tmp_p
 
     kb = scale_env
     before = _snapshot(kb)
-    per_copy = sum(n for _rel, n in bench.chunks_per_file(kb, hashing_config()))
+    per_copy = sum(n for _rel, n in scale.chunks_per_file(kb, hashing_config()))
     assert per_copy >= 3
-    sc = bench.bench_scale(kb, hashing_config(), 200, ["tokio runtime", "設定"], 2)
+    sc = scale.bench_scale(kb, hashing_config(), 200, ["tokio runtime", "設定"], 2)
     assert _snapshot(kb) == before
     assert list((tmp_path / "tmp").iterdir()) == []  # temporary KB and index removed
     syn, ix = sc["synthesised"], sc["index"]
@@ -147,9 +150,9 @@ def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["bench", str(kb), "--scale", "60", "--repeat", "1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["mode"] == "scale" and data["model"] == bench.SCALE_MODEL  # hashing at e5's dimension
+    assert data["mode"] == "scale" and data["model"] == scale.SCALE_MODEL  # hashing at e5's dimension
     assert data["scale"]["index"]["chunks"] >= 60
-    assert data["scale"]["search"]["queries"] == len(bench.BUILTIN_QUERIES)
+    assert data["scale"]["search"]["queries"] == len(search.BUILTIN_QUERIES)
     t = data["targets"]["scale_total_minus_embed_p50_ms"]
     assert t["target"] == 150.0 and t["value"] == data["scale"]["search"]["total_minus_embed_ms"]["p50"]
     assert _snapshot(kb) == before
@@ -158,8 +161,16 @@ def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):
 
     assert cli.main(["bench", str(kb), "--scale", "20", "--repeat", "1", "--model", "hashing-64"]) == 0
     out = capsys.readouterr().out
-    for word in ("scale:", "hashing-64", "phase one", "embedding", "MB", "total − embed", "targets:",
-                 "scale_total_minus_embed_p50_ms"):
+    for word in (
+        "scale:",
+        "hashing-64",
+        "phase one",
+        "embedding",
+        "MB",
+        "total − embed",
+        "targets:",
+        "scale_total_minus_embed_p50_ms",
+    ):
         assert word in out
 
 
@@ -183,7 +194,7 @@ def test_total_minus_embed_leaves_the_query_embedding_out(tmp_path):
     embedder.embed_query = lambda text: embedded.append(text) or real(text)
     params = engine.default_params(reranker=None, mmr=False, parent_retriever=False)
     queries = ["tokio runtime", "sqlite vector"]
-    stages, minus_embed = bench.cold_searches(engine, queries, 2, params, lambda *_: None)
+    stages, minus_embed = search.cold_searches(engine, queries, 2, params, lambda *_: None)
     engine.close()
     assert embedded == queries * 2  # once per cold search, never in the minus-embed runs
     assert len(stages["embed"]) == len(stages["total"]) == len(minus_embed) == 4
@@ -194,10 +205,25 @@ def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
 
     ce = build_tiny_cross_encoder(tmp_path / "ce")
     g = tmp_path / "g.yml"
-    g.write_text('queries:\n  - query: "tokio runtime"\n    expected: []\n  - query: "sqlite search"\n    expected: []\n'
-                 '  - query: "東京の設定"\n    expected: []\n', encoding="utf-8")
-    data = bench_json(capsys, str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g),
-                      "--repeat", "2", "--rerank-pool", "12")
+    g.write_text(
+        'queries:\n  - query: "tokio runtime"\n    expected: []\n  - query: "sqlite search"\n    expected: []\n'
+        '  - query: "東京の設定"\n    expected: []\n',
+        encoding="utf-8",
+    )
+    data = bench_json(
+        capsys,
+        str(kb),
+        "--mode",
+        "rerank",
+        "--reranker",
+        str(ce),
+        "--queries",
+        str(g),
+        "--repeat",
+        "2",
+        "--rerank-pool",
+        "12",
+    )
     rr = data["rerank"]
     assert rr["pool"] == 12 and rr["max_tokens"] == 256 and rr["queries"] == 3
     assert rr["skipped"] == 0  # a local directory declares no languages: every query is reranked
@@ -205,8 +231,25 @@ def test_rerank_mode_times_cold_and_cached_reranks(kb, tmp_path, capsys):
     assert 1 <= rr["pairs"]["p50"] <= 12  # the pool, or fewer when fewer candidates matched
     assert {"rerank_p50_ms", "rerank_cached_p50_ms"} <= set(data["targets"])
     capsys.readouterr()
-    assert cli.main(["bench", str(kb), "--mode", "rerank", "--reranker", str(ce), "--queries", str(g), "--repeat", "1",
-                     "--model", "hashing-64"]) == 0
+    assert (
+        cli.main(
+            [
+                "bench",
+                str(kb),
+                "--mode",
+                "rerank",
+                "--reranker",
+                str(ce),
+                "--queries",
+                str(g),
+                "--repeat",
+                "1",
+                "--model",
+                "hashing-64",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "rerank: " in out and "cached re-rank" in out and "per pair" in out
 
@@ -215,7 +258,7 @@ def test_readers_mode_times_readers_idle_and_while_another_process_indexes(kb, c
     before = sorted(p.relative_to(kb) for p in kb.rglob("*"))
     data = bench_json(capsys, str(kb), "--mode", "readers", "--repeat", "1", "--docs", "0")
     rd = data["readers"]
-    assert rd["documents"] == len(SAMPLE_KB) and rd["queries"] == len(bench.BUILTIN_QUERIES)
+    assert rd["documents"] == len(SAMPLE_KB) and rd["queries"] == len(search.BUILTIN_QUERIES)
     for phase in ("idle", "other_index_busy", "indexing"):
         assert rd[phase]["failed"] == 0 and rd[phase]["ms"]["n"] == rd["queries"]
     assert rd["writer"]["index_runs"] >= 1 and rd["control_writer"]["index_runs"] >= 1  # really indexing

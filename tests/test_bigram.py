@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.bigram import SEGMENTATION_VERSION, compile_bigram, has_cjk, segment
-from groove_tui.engine.spans import match_spans
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, compile_bigram, has_cjk, segment
+from groove_tui.engine.stages.spans import match_spans
+from groove_tui.settings.config import SearchConfig
 
 from helpers import hashing_config, write_kb
 
@@ -254,7 +254,9 @@ def _snapshot(eng: Engine, query: str, legs: str) -> list[tuple]:
     resp = eng.search(query, replace(ALL, legs=legs, explain=True))
     plain = eng.search(query, replace(ALL, legs=legs))
     return [(h.path, h.chunk_id, h.score, h.match_spans, h.trace.to_json()) for h in resp.results] + [
-        resp.query.bigram_expr, plain.to_json(), plain.warnings
+        resp.query.bigram_expr,
+        plain.to_json(),
+        plain.warnings,
     ]
 
 

@@ -56,8 +56,20 @@ def test_search_json_is_groove_shaped(cli, kb):
     data = json.loads(out)
     assert list(data) == ["results", "low_confidence", "filter_applied"] and len(data["results"]) == 2
     code, out, _ = cli(
-        "search", str(kb), "tokio", "--model", "hashing", "--format", "json", "--explain", "--tag-any", "rust",
-        "--mmr", "--lambda", "0.5", "--parent",
+        "search",
+        str(kb),
+        "tokio",
+        "--model",
+        "hashing",
+        "--format",
+        "json",
+        "--explain",
+        "--tag-any",
+        "rust",
+        "--mmr",
+        "--lambda",
+        "0.5",
+        "--parent",
     )
     data = json.loads(out)
     assert data["filter_applied"] == {"tags_any": ["rust"]}
@@ -77,7 +89,7 @@ def test_search_text_is_plain_when_piped_and_sanitised(cli, kb):
 def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
     cli("index", str(kb), "--model", "hashing", "--quiet")
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--min-quality", "0")
-    line = next(l for l in out.splitlines() if l.startswith("fusion:"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("fusion:"))
     assert re.fullmatch(r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1", line), line
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
     assert "fusion:   rrf\n" in out and "scale" not in out
@@ -129,17 +141,33 @@ def test_reranker_flags_names_and_language_guard(cli, kb, tmp_path):
     ce = build_tiny_cross_encoder(tmp_path / "ce")
     (ce / "groove-model.json").write_text(json.dumps({"languages": ["en"]}))
     assert cli("index", str(kb), "--model", "hashing")[0] == 0
-    code, out, err = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--reranker", str(ce),
-                         "--rerank-pool", "5", "--format", "json", "--explain")
+    code, out, err = cli(
+        "search",
+        str(kb),
+        "tokio runtime",
+        "--model",
+        "hashing",
+        "--reranker",
+        str(ce),
+        "--rerank-pool",
+        "5",
+        "--format",
+        "json",
+        "--explain",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["explain"]["reranked"] and "rerank_skipped" not in data
     assert [h["rerank"]["rank"] for h in data["explain"]["hits"]] == list(range(1, len(data["results"]) + 1))
     # a Japanese query is not reranked by an English-only model, and says why
-    code, out, err = cli("search", str(kb), "東京の設定", "--model", "hashing", "--reranker", str(ce), "--format", "json")
+    code, out, err = cli(
+        "search", str(kb), "東京の設定", "--model", "hashing", "--reranker", str(ce), "--format", "json"
+    )
     assert code == 0 and json.loads(out)["rerank_skipped"].startswith("not reranked: the query uses")
     # a known reranker that is not pulled: the fused results, and the pull command
-    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--reranker", "ms-marco-l12", "--format", "json")
+    code, out, err = cli(
+        "search", str(kb), "tokio", "--model", "hashing", "--reranker", "ms-marco-l12", "--format", "json"
+    )
     assert code == 0 and json.loads(out)["results"]
     assert "groove-tui models pull ms-marco-l12" in json.loads(out)["rerank_skipped"]
     code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--reranker", "ms-marco-l12")
@@ -231,12 +259,17 @@ def test_a_query_of_exclusions_only_is_refused(run_cli, tmp_path, query):
 def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
     from helpers import write_kb
 
-    kb = write_kb(tmp_path / "notes", {
-        "tar.md": "# tar\n\nArchiving utility, often with gzip compression for quokka files.\n\n"
-                  "## Extract\n\nExtract a quokka archive into the current directory with xf flags.\n",
-        "titled.md": "---\ntitle: From frontmatter\n---\n# Not this\n\nQuokka facts, one title from the frontmatter.\n",
-        "plain.md": "Quokka without any heading at all, a plain paragraph of text here.\n",
-    })
+    kb = write_kb(
+        tmp_path / "notes",
+        {
+            "tar.md": "# tar\n\nArchiving utility, often with gzip compression for quokka files.\n\n"
+            "## Extract\n\nExtract a quokka archive into the current directory with xf flags.\n",
+            "titled.md": (
+                "---\ntitle: From frontmatter\n---\n# Not this\n\nQuokka facts, one title from the frontmatter.\n"
+            ),
+            "plain.md": "Quokka without any heading at all, a plain paragraph of text here.\n",
+        },
+    )
     assert run_cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
     code, out, err = run_cli("search", str(kb), "quokka", "--model", "hashing", "--limit", "10")
     assert code == 0, err
@@ -255,7 +288,7 @@ def test_text_output_titles_a_note_by_the_h1_it_opens_with(run_cli, tmp_path):
 
 
 def test_h1_title_reads_atx_level_one_only():
-    from groove_tui.textout import h1_title
+    from groove_tui.output.textout import h1_title
 
     assert h1_title("\n\n# Tokio notes #\nbody") == "Tokio notes"
     assert h1_title("   #  spaced  ") == "spaced"

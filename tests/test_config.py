@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from groove_tui.config import Config, ConfigError, load_config, parse_config
+from groove_tui.settings.config import Config, ConfigError, load_config, parse_config
 
 GROOVE_TOML = """
 kb_path = "/notes"
@@ -89,7 +89,9 @@ def test_defaults():
     assert cfg.quality_filter.effective == 0.3 and cfg.reranker.model is None
     assert cfg.search.fusion.method == "dbsf" and not cfg.search.fusion.is_groove()
     assert parse_config({"search": {"fusion": {"method": "rrf"}}}).search.fusion.is_groove()
-    with pytest.raises(ConfigError, match=r"search\.fusion\.method = 'borda' is invalid: expected one of dbsf, relative, rrf"):
+    with pytest.raises(
+        ConfigError, match=r"search\.fusion\.method = 'borda' is invalid: expected one of dbsf, relative, rrf"
+    ):
         parse_config({"search": {"fusion": {"method": "borda"}}})
 
 
@@ -102,7 +104,11 @@ def test_defaults():
         ("[search.fusion]\nrrf_k = 0.5", "search.fusion.rrf_k", "[1, 1e+06]"),
         ("[search.fusion]\nbm25_content_weight = inf", "search.fusion.bm25_content_weight", "[0, 1e+06]"),
         ("[search]\nmin_confidence_ratio = -1", "search.min_confidence_ratio", "[0, inf]"),
-        ("[search.parent_retriever]\nmax_expanded_tokens = 9000", "search.parent_retriever.max_expanded_tokens", "8192"),
+        (
+            "[search.parent_retriever]\nmax_expanded_tokens = 9000",
+            "search.parent_retriever.max_expanded_tokens",
+            "8192",
+        ),
         (
             "[search.parent_retriever]\nwhole_doc_threshold_tokens = 500\nmax_expanded_tokens = 400",
             "search.parent_retriever.max_expanded_tokens",
@@ -124,7 +130,7 @@ def test_bad_values_name_key_value_and_range(toml, key, allowed):
 
 
 def test_unknown_keys_are_errors():
-    with pytest.raises(ConfigError, match="unknown key 'search.mmr.lamda'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'search.mmr.lamda'"):
         parse_config(tomllib.loads("[search.mmr]\nlamda = 0.5"))
     with pytest.raises(ConfigError, match="unknown key 'colour'"):
         parse_config({"colour": "red"})
@@ -152,5 +158,5 @@ def test_load_config_discovery(tmp_path, monkeypatch):
         load_config(tmp_path / "missing.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("[search\n")
-    with pytest.raises(ConfigError, match="bad.toml"):
+    with pytest.raises(ConfigError, match=r"bad.toml"):
         load_config(bad)

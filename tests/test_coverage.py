@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import DB_NAME, Engine
-from groove_tui.engine.coverage import copy_with_share, keeps_vector
 from groove_tui.engine.errors import ParamError
+from groove_tui.engine.index.coverage import copy_with_share, keeps_vector
 from groove_tui.engine.types import SearchParams
-from groove_tui.paths import index_dir_for
+from groove_tui.settings.paths import index_dir_for
 from tests.helpers import hashing_config, write_kb
 
 TOPICS = ["garden soil compost", "tokio runtime tasks", "sqlite full text", "vector search knn", "bread dough yeast"]
@@ -24,7 +24,8 @@ def _files() -> dict[str, str]:
     return {
         f"{t.split()[0]}/n{i}.md": f"# Note {i} on {t.split()[0]}\n\n{t} and more {t} with notes number {i}.\n\n"
         f"## Detail {i}\n\nSome detail about {t.split()[1]} {i}.\n"
-        for t in TOPICS for i in range(8)
+        for t in TOPICS
+        for i in range(8)
     }
 
 
@@ -69,7 +70,9 @@ def test_with_every_vector_the_fusion_is_unchanged(full):
         for q in QUERIES:
             a = eng.search(q, SearchParams(limit=10, min_quality=0, explain=True))
             b = copy.search(q, SearchParams(limit=10, min_quality=0, explain=True))
-            assert [(h.path, h.chunk_index, h.score) for h in a.results] == [(h.path, h.chunk_index, h.score) for h in b.results]
+            assert [(h.path, h.chunk_index, h.score) for h in a.results] == [
+                (h.path, h.chunk_index, h.score) for h in b.results
+            ]
             assert a.vector_share == b.vector_share == 1.0
             assert all(h.trace.vector_share is None for h in b.results)
     finally:
@@ -105,7 +108,7 @@ def test_a_candidate_with_no_vector_yet_takes_its_full_text_reading_as_its_vecto
                     assert not t.vector_imputed
                     if t.vector_rank is not None:  # its own reading on the leg's scale, times the share
                         lo, hi = t.vector_scale
-                        reading = max(0.0, ((1 - t.vector_distance ** 2 / 2) - lo) / (hi - lo))
+                        reading = max(0.0, ((1 - t.vector_distance**2 / 2) - lo) / (hi - lo))
                         assert t.rrf_vector == pytest.approx(reading * share, rel=1e-4, abs=1e-6)
                         seen_embedded += 1
             # among themselves the candidates with no vector keep the full-text order
@@ -117,7 +120,7 @@ def test_a_candidate_with_no_vector_yet_takes_its_full_text_reading_as_its_vecto
 
 
 def test_the_explain_output_says_which_vector_terms_stand_in(full):
-    from groove_tui.textout import format_response
+    from groove_tui.output.textout import format_response
 
     eng = _at_share(full, 0.5, seed=3)
     try:
@@ -155,17 +158,48 @@ def test_eval_at_a_share_leaves_the_index_untouched(full, tmp_path: Path):
     golden.write_text("queries:\n  - id: q1\n    query: garden soil\n    expected:\n      - path: garden/n1.md\n")
     before = eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()
     run = subprocess.run(
-        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
-         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "0.3", "--format", "json"],
-        capture_output=True, text=True, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "groove_tui.cli",
+            "eval",
+            str(eng.kb_path),
+            "--index-dir",
+            str(root / "idx"),
+            "--model",
+            "hashing-64",
+            "--golden",
+            str(golden),
+            "--embedded-share",
+            "0.3",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
     )
     assert run.returncode == 0, run.stderr
     assert "pending" in run.stderr and "not recorded" in run.stderr
     assert json.loads(run.stdout)["aggregate"]["query_count"] == 1
     assert (eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()) == before
     bad = subprocess.run(
-        [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(root / "idx"),
-         "--model", "hashing-64", "--golden", str(golden), "--embedded-share", "2"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "groove_tui.cli",
+            "eval",
+            str(eng.kb_path),
+            "--index-dir",
+            str(root / "idx"),
+            "--model",
+            "hashing-64",
+            "--golden",
+            str(golden),
+            "--embedded-share",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "--embedded-share: '2' is invalid: expected a number from 0 to 1" in bad.stderr

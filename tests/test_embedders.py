@@ -13,22 +13,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.engine import embedders
-from groove_tui.engine.embedders import (
+from groove_tui.engine.models import embedders
+from groove_tui.engine.models.embedders import (
     Embedder,
     FastEmbedEmbedder,
     HashingEmbedder,
     ModelCache,
-    ModelUnavailable,
     default_model_name,
     describe_model,
     embed_in_batches,
     get_embedder,
     load_embedder,
 )
+from groove_tui.engine.models.offline import ModelUnavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tinymodels import build_tiny_embedder  # noqa: E402
+from tinymodels import build_tiny_embedder
 
 TEXTS = ["the cat sat on the mat", "rust tokio spawn tasks", "東京は日本の首都です。", "search engines"]
 
@@ -104,10 +104,10 @@ def test_onnx_dir_problems_are_clear(tiny_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "notok"
     shutil.copytree(tiny_dir, d)
     (d / "tokenizer.json").unlink()
-    with pytest.raises(ModelUnavailable, match="tokenizer.json"):
+    with pytest.raises(ModelUnavailable, match=r"tokenizer.json"):
         load_embedder(str(d))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelUnavailable, match="no model.onnx"):
+    with pytest.raises(ModelUnavailable, match=r"no model.onnx"):
         load_embedder(str(tmp_path / "empty"))
 
 
@@ -139,7 +139,7 @@ def test_cache_that_looks_usable_but_is_not_still_fails_fast(empty_cache: Path, 
     snap = empty_cache / ("models--" + desc.sources.hf.replace("/", "--")) / "snapshots" / "abc123"
     (snap / desc.model_file).parent.mkdir(parents=True)
     (snap / desc.model_file).write_bytes(b"not an onnx file")
-    with pytest.raises(ModelUnavailable, match="offline|ONNX"):
+    with pytest.raises(ModelUnavailable, match=r"offline|ONNX"):
         load_embedder("BAAI/bge-small-en-v1.5").embed_query("x")
     assert no_waiting == {"sleep": [], "connect": []}
     assert "HF_HUB_OFFLINE" not in os.environ
@@ -221,9 +221,7 @@ def test_hashing_is_deterministic_and_normalised() -> None:
 def test_hashing_similarity_ordering() -> None:
     h = HashingEmbedder(256)
     q = h.embed_query("configure the search index")
-    near, mid, far = h.embed_passages(
-        ["how to configure the search index", "the search engine", "東京の天気は晴れ"]
-    )
+    near, mid, far = h.embed_passages(["how to configure the search index", "the search engine", "東京の天気は晴れ"])
     assert q @ near > q @ mid > q @ far
 
 
@@ -313,11 +311,13 @@ def test_manifest_declares_cls_pooling(tiny_dir: Path, tiny: Embedder, tmp_path:
 
 
 def test_manifest_declares_prefixes(tiny_dir: Path, tiny: Embedder, tmp_path: Path) -> None:
-    pre = load_embedder(str(_with_manifest(tiny_dir, tmp_path / "pre", query_prefix="query: ",
-                                           passage_prefix="passage: ")))
+    pre = load_embedder(
+        str(_with_manifest(tiny_dir, tmp_path / "pre", query_prefix="query: ", passage_prefix="passage: "))
+    )
     np.testing.assert_allclose(pre.embed_query("the cat"), tiny.embed_passages(["query: the cat"])[0], atol=1e-6)
-    np.testing.assert_allclose(pre.embed_passages(["the cat"])[0], tiny.embed_passages(["passage: the cat"])[0],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        pre.embed_passages(["the cat"])[0], tiny.embed_passages(["passage: the cat"])[0], atol=1e-6
+    )
 
 
 def test_a_bad_manifest_names_the_file_and_key(tiny_dir: Path, tmp_path: Path) -> None:
@@ -335,8 +335,9 @@ def test_known_short_name_not_pulled_says_the_pull_command(tmp_path: Path, monke
     assert "`groove-tui models pull bge-small-en`" in msg and "\n" not in msg
 
 
-def test_pulled_short_name_loads_its_folder_with_the_declared_pooling(tiny_dir: Path, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pulled_short_name_loads_its_folder_with_the_declared_pooling(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a folder laid out as `models pull bge-small-en` leaves it (the tiny model stands in for the real one)
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
     _with_manifest(tiny_dir, tmp_path / "models" / "bge-small-en", name="bge-small-en", pooling="cls")

@@ -10,10 +10,12 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_KB, hashing_config, write_kb
 
-from groove_tui import cli, evalrun
+from groove_tui import cli
+from groove_tui.commands import eval as evalrun
 from groove_tui.engine import Engine, SearchParams
+
+from helpers import SAMPLE_KB, hashing_config, write_kb
 
 GOLDEN = """\
 queries:
@@ -40,7 +42,7 @@ queries:
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "userdata"
     monkeypatch.setenv("XDG_DATA_HOME", str(d))
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: d / "groove-tui")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: d / "groove-tui")
     return d / "groove-tui"
 
 
@@ -50,7 +52,7 @@ def setup(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch):
     idx = tmp_path / "idx"
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")  # no user config
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")  # no user config
     monkeypatch.chdir(tmp_path)
     golden = tmp_path / "golden.yml"
     golden.write_text(GOLDEN, encoding="utf-8")
@@ -115,11 +117,13 @@ def test_regression_fails_after_history_is_saved(setup, data_dir, capsys):
 def test_misses_listed_with_rank(setup, tmp_path, capsys):
     kb, _ = setup
     g = tmp_path / "m.yml"
-    g.write_text('queries:\n  - id: engines\n    query: "Rust search engines"\n    expected:\n'
-                 '      - path: notes/python/sqlite.md\n        heading: sqlite-vec\n'
-                 '      - path: nowhere.md\n', encoding="utf-8")
-    rc, out, _ = run(capsys, str(kb), "--golden", str(g), "--legs", "fts", "--k", "1", "--limit", "10",
-                     "--no-history")
+    g.write_text(
+        'queries:\n  - id: engines\n    query: "Rust search engines"\n    expected:\n'
+        "      - path: notes/python/sqlite.md\n        heading: sqlite-vec\n"
+        "      - path: nowhere.md\n",
+        encoding="utf-8",
+    )
+    rc, out, _ = run(capsys, str(kb), "--golden", str(g), "--legs", "fts", "--k", "1", "--limit", "10", "--no-history")
     assert rc == 0
     assert "missed at k=1: 1 of 1 queries" in out
     assert "notes/python/sqlite.md#sqlite-vec  (rank 4)" in out
@@ -131,8 +135,17 @@ def test_json_shape(setup, capsys):
     rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "1,3")
     assert rc == 0
     data = json.loads(out)
-    assert {"timestamp", "fingerprint", "corpus", "per_query", "aggregate", "comparison", "elapsed_seconds",
-            "history", "golden"} <= set(data)
+    assert {
+        "timestamp",
+        "fingerprint",
+        "corpus",
+        "per_query",
+        "aggregate",
+        "comparison",
+        "elapsed_seconds",
+        "history",
+        "golden",
+    } <= set(data)
     agg = data["aggregate"]
     assert set(agg["recall_at_k"]) == {"1", "3"} and set(agg["ndcg_at_k"]) == {"1", "3"}
     assert agg["query_count"] == 4 and 0 <= agg["mrr"] <= 1
@@ -152,12 +165,14 @@ def test_json_shape(setup, capsys):
 
 def test_limit_is_max_of_k_and_limit(setup, capsys):
     kb, golden = setup
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "5,1,5", "--limit", "2",
-                     "--no-history")
+    _rc, out, _ = run(
+        capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "5,1,5", "--limit", "2", "--no-history"
+    )
     fp = json.loads(out)["fingerprint"]
     assert fp["limit"] == 5 and fp["k_values"] == [1, 5]
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "1", "--limit", "7",
-                     "--no-history")
+    _rc, out, _ = run(
+        capsys, str(kb), "--golden", str(golden), "--format", "json", "--k", "1", "--limit", "7", "--no-history"
+    )
     data = json.loads(out)
     assert data["fingerprint"]["limit"] == 7
     assert all(len(q["top_k"]) <= 1 for q in data["per_query"])  # the record keeps max(k) hits
@@ -194,12 +209,15 @@ def test_fusion_method_is_part_of_the_fingerprint(setup, data_dir, capsys):
     assert methods == ["dbsf", "rrf", "relative", "dbsf"]
     # the explicit dbsf run is the default configuration: it compares with the first run, not the others
     assert data["comparison"] is not None
-    assert data["comparison"]["previous_timestamp"] == json.loads(history_files(data_dir)[0].read_text())["runs"][3]["timestamp"]
+    assert (
+        data["comparison"]["previous_timestamp"]
+        == json.loads(history_files(data_dir)[0].read_text())["runs"][3]["timestamp"]
+    )
 
 
 def test_fts_leg_alone_scores(setup, capsys):
     kb, golden = setup
-    rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--legs", "fts", "--format", "json", "--no-history")
+    _rc, out, _ = run(capsys, str(kb), "--golden", str(golden), "--legs", "fts", "--format", "json", "--no-history")
     data = json.loads(out)
     assert data["per_query"][0]["top_k"][0]["path"] == "notes/rust/async.md"
 
@@ -207,8 +225,11 @@ def test_fts_leg_alone_scores(setup, capsys):
 def test_exclusion_only_golden_query_is_a_load_error(setup, tmp_path, capsys):
     kb, _ = setup
     bad = tmp_path / "bad.yml"
-    bad.write_text('queries:\n  - id: ok\n    query: "tokio"\n    expected: []\n'
-                   '  - id: neg\n    query: "-tokio -rust"\n    expected: []\n', encoding="utf-8")
+    bad.write_text(
+        'queries:\n  - id: ok\n    query: "tokio"\n    expected: []\n'
+        '  - id: neg\n    query: "-tokio -rust"\n    expected: []\n',
+        encoding="utf-8",
+    )
     rc, out, err = run(capsys, str(kb), "--golden", str(bad))
     assert rc == 1 and out == ""
     assert "bad.yml:5" in err and "'neg'" in err and "exclusion" in err
@@ -216,10 +237,10 @@ def test_exclusion_only_golden_query_is_a_load_error(setup, tmp_path, capsys):
 
 def test_missing_golden_is_a_clear_error(setup, capsys):
     kb, _ = setup
-    rc, out, err = run(capsys, str(kb))
+    rc, _out, err = run(capsys, str(kb))
     assert rc == 1
     assert "no golden file" in err and "--golden" in err and "[eval] golden" in err
-    rc, out, err = run(capsys, str(kb), "--golden", str(kb.parent / "nope.yml"))
+    rc, _out, err = run(capsys, str(kb), "--golden", str(kb.parent / "nope.yml"))
     assert rc == 1 and "nope.yml" in err and "cannot read" in err
 
 
@@ -250,8 +271,17 @@ def test_no_progress_bar_without_a_tty(setup, capsys):
 
 
 def test_eval_params_drop_filters_and_default_reranker():
-    p = SearchParams(limit=3, reranker="some-model", path_globs=("a/**",), tags_any=("x",), min_quality=0.9,
-                     category="c", topic="t", date_from="2020-01-01", explain=True)
+    p = SearchParams(
+        limit=3,
+        reranker="some-model",
+        path_globs=("a/**",),
+        tags_any=("x",),
+        min_quality=0.9,
+        category="c",
+        topic="t",
+        date_from="2020-01-01",
+        explain=True,
+    )
     q = evalrun.eval_params(p, limit=10, legs="fts", reranker_given=False)
     assert q.limit == 10 and q.reranker is None and q.min_quality == 0.0
     assert q.path_globs == () and q.tags_any == () and q.category is None and q.topic is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove_tui.engine.filters import DocFilter, FilterError, compile_globs, glob_to_regex, validate_date
+from groove_tui.engine.retrieve.filters import DocFilter, FilterError, compile_globs, glob_to_regex, validate_date
 
 # ---------------------------------------------------------------- globs
 
@@ -120,8 +120,16 @@ def test_invalid_globs_name_the_glob(glob, why):
 
 @pytest.mark.parametrize(
     "value",
-    ["2024", "2024-05", "2024-05-01", "2024-02-29", "2024-05-01T09:30", "2024-05-01T09:30:00Z",
-     "2024-05-01T09:30:00.123+09:00", "2024-05-01 09:30:00"],
+    [
+        "2024",
+        "2024-05",
+        "2024-05-01",
+        "2024-02-29",
+        "2024-05-01T09:30",
+        "2024-05-01T09:30:00Z",
+        "2024-05-01T09:30:00.123+09:00",
+        "2024-05-01 09:30:00",
+    ],
 )
 def test_valid_dates(value):
     assert validate_date("date_from", value) == value
@@ -211,9 +219,9 @@ def test_all_filters_are_and_combined():
 
 def test_list_limits():
     DocFilter.build(tags_any=[f"t{i}" for i in range(64)], path_globs=["x" * 1024])
-    with pytest.raises(FilterError, match="tags_any.*too many"):
+    with pytest.raises(FilterError, match=r"tags_any.*too many"):
         DocFilter.build(tags_any=[f"t{i}" for i in range(65)])
-    with pytest.raises(FilterError, match="path_globs.*1026 bytes"):
+    with pytest.raises(FilterError, match=r"path_globs.*1026 bytes"):
         DocFilter.build(path_globs=["設" * 342])  # 1026 UTF-8 bytes
     with pytest.raises(FilterError, match="tags_all"):
         DocFilter.build(tags_all="notalist")
@@ -237,11 +245,22 @@ def test_has_any():
 
 def test_echo_only_given_in_groove_order():
     f = DocFilter.build(
-        path_globs=["docs/**"], tags_any=[], tags_all=["a"], date_from=None, date_to="2024-12-31",
-        category="docs", topic="t", min_quality=0.3,
+        path_globs=["docs/**"],
+        tags_any=[],
+        tags_all=["a"],
+        date_from=None,
+        date_to="2024-12-31",
+        category="docs",
+        topic="t",
+        min_quality=0.3,
     )
     echo = f.echo()
     assert list(echo) == ["category", "topic", "path_globs", "tags_all", "date_to"]
-    assert echo == {"category": "docs", "topic": "t", "path_globs": ["docs/**"], "tags_all": ["a"],
-                    "date_to": "2024-12-31"}
+    assert echo == {
+        "category": "docs",
+        "topic": "t",
+        "path_globs": ["docs/**"],
+        "tags_all": ["a"],
+        "date_to": "2024-12-31",
+    }
     assert DocFilter.build(min_quality=0.3).echo() == {}

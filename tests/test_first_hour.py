@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.config import ConfigError, parse_config
+from groove_tui.settings.config import ConfigError, parse_config
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder
@@ -40,11 +40,14 @@ def one_line(err: str) -> str:
 # ---------------------------------------------------------------- model = ""
 
 
-@pytest.mark.parametrize(("toml", "key"), [
-    ('[embedding]\nmodel = ""', "embedding.model"),
-    ('[embedding]\nmodel = "   "', "embedding.model"),
-    ('model = ""', "model"),  # groove's top-level key
-])
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[embedding]\nmodel = ""', "embedding.model"),
+        ('[embedding]\nmodel = "   "', "embedding.model"),
+        ('model = ""', "model"),  # groove's top-level key
+    ],
+)
 def test_an_empty_model_name_is_an_error_naming_the_key(toml, key):
     with pytest.raises(ConfigError) as err:
         parse_config(tomllib.loads(toml))
@@ -72,13 +75,16 @@ def test_an_empty_model_flag_is_an_error(cli, tmp_path):
 # ---------------------------------------------------------------- bench counts
 
 
-@pytest.mark.parametrize(("flag", "value", "allowed"), [
-    ("--repeat", "0", "[1, 1,000]"),
-    ("--repeat", "-3", "[1, 1,000]"),
-    ("--docs", "-5", "[0, 10,000,000] (0 = all)"),
-    ("--rerank-queries", "0", "[1, 100,000]"),
-    ("--scale", "0", "[1, 100,000,000] chunks"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "allowed"),
+    [
+        ("--repeat", "0", "[1, 1,000]"),
+        ("--repeat", "-3", "[1, 1,000]"),
+        ("--docs", "-5", "[0, 10,000,000] (0 = all)"),
+        ("--rerank-queries", "0", "[1, 100,000]"),
+        ("--scale", "0", "[1, 100,000,000] chunks"),
+    ],
+)
 def test_bench_refuses_a_count_out_of_range_naming_flag_value_and_range(cli, tmp_path, flag, value, allowed):
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     code, out, err = cli("bench", str(kb), "--model", "hashing", flag, value)
@@ -94,9 +100,11 @@ def test_bench_refuses_a_count_out_of_range_naming_flag_value_and_range(cli, tmp
 @pytest.mark.parametrize("odd", ["new\nline", "rtl\u202eoverride", "bell\x07"])
 def test_an_error_that_echoes_a_kb_path_escapes_its_controls(cli, tmp_path, odd):
     kb = write_kb(tmp_path / f"kb-{odd}", SAMPLE_KB)
-    for argv in (["search", str(kb), "tokio", "--model", "hashing"],  # not indexed yet: names the KB twice
-                 ["status", str(kb), "--model", "hashing"],
-                 ["search", str(tmp_path / f"gone-{odd}"), "tokio"]):  # does not exist
+    for argv in (
+        ["search", str(kb), "tokio", "--model", "hashing"],  # not indexed yet: names the KB twice
+        ["status", str(kb), "--model", "hashing"],
+        ["search", str(tmp_path / f"gone-{odd}"), "tokio"],
+    ):  # does not exist
         code, _out, err = cli(*argv)
         assert code == 1
         line = one_line(err)  # the newline did not split the message
@@ -115,11 +123,21 @@ def test_a_golden_file_path_with_a_newline_is_escaped_too(cli, tmp_path):
 # ---------------------------------------------------------------- an embedder as the reranker
 
 
-@pytest.mark.parametrize("name", ["multilingual-e5-small", "e5", "use-multilingual", "bge-small-en", "hashing-64",
-                                  "BAAI/bge-small-en-v1.5", "sentence-transformers/all-MiniLM-L6-v2"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "multilingual-e5-small",
+        "e5",
+        "use-multilingual",
+        "bge-small-en",
+        "hashing-64",
+        "BAAI/bge-small-en-v1.5",
+        "sentence-transformers/all-MiniLM-L6-v2",
+    ],
+)
 def test_an_embedder_named_as_the_reranker_says_so_and_lists_the_rerankers(name):
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import load_reranker
+    from groove_tui.engine.models.offline import ModelUnavailable
+    from groove_tui.engine.stages.rerank import load_reranker
 
     with pytest.raises(ModelUnavailable) as e:
         load_reranker(name)
@@ -133,9 +151,9 @@ def test_an_embedder_folder_as_the_reranker_is_refused_at_load_not_mid_search(cl
     running one pair through it): refused by name, never a numpy error from inside the scoring."""
     import hashlib
 
-    from groove_tui.engine.catalog import MANIFEST, Manifest
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+    from groove_tui.engine.models.catalog import MANIFEST, Manifest
+    from groove_tui.engine.models.offline import ModelUnavailable
+    from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     local = build_tiny_embedder(tmp_path / "local-embedder")
     with pytest.raises(ModelUnavailable, match=r"is not a cross-encoder .*the rerankers are: ms-marco-l12"):
@@ -151,8 +169,9 @@ def test_an_embedder_folder_as_the_reranker_is_refused_at_load_not_mid_search(cl
     # through search: the fused results stand, and the one-line warning says what was wrong
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
-    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--reranker", "multilingual-e5-small",
-                         "--format", "json")
+    code, out, err = cli(
+        "search", str(kb), "tokio", "--model", "hashing", "--reranker", "multilingual-e5-small", "--format", "json"
+    )
     assert code == 0
     data = json.loads(out)
     assert data["results"]

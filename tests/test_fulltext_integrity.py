@@ -1,4 +1,4 @@
-"""The full-text tables' bm25 statistics never drift (issue 13, point 4).
+"""The full-text tables' bm25 statistics never drift.
 
 bm25 reads each table's stored totals (row count, tokens per column) and each row's size. Whatever
 sequence of adds, edits, renames, deletes and forced rebuilds an index went through, its full-text and
@@ -18,10 +18,35 @@ from groove_tui.engine import Engine
 
 from helpers import hashing_config, write_kb
 
-WORDS = (
-    "tokio runtime async future pinning sqlite trigram vector index search ranking fusion chunk "
-    "heading parser summary detail network storage memory thread worker 東京 設定 検索 評価 再ランキング"
-).split()
+WORDS = [
+    "tokio",
+    "runtime",
+    "async",
+    "future",
+    "pinning",
+    "sqlite",
+    "trigram",
+    "vector",
+    "index",
+    "search",
+    "ranking",
+    "fusion",
+    "chunk",
+    "heading",
+    "parser",
+    "summary",
+    "detail",
+    "network",
+    "storage",
+    "memory",
+    "thread",
+    "worker",
+    "東京",
+    "設定",
+    "検索",
+    "評価",
+    "再ランキング",
+]
 QUERIES = ["tokio", "sqlite vector", "ranking fusion", "memory thread worker", "設定", "東京の検索", "index -chunk"]
 
 
@@ -110,7 +135,7 @@ def test_forced_rebuilds_and_deletes_keep_the_row_count(tmp_path):
     kb = write_kb(tmp_path / "kb", {f"d{i}.md": _text(rng) for i in range(10)})
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
         eng.index()
-        eng.index(force=True)  # the table used to believe it held twice its rows after this
+        eng.index(force=True)  # a DELETE-based rebuild would leave the table believing it held twice its rows
         for p in sorted(kb.glob("*.md"))[:4]:
             p.unlink()
         for p in sorted(kb.glob("*.md"))[:3]:
@@ -127,7 +152,7 @@ CREATE VIRTUAL TABLE {table} USING fts5(heading, context, content, content='', c
 
 def _make_drifted_legacy(eng: Engine) -> None:
     """An index as groove-tui wrote it before FULLTEXT_VERSION, after one --force: every row counted twice."""
-    from groove_tui.engine.store import fulltext_rows
+    from groove_tui.engine.index.store import fulltext_rows
 
     with eng.store.transaction() as conn:
         rows = conn.execute("SELECT id, heading, context_text, content FROM chunks").fetchall()

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.indexer import UNMERGED_KEY, IndexCancelled, Indexer
-from groove_tui.engine.store import Store
+from groove_tui.engine.index.indexer import UNMERGED_KEY, IndexCancelled, Indexer
+from groove_tui.engine.index.store import Store
 
 from helpers import hashing_config, write_kb
 

@@ -1,4 +1,4 @@
-"""Exact top-k pruning of the full-text leg (engine/fulltext_pruning.py): on generated tables and random
+"""Exact top-k pruning of the full-text leg (engine/retrieve/fulltext.py): on generated tables and random
 queries it must return exactly the plain bm25 statement's rows — ids, scores to the last bit, tie order —
 at several limits and weights, with exclusions, on the trigram and the bigram tables; and a search through
 the engine must not change at all when it is switched on (filters, exclusions, both legs)."""
@@ -10,27 +10,75 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine import fulltext_pruning as fp
-from groove_tui.engine.bigram import compile_bigram
-from groove_tui.engine.query import parse_query
-from groove_tui.engine.store import Store, fulltext_rows
+from groove_tui.engine.analysis.bigram import compile_bigram
+from groove_tui.engine.analysis.query import parse_query
+from groove_tui.engine.index import phrase_stats as ps
+from groove_tui.engine.index.store import Store, fulltext_rows
+from groove_tui.engine.retrieve import fulltext as fp
 
 from helpers import hashing_config, write_kb
 
 # Common words (match most rows), rarer ones, words that contain each other (trigram substrings), text
 # the fold must get right (case, diacritics, ß, İ, Greek final sigma, combining marks), self-overlapping
 # phrases, and Japanese for the bigram table.
-VOCAB = (
-    "the the the and and of with for cells cell cellular protein proteins expression express tokio "
-    "runtime spawn sqlite vector search trigram banana bananas aaaa aaa abab ababab Éclair éclair ECLAIR "
-    "straße STRASSE İstanbul istanbul σοφός ΣΟΦΟΣ cafe\u0301 café naïve 東京 東京都 設定 設定ファイル 検索 "
-    "ランキング 評価 の は を"
-).split()
+VOCAB = [
+    "the",
+    "the",
+    "the",
+    "and",
+    "and",
+    "of",
+    "with",
+    "for",
+    "cells",
+    "cell",
+    "cellular",
+    "protein",
+    "proteins",
+    "expression",
+    "express",
+    "tokio",
+    "runtime",
+    "spawn",
+    "sqlite",
+    "vector",
+    "search",
+    "trigram",
+    "banana",
+    "bananas",
+    "aaaa",
+    "aaa",
+    "abab",
+    "ababab",
+    "Éclair",
+    "éclair",
+    "ECLAIR",
+    "straße",
+    "STRASSE",
+    "İstanbul",
+    "istanbul",
+    "σοφός",
+    "ΣΟΦΟΣ",
+    "café",
+    "café",
+    "naïve",
+    "東京",
+    "東京都",
+    "設定",
+    "設定ファイル",
+    "検索",
+    "ランキング",
+    "評価",
+    "の",
+    "は",
+    "を",
+]
 PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
 
 
@@ -38,9 +86,10 @@ PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER 
 def _prune_small_tables():
     """The engine leaves tables under MIN_ROWS to the plain statement (as fast there); these tests
     generate small ones, so the floor is lifted for them."""
-    saved, fp.MIN_ROWS = fp.MIN_ROWS, 0
+    saved = fp.MIN_ROWS
+    fp.MIN_ROWS = ps.MIN_ROWS = 0  # the leg reads its own binding; the indexer's statistics read theirs
     yield
-    fp.MIN_ROWS = saved
+    fp.MIN_ROWS = ps.MIN_ROWS = saved
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -50,9 +99,7 @@ def _text(rng: random.Random, n: int) -> str:
 def _fill(store: Store, rng: random.Random, docs: int) -> None:
     """`docs` chunks, a third of them exact copies of another (copies tie: the tie order is tested)."""
     with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO documents(id, path, content_hash, last_indexed) VALUES (1, 'a.md', 'x', 'now')"
-        )
+        conn.execute("INSERT INTO documents(id, path, content_hash, last_indexed) VALUES (1, 'a.md', 'x', 'now')")
         rows: list[tuple] = []
         for i in range(1, docs + 1):
             if rows and rng.random() < 0.33:
@@ -63,7 +110,10 @@ def _fill(store: Store, rng: random.Random, docs: int) -> None:
                 content = _text(rng, rng.randint(1, 80))
             rows.append((i, heading, context, content))
             conn.execute(
-                "INSERT INTO chunks(id, document_id, chunk_index, heading, content, context_text) VALUES (?, 1, ?, ?, ?, ?)",
+                (
+                    "INSERT INTO chunks(id, document_id, chunk_index, heading, content, context_text) "
+                    "VALUES (?, 1, ?, ?, ?, ?)"
+                ),
                 (i, i, heading, content, context),
             )
         store.insert_fulltext(rows, conn)
@@ -160,16 +210,16 @@ def test_pruning_really_runs_and_prunes(tables):
             got = pruned.ranked(store.conn(), table, expr, (2.0, 1.0, 1.0), 10, store.generation())
             assert got is None or got == _plain(store, table, expr, (2.0, 1.0, 1.0), 10)
             answered[table] += got is not None
-            matched[table] += store.conn().execute(
-                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (expr,)
-            ).fetchone()[0]
+            matched[table] += (
+                store.conn().execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (expr,)).fetchone()[0]
+            )
     assert answered["fts_chunks"] >= 40 and answered["fts_bigram"] >= 10
     assert pruned.stats["scored"] < matched["fts_chunks"] / 5
 
 
 def test_the_fold_is_the_tokenizers():
     """Text scoring folds as the trigram tokenizer does, learnt from SQLite itself."""
-    fold = fp.TrigramFold()
+    fold = ps.TrigramFold()
     assert fold.fold("ÉCLAIR Straße İ ΣΟΦΟΣ") == "eclair straße i σοφοσ"
     assert fold.fold("cafe\u0301") == "cafe"  # the combining acute is dropped
     assert fold.fold("a\0b") == "ab"
@@ -214,7 +264,9 @@ def _kb(tmp_path: Path) -> Path:
     for i in range(150):
         tags = rng.sample(["a", "b", "c"], rng.randint(0, 2))
         front = f"---\ntags: [{', '.join(tags)}]\ndate: 2026-0{1 + i % 9}-01\n---\n" if tags else ""
-        sections = "\n\n".join(f"## {_text(rng, 2)}\n\n{_text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 4)))
+        sections = "\n\n".join(
+            f"## {_text(rng, 2)}\n\n{_text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 4))
+        )
         body = front + f"# {_text(rng, 2)}\n\n{sections}\n"
         files[f"{'sub/' if i % 3 else ''}n{i:03}.md"] = body
         if i % 10 == 0:
@@ -281,8 +333,9 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
         trigram, bigram = fulltext_rows([(10_000, None, None, "the cells protein protein protein " * 3)])
         with store.transaction() as conn:
             for table, row in (("fts_chunks", trigram[0]), ("fts_bigram", bigram[0])):
-                conn.execute(f"INSERT INTO {table}({table}, rowid, heading, context, content) VALUES "
-                             "('delete', ?, ?, ?, ?)", row)
+                conn.execute(
+                    f"INSERT INTO {table}({table}, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", row
+                )
 
 
 # ---------------------------------------------------------------- persisted statistics of common phrases
@@ -298,13 +351,13 @@ def stored_tables():
         for seed, docs in ((1, 40), (2, 600), (3, 1500)):
             store = Store(Path(tmp) / f"s{seed}" / "index.db")
             _fill(store, random.Random(seed), docs)
-            assert fp.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
-            assert fp.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
-            saved, fp.COMMON_LIST_SHARE = fp.COMMON_LIST_SHARE, 0.3
+            assert ps.store_common_phrases(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
+            assert ps.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), min_rows=0) > 0
+            saved, ps.COMMON_LIST_SHARE = ps.COMMON_LIST_SHARE, 0.3
             try:
-                assert fp.store_common_phrases(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
+                assert ps.store_common_phrases(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
             finally:
-                fp.COMMON_LIST_SHARE = saved
+                ps.COMMON_LIST_SHARE = saved
             stores.append(store)
         yield stores
         for store in stores:
@@ -329,22 +382,28 @@ def test_stored_statistics_are_used_and_describe_their_generation(stored_tables)
     pruned = fp.PrunedFulltext()
     expr = '"the" OR "Cells" OR "protein" OR "banana"'
     for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
-        assert pruned.ranked(conn, "fts_chunks", expr, weights, 10, store.generation()) == \
-            _plain(store, "fts_chunks", expr, weights, 10)
+        assert pruned.ranked(conn, "fts_chunks", expr, weights, 10, store.generation()) == _plain(
+            store, "fts_chunks", expr, weights, 10
+        )
     assert pruned.stats["stored_lists"] > 0  # "the" and "cells" (by folded text) came from the table
     gens = {g for (g,) in conn.execute("SELECT DISTINCT generation FROM fts_phrase_stats")}
     assert gens == {store.generation()}
-    assert fp.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
+    assert ps.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
     # Every stored list is FTS5's answer for its phrase, at its generation.
     kinds = set()
-    integral = fp._weights_key((2.0, 1.0, 1.0))
+    integral = ps.weights_key((2.0, 1.0, 1.0))
     for weights, phrase, df, rowids, terms in conn.execute(
-            "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"):
-        rows = [r for (r,) in conn.execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
-                                           (f'"{phrase}"',))]
+        "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"
+    ):
+        rows = [
+            r
+            for (r,) in conn.execute(
+                "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid", (f'"{phrase}"',)
+            )
+        ]
         assert df == len(rows)
         if rowids or not df:
-            assert list(fp._unpack_rowids(rowids, df)) == rows
+            assert list(ps.unpack_rowids(rowids, df)) == rows
             kinds.add("frequencies" if len(terms) < 8 * df else "doubles")
             if weights == integral:
                 assert len(terms) < 8 * df
@@ -359,11 +418,13 @@ def test_stale_stored_statistics_are_never_used(stored_tables):
     store = stored_tables[1]
     conn = store.conn()
     gen = store.generation()
-    wkey = fp._weights_key((1.0, 1.0, 1.0))
+    wkey = ps.weights_key((1.0, 1.0, 1.0))
     with store.transaction() as w:
         for phrase in ("the", "and", "cells", "protein"):
-            w.execute("INSERT OR REPLACE INTO fts_phrase_stats VALUES ('fts_chunks', ?, ?, ?, 1, ?, ?)",
-                      (wkey, phrase, gen - 1, fp.np.array([1], "<i8").tobytes(), fp.np.array([9.0], "<f8").tobytes()))
+            w.execute(
+                "INSERT OR REPLACE INTO fts_phrase_stats VALUES ('fts_chunks', ?, ?, ?, 1, ?, ?)",
+                (wkey, phrase, gen - 1, np.array([1], "<i8").tobytes(), np.array([9.0], "<f8").tobytes()),
+            )
     try:
         pruned = fp.PrunedFulltext()
         for expr in ('"the" OR "and" OR "cells"', '"protein" OR "cells" OR "banana"'):
@@ -379,7 +440,7 @@ def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch)
     """The indexer stores the statistics; after adding, editing and deleting documents the search must
     equal the plain statement, whether the statistics were stored again (the indexer's own run) or not
     (a writer that skipped them: the old ones must then be ignored)."""
-    from groove_tui.engine.indexer import Indexer
+    from groove_tui.engine.index.indexer import Indexer
 
     kb = _kb(tmp_path)
     config = hashing_config()
@@ -402,7 +463,9 @@ def test_stored_statistics_follow_the_index_through_edits(tmp_path, monkeypatch)
         if skip:
             monkeypatch.setattr(Indexer, "_phrase_statistics", lambda self, cancel: None)
         for i in range(0, 60, 3):  # edits
-            (kb / f"sub/n{i + 1:03}.md").write_text(f"# protein {skip}\n\nprotein expression of the cells " * (i % 5 + 1))
+            (kb / f"sub/n{i + 1:03}.md").write_text(
+                f"# protein {skip}\n\nprotein expression of the cells " * (i % 5 + 1)
+            )
         (kb / f"new{skip}.md").write_text("# cells\n\nthe cells the cells banana trigram\n")  # an addition
         (kb / ("n000.md" if skip else "n003.md")).unlink()  # a deletion
         with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
@@ -420,18 +483,31 @@ def test_storing_resumes_where_a_bounded_run_stopped(tables):
     conn = store.conn()
     weights = (3.0, 2.0, 1.0)
     try:
-        assert fp.store_common_phrases(conn, weights, min_rows=0, max_seconds=-1) == 0  # out of time at once
+        assert ps.store_common_phrases(conn, weights, min_rows=0, max_seconds=-1) == 0  # out of time at once
         with store.transaction() as w:  # as if a bounded run had stored "the" and stopped
-            found = w.execute("SELECT rowid, bm25(fts_chunks, 3.0, 2.0, 1.0) FROM fts_chunks WHERE fts_chunks "
-                              "MATCH '\"the\"' ORDER BY rowid").fetchall()
-            w.execute("INSERT INTO fts_phrase_stats VALUES ('fts_chunks', ?, 'the', ?, ?, ?, ?)",
-                      (fp._weights_key(weights), store.generation(), len(found),
-                       fp._pack_rowids(fp.np.array([r for r, _ in found])), fp.np.array([-v for _, v in found], "<f8").tobytes()))
-        rest = fp.store_common_phrases(conn, weights, min_rows=0)
-        assert rest > 0 and fp.store_common_phrases(conn, weights, min_rows=0) == 0  # finished: marked
-        phrases = [p for (p,) in conn.execute("SELECT phrase FROM fts_phrase_stats WHERE weights = ? AND phrase != ''",
-                                              (fp._weights_key(weights),))]
+            found = w.execute(
+                "SELECT rowid, bm25(fts_chunks, 3.0, 2.0, 1.0) FROM fts_chunks WHERE fts_chunks "
+                "MATCH '\"the\"' ORDER BY rowid"
+            ).fetchall()
+            w.execute(
+                "INSERT INTO fts_phrase_stats VALUES ('fts_chunks', ?, 'the', ?, ?, ?, ?)",
+                (
+                    ps.weights_key(weights),
+                    store.generation(),
+                    len(found),
+                    ps.pack_rowids(np.array([r for r, _ in found])),
+                    np.array([-v for _, v in found], "<f8").tobytes(),
+                ),
+            )
+        rest = ps.store_common_phrases(conn, weights, min_rows=0)
+        assert rest > 0 and ps.store_common_phrases(conn, weights, min_rows=0) == 0  # finished: marked
+        phrases = [
+            p
+            for (p,) in conn.execute(
+                "SELECT phrase FROM fts_phrase_stats WHERE weights = ? AND phrase != ''", (ps.weights_key(weights),)
+            )
+        ]
         assert "the" in phrases and len(phrases) == rest + 1
     finally:
         with store.transaction() as w:
-            w.execute("DELETE FROM fts_phrase_stats WHERE weights = ?", (fp._weights_key(weights),))
+            w.execute("DELETE FROM fts_phrase_stats WHERE weights = ?", (ps.weights_key(weights),))

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from groove_tui.config import FusionConfig, SearchConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.search import SCORE_WINDOW, _scale, _terms
+from groove_tui.engine.retrieve.fusion import SCORE_WINDOW, _scale, _terms
+from groove_tui.settings.config import FusionConfig, SearchConfig
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -81,7 +81,9 @@ def test_dbsf_terms_of_a_flat_or_single_leg_are_full_weight():
 
 def test_scales_name_the_scores_that_map_to_zero_and_one():
     root6 = np.sqrt(6.0)
-    assert _scale("dbsf", [(1, -9.0), (2, -6.0), (3, -3.0)], False) == pytest.approx((-(6 - 3 * root6), -(6 + 3 * root6)))
+    assert _scale("dbsf", [(1, -9.0), (2, -6.0), (3, -3.0)], False) == pytest.approx(
+        (-(6 - 3 * root6), -(6 + 3 * root6))
+    )
     cos_sd = np.sqrt(1.0 / 6.0)
     vec = [(1, 0.0), (2, 1.0), (3, float(np.sqrt(2.0)))]
     assert _scale("dbsf", vec, True) == pytest.approx((0.5 - 3 * cos_sd, 0.5 + 3 * cos_sd))
@@ -108,7 +110,7 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
     resp = eng.search("tokio runtime", SearchParams(limit=10, explain=True))
     traces = [h.trace for h in resp.results]
     assert traces and all(t.fusion == method for t in traces)
-    for hit, t in zip(resp.results, traces):
+    for hit, t in zip(resp.results, traces, strict=True):
         terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0)
         assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
         assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0
@@ -174,7 +176,10 @@ def test_fusion_method_is_validated_with_its_name(kb, tmp_path):
 def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
     # With one leg, a score fusion keeps the leg's own order — also below the normalisation window,
     # where candidates may all score 0 and RRF breaks the tie.
-    files = {f"n{i:03}.md": f"# Note {i}\n\nNote {i} is about sqlite search" + " and more" * (i % 7) + ".\n" for i in range(150)}
+    files = {
+        f"n{i:03}.md": f"# Note {i}\n\nNote {i} is about sqlite search" + " and more" * (i % 7) + ".\n"
+        for i in range(150)
+    }
     with _engine(write_kb(tmp_path / "kb", files), tmp_path) as eng:
         for legs in ("fts", "vector"):
             params = SearchParams(limit=120, legs=legs, min_quality=0, fusion=method)
@@ -188,9 +193,10 @@ def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
 def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
     """Unequal weights: each leg's term is its unit-weight term times that leg's weight, the bigram leg
     (a full-text leg) carrying the full-text weight. Equal weights everywhere else could not tell them apart."""
-    with _engine(kb, tmp_path / "unit", method=method) as unit, _engine(
-        kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0
-    ) as weighted:
+    with (
+        _engine(kb, tmp_path / "unit", method=method) as unit,
+        _engine(kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0) as weighted,
+    ):
         for query, full_text in (("tokio runtime", "rrf_fts"), ("設定ファイル", "rrf_bigram")):
             params = SearchParams(limit=10, explain=True, min_quality=0)
             base = {h.chunk_id: h.trace for h in unit.search(query, params).results}

@@ -1,10 +1,10 @@
-"""Hostile knowledge bases (issue 13): odd files never hang, abort or bloat an indexing run."""
+"""Hostile knowledge bases: odd files never hang, abort or bloat an indexing run."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ def _index_in_thread(eng: Engine):
     def work() -> None:
         try:
             out["report"] = eng.index()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             out["error"] = exc
 
     t = threading.Thread(target=work, daemon=True)
@@ -64,15 +64,15 @@ def test_a_fifo_named_md_is_skipped_not_opened(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_file_swapped_for_a_fifo_after_the_check_does_not_block(tmp_path, monkeypatch):
     """The type check and the open are two steps: the open itself must not wait for a writer."""
-    from groove_tui.engine import indexer
+    from groove_tui.engine.index import walk
 
     kb = tmp_path / "kb"
     kb.mkdir()
     fifo = kb / "pipe.md"
     os.mkfifo(fifo)
-    monkeypatch.setattr(indexer, "_is_regular", lambda st: True)  # the pre-check saw a regular file
+    monkeypatch.setattr(walk, "_is_regular", lambda st: True)  # the pre-check saw a regular file
     out: dict = {}
-    t = threading.Thread(target=lambda: out.setdefault("r", indexer.read_file(kb, "pipe.md")), daemon=True)
+    t = threading.Thread(target=lambda: out.setdefault("r", walk.read_file(kb, "pipe.md")), daemon=True)
     t.start()
     t.join(30)
     blocked = t.is_alive()
@@ -95,7 +95,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
         assert [s.path for s in report.skipped] == ["caf\\xe9.md"]  # named, escaped visibly
         assert "not valid UTF-8" in report.skipped[0].reason
         assert not eng.needs_index()  # the skipped name does not make every open re-index
-        from groove_tui.textout import format_index_report
+        from groove_tui.output.textout import format_index_report
 
         text = format_index_report(report)
         text.encode("utf-8")  # printable: no lone surrogate reaches the terminal
@@ -103,8 +103,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_the_run_goes_on(tmp_path):
 
 
 def test_a_five_megabyte_line_is_indexed_in_bounded_chunks_and_printed_bounded(tmp_path):
-    from groove_tui.engine.embedders import HashingEmbedder
-    from groove_tui.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.engine.models.embedders import HashingEmbedder
+    from groove_tui.output.textout import BODY_MAX_CHARS, format_response
 
     kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 1_250_000 + "\n", "good.md": BODY})
     with open_engine(kb, tmp_path) as eng:
@@ -125,10 +125,10 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
     """An uncapped index (max_chunk_bytes 0, groove's behaviour) still hands models bounded text."""
     from dataclasses import replace
 
-    from groove_tui.config import ChunkingConfig
-    from groove_tui.engine.embedders import HashingEmbedder
-    from groove_tui.engine.indexer import MODEL_INPUT_MAX_CHARS
-    from groove_tui.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.engine.index.indexer import MODEL_INPUT_MAX_CHARS
+    from groove_tui.engine.models.embedders import HashingEmbedder
+    from groove_tui.output.textout import BODY_MAX_CHARS, format_response
+    from groove_tui.settings.config import ChunkingConfig
 
     kb = write_kb(tmp_path / "kb", {"min.md": "## Minified\n\nneedle " + "QUJD" * 250_000 + "\n"})
     config = replace(hashing_config(), chunking=ChunkingConfig(0))
@@ -165,17 +165,19 @@ def test_what_models_and_text_output_see_is_bounded_even_without_a_cap(tmp_path)
 def test_a_model_typo_with_force_destroys_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
     from groove_tui.engine import EngineError
+    from groove_tui.settings.config import EmbeddingConfig
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY, "b.md": BODY.replace("Fine", "Other")})
     with open_engine(kb, tmp_path) as eng:
         eng.index()
         vectors = eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0]
     typo = replace(hashing_config(), embedding=EmbeddingConfig(model="multilingual-e5-smal"))
-    with Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng:
-        with pytest.raises(EngineError, match="unknown embedding model"):
-            eng.index(force=True)
+    with (
+        Engine.open(kb, config=typo, index_dir=tmp_path / "idx", allow_model_change=True) as eng,
+        pytest.raises(EngineError, match="unknown embedding model"),
+    ):
+        eng.index(force=True)
     with open_engine(kb, tmp_path) as eng:  # opens: the recorded model is still the real one
         assert eng.status().model == "hashing-64"
         assert eng.store.conn().execute("SELECT count(*) FROM vec_chunks").fetchone()[0] == vectors > 0
@@ -186,8 +188,8 @@ def test_a_model_typo_with_force_destroys_nothing(tmp_path):
 def test_a_model_typo_on_a_new_index_records_nothing(tmp_path):
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
     from groove_tui.engine import EngineError
+    from groove_tui.settings.config import EmbeddingConfig
 
     kb = write_kb(tmp_path / "kb", {"a.md": BODY})
     typo = replace(hashing_config(), embedding=EmbeddingConfig(model="no-such-model"))
@@ -299,7 +301,9 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
         # `search … | head -0`: the reader is gone before anything is written
         proc = subprocess.Popen(
             [*run, "search", str(kb), "fine", "--model", "hashing", "--limit", "30", "--format", fmt],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         proc.stdout.close()
         err = proc.stderr.read().decode()
@@ -312,9 +316,13 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
 
 
 def test_lone_cr_line_endings_are_line_endings():
-    from groove_tui.engine.markdown import parse_markdown
+    from groove_tui.engine.index.markdown import parse_markdown
 
-    text = "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r## First\rBody of the first section, long enough to stand alone.\r### Second\rBody of the second section, long enough to stand alone.\r"
+    text = (
+        "---\rtitle: Old Mac\rtags: [cr]\r---\r\rIntro text long enough to be a chunk of its own here.\r"
+        "## First\rBody of the first section, long enough to stand alone.\r"
+        "### Second\rBody of the second section, long enough to stand alone.\r"
+    )
     doc = parse_markdown("mac.md", text)
     assert doc.title == "Old Mac" and doc.tags == ("cr",)
     assert [(c.heading, c.level) for c in doc.chunks] == [(None, None), ("First", 2), ("Second", 3)]
@@ -376,7 +384,7 @@ def ja_engine(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "query", ['"設定\x00ファイル"', '"東京\x00"', '"tokio\x00 runtime"', "設定\x00 -\"東京\x00\"", "設定 ab\x00cd"]
+    "query", ['"設定\x00ファイル"', '"東京\x00"', '"tokio\x00 runtime"', '設定\x00 -"東京\x00"', "設定 ab\x00cd"]
 )
 def test_a_nul_in_a_query_never_reaches_sqlite(ja_engine, query):
     resp = ja_engine.search(query)  # "unterminated string" from SQLite before
@@ -389,9 +397,11 @@ def test_no_sqlite_text_reaches_a_user(ja_engine):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from groove_tui.engine.query import QueryError
+    from groove_tui.engine.analysis.query import QueryError
 
-    alphabet = st.sampled_from(list('"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\\'') + ["\u3000", "ー"])
+    alphabet = st.sampled_from(
+        [*list("\"-* ()^:\x00\t\n東京設定のはrusttokioAND OR NOT NEAR{}[]+.\\'"), "\u3000", "ー"]
+    )
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(alphabet, max_size=24).map("".join))
@@ -491,7 +501,10 @@ SPOOF_NAMES = {
 @pytest.fixture(scope="module")
 def spoof_engine(tmp_path_factory):
     root = tmp_path_factory.mktemp("spoof")
-    kb = write_kb(root / "kb", {name: "## Spoof\n\nspoofing words in a file with a hostile name here.\n" for name in SPOOF_NAMES.values()})
+    kb = write_kb(
+        root / "kb",
+        {name: "## Spoof\n\nspoofing words in a file with a hostile name here.\n" for name in SPOOF_NAMES.values()},
+    )
     (kb / "bad-heading.md").write_text("## Head\u202eing\x85x\n\nspoofing words under a hostile heading here.\n")
     eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
     eng.index()
@@ -500,7 +513,7 @@ def spoof_engine(tmp_path_factory):
 
 
 def test_text_output_shows_hostile_names_escaped(spoof_engine):
-    from groove_tui.textout import format_response
+    from groove_tui.output.textout import format_response
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10))
     assert len(resp.results) == 4
@@ -525,7 +538,7 @@ def test_json_output_escapes_c1_controls(spoof_engine):
 
 
 def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
-    from groove_tui.textout import format_index_report
+    from groove_tui.output.textout import format_index_report
 
     kb = write_kb(tmp_path / "kb", {"ok.md": BODY, "bin\n\u202eary\x9b.md": b"\x00binary"})
     with open_engine(kb, tmp_path) as eng:
@@ -534,7 +547,8 @@ def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
 
 
 def test_the_explorer_shows_hostile_names_escaped(spoof_engine):
-    from groove_tui.tui.render import explain_text, hit_title
+    from groove_tui.tui.explain_render import explain_text
+    from groove_tui.tui.render import hit_title
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10, explain=True))
     titles = {hit_title(h).plain for h in resp.results}
@@ -549,10 +563,10 @@ def test_the_explorer_palette_shows_hostile_names_escaped(spoof_engine, tmp_path
     """The command palette names the focused hit's file: escaped too."""
     import asyncio
 
-    from groove_tui.tui.commands import groove_commands
-
     from tui.fakes import FakeEngine
     from tui.helpers import SIZE, make_app, search
+
+    from groove_tui.tui.commands import groove_commands
 
     class Spoofed(FakeEngine):
         def _search(self, query, params, cancel):

@@ -17,7 +17,7 @@ import pytest
 from groove_tui.engine import Engine, ModelMismatch
 from groove_tui.engine.types import IndexProgress
 
-from helpers import SAMPLE_KB, hashing_config, write_kb
+from helpers import hashing_config, write_kb
 
 
 def open_engine(kb: Path, tmp_path: Path, **kw) -> Engine:
@@ -69,7 +69,9 @@ def test_metadata_only_change_does_not_reembed(kb, tmp_path):
         p.write_text(p.read_text().replace("tags: [rust, async]", "tags: [rust, async, tokio]"))
         r = eng.index()
         assert (r.updated, r.metadata_only, r.embedded) == (1, 1, 0)
-        tags = eng.store.conn().execute("SELECT tags FROM documents WHERE path = ?", ("notes/rust/async.md",)).fetchone()
+        tags = (
+            eng.store.conn().execute("SELECT tags FROM documents WHERE path = ?", ("notes/rust/async.md",)).fetchone()
+        )
         assert json.loads(tags[0]) == ["rust", "async", "tokio"]
 
 
@@ -89,7 +91,9 @@ def test_bad_files_are_skipped_with_reasons_and_the_run_goes_on(tmp_path):
             "good.md": "## Fine\n\nThis file is perfectly fine and has enough text to be a chunk.\n",
             "latin1.md": "caf\xe9 au lait".encode("latin-1"),
             "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00binary",
-            "badfm.md": "---\ntitle: [unclosed\n---\n\n## Body\n\nThe body survives broken frontmatter and is indexed.\n",
+            "badfm.md": (
+                "---\ntitle: [unclosed\n---\n\n## Body\n\nThe body survives broken frontmatter and is indexed.\n"
+            ),
             "empty.md": "",
         },
     )
@@ -104,7 +108,9 @@ def test_bad_files_are_skipped_with_reasons_and_the_run_goes_on(tmp_path):
 
 
 def test_unreadable_file_is_skipped(tmp_path, monkeypatch):
-    kb = write_kb(tmp_path / "kb", {"a.md": "## A\n\nreadable text that is long enough to index.\n", "b.md": "## B\n\nsecret\n"})
+    kb = write_kb(
+        tmp_path / "kb", {"a.md": "## A\n\nreadable text that is long enough to index.\n", "b.md": "## B\n\nsecret\n"}
+    )
     import builtins
 
     real_open = builtins.open
@@ -140,7 +146,7 @@ def test_walk_skips_excluded_dirs_symlinks_and_grooveignore(tmp_path):
     outside = write_kb(tmp_path / "outside", {"o.md": body})
     os.symlink(outside / "o.md", kb / "link.md")
     os.symlink(outside, kb / "linkdir")
-    from groove_tui.engine.indexer import walk_kb
+    from groove_tui.engine.index.walk import walk_kb
 
     assert walk_kb(kb, hashing_config().exclude_dirs) == ["keep.md", "notes/real.md"]
 
@@ -171,7 +177,7 @@ def test_model_mismatch_names_both_models_and_the_fix(kb, tmp_path):
         eng.index()
     from dataclasses import replace
 
-    from groove_tui.config import EmbeddingConfig
+    from groove_tui.settings.config import EmbeddingConfig
 
     other = replace(hashing_config(), embedding=EmbeddingConfig(model="hashing-32"))
     with pytest.raises(ModelMismatch) as err:
@@ -220,7 +226,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time
     from groove_tui.engine import Engine
-    from groove_tui.engine.embedders import HashingEmbedder
+    from groove_tui.engine.models.embedders import HashingEmbedder
     sys.path.insert(0, {tests!r})
     from helpers import hashing_config
 
@@ -241,7 +247,13 @@ KILL_SCRIPT = textwrap.dedent(
 
 
 def test_killed_indexer_leaves_an_index_that_opens_and_resumes(tmp_path):
-    files = {f"d{i:03}.md": f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n" for i in range(120)}
+    files = {
+        f"d{i:03}.md": (
+            f"## Note {i}\n\nThis is note number {i} with some words about topic {i % 7}.\n\n"
+            f"## More {i}\n\nSecond section of note {i}, long enough to stand alone as a chunk.\n"
+        )
+        for i in range(120)
+    }
     kb = write_kb(tmp_path / "kb", files)
     idx = tmp_path / "idx"
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), kb=str(kb), idx=str(idx))
@@ -258,7 +270,9 @@ def test_killed_indexer_leaves_an_index_that_opens_and_resumes(tmp_path):
 
 
 def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
-    files = {f"d{i:04}.md": f"## Note {i}\n\nBody of note {i} with enough words to be its own chunk.\n" for i in range(3000)}
+    files = {
+        f"d{i:04}.md": f"## Note {i}\n\nBody of note {i} with enough words to be its own chunk.\n" for i in range(3000)
+    }
     kb = write_kb(tmp_path / "kb", files)
     idx = tmp_path / "idx"
     script = (
@@ -285,7 +299,10 @@ def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
 
 
 def test_engine_import_loads_no_ui_toolkit():
-    code = "import sys, groove_tui.engine, groove_tui.engine.search; bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
+    code = (
+        "import sys, groove_tui.engine, groove_tui.engine.retrieve.searcher; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -293,19 +310,25 @@ def test_engine_import_loads_no_ui_toolkit():
 def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vectors(tmp_path):
     """Unchanged files are never re-read, so without this a new `[chunking] max_chunk_bytes` would apply
     only to files edited afterwards and one index would mix two cuts."""
-    from groove_tui.config import ChunkingConfig
     from groove_tui.engine import Engine
+    from groove_tui.settings.config import ChunkingConfig
 
     long_note = "# Long\n\n" + "\n\n".join(f"Paragraph {i} about tokio tasks and runtimes. " * 4 for i in range(12))
     kb = write_kb(tmp_path / "kb", {"long.md": long_note, "short.md": "# Short\n\nA short note on sqlite.\n"})
 
     def run(cap: int):
-        eng = Engine.open(kb, config=hashing_config(chunking=ChunkingConfig(max_chunk_bytes=cap)),
-                          index_dir=tmp_path / "idx")
+        eng = Engine.open(
+            kb, config=hashing_config(chunking=ChunkingConfig(max_chunk_bytes=cap)), index_dir=tmp_path / "idx"
+        )
         try:
             report = eng.index()
-            rows = eng.store.conn().execute("SELECT d.path, count(*) FROM chunks c JOIN documents d "
-                                            "ON d.id = c.document_id GROUP BY d.path").fetchall()
+            rows = (
+                eng.store.conn()
+                .execute(
+                    "SELECT d.path, count(*) FROM chunks c JOIN documents d ON d.id = c.document_id GROUP BY d.path"
+                )
+                .fetchall()
+            )
             return report, dict(rows)
         finally:
             eng.close()

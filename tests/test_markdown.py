@@ -1,4 +1,4 @@
-"""groove_tui.engine.markdown: reference §A (groove's parser) plus our fences and size cap."""
+"""groove_tui.engine.index.markdown: reference §A (groove's parser) plus our fences and size cap."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.markdown import (
+from groove_tui.engine.index.markdown import (
     Frontmatter,
     build_context,
     filename_title,
@@ -81,7 +81,9 @@ def test_title_is_stored_as_is_but_breadcrumb_falls_back_to_filename() -> None:
 
 
 def test_build_context_rules() -> None:
-    assert build_context(["設計ノート", "検索パイプライン", "RRF の実装"]) == "設計ノート > 検索パイプライン > RRF の実装"
+    assert (
+        build_context(["設計ノート", "検索パイプライン", "RRF の実装"]) == "設計ノート > 検索パイプライン > RRF の実装"
+    )
     assert build_context(["Intro", "Intro", "Sub"]) == "Intro > Sub"  # title == first heading once
     assert build_context([" T ", None, "", "  ", "H"]) == "T > H"
     assert build_context([None, " ", ""]) is None
@@ -335,11 +337,7 @@ def test_empty_and_blank_documents() -> None:
 
 def test_exclude_headings_keeps_descendants_with_breadcrumb() -> None:
     text = (
-        "---\ntitle: T\n---\n"
-        f"## Public\n{LONG}\n"
-        f"## Secret notes\nhidden {LONG}\n"
-        f"### Detail\n{LONG}\n"
-        f"## Next\n{LONG}\n"
+        f"---\ntitle: T\n---\n## Public\n{LONG}\n## Secret notes\nhidden {LONG}\n### Detail\n{LONG}\n## Next\n{LONG}\n"
     )
     doc = parse(text, exclude_headings=["Secret"])
     assert [(c.heading, c.context) for c in doc.chunks] == [
@@ -592,8 +590,7 @@ def test_every_content_line_survives(doc_and_expected: tuple[str, list[str]], ca
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.text(alphabet=st.characters(exclude_characters="\r", exclude_categories=["Cs"]), max_size=400)
-    | st.lists(st.sampled_from(["---", "## a", "### b", "```", "~~~", "", "text", "title: [", "あい"]))
-    .map("\n".join),
+    | st.lists(st.sampled_from(["---", "## a", "### b", "```", "~~~", "", "text", "title: [", "あい"])).map("\n".join),
     st.lists(st.sampled_from(["a", "b", "", "Secret"]), max_size=2),
     st.sampled_from([0, 30, 100, 1500]),
 )

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
 from groove_tui.engine import Engine, SearchParams
+from groove_tui.settings.config import ChunkingConfig, ConfigError, SearchConfig, parse_config
 
 from helpers import SAMPLE_KB, hashing_config, write_kb
 
@@ -62,9 +62,7 @@ def test_parts_of_one_section_are_one_hit(tmp_path, files):
 
 def test_the_face_of_a_section_is_its_best_part(tmp_path):
     # Only the fifth paragraph mentions the query's rare word, so its part must stand for the section.
-    text = "\n\n".join(
-        _paragraph(i, "quasar telescopes" if i == 4 else "compost heaps") for i in range(6)
-    )
+    text = "\n\n".join(_paragraph(i, "quasar telescopes" if i == 4 else "compost heaps") for i in range(6))
     with _engine(tmp_path, True, {"long.md": f"# Long\n\n## Mixed\n\n{text}\n"}) as eng:
         hit = eng.search("quasar telescopes", SearchParams(limit=5)).results[0]
         assert "quasar" in hit.content
@@ -89,7 +87,13 @@ def test_merge_parts_must_be_a_boolean():
 
 def _starving_kb() -> dict[str, str]:
     """One section that splits into ~255 parts, every one matching, beside 25 small matching documents."""
-    big = "\n\n".join(f"compost heaps garden soil, compost heaps garden soil, compost heaps garden soil, compost heaps garden soil {i}" for i in range(255))
+    big = "\n\n".join(
+        (
+            f"compost heaps garden soil, compost heaps garden soil, "
+            f"compost heaps garden soil, compost heaps garden soil {i}"
+        )
+        for i in range(255)
+    )
     files = {"big.md": f"## Everything about compost\n\n{big}\n"}
     for i in range(25):  # each ranks below every part of big.md in both legs
         files[f"small/s{i:02}.md"] = (
@@ -104,9 +108,11 @@ def test_one_document_with_many_parts_does_not_starve_the_page(tmp_path, legs):
     cfg = hashing_config(chunking=ChunkingConfig(max_chunk_bytes=200))
     with Engine.open(write_kb(tmp_path / "kb", _starving_kb()), config=cfg, index_dir=tmp_path / "idx") as eng:
         eng.index()
-        parts = eng.store.conn().execute(
-            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.path = 'big.md'"
-        ).fetchone()[0]
+        parts = (
+            eng.store.conn()
+            .execute("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.path = 'big.md'")
+            .fetchone()[0]
+        )
         assert parts >= 200
         resp = eng.search("compost heaps garden soil", SearchParams(limit=30, legs=legs, min_quality=0))
         paths = [h.path for h in resp.results]
@@ -115,7 +121,7 @@ def test_one_document_with_many_parts_does_not_starve_the_page(tmp_path, legs):
 
 
 def test_a_merged_hit_is_labelled_with_the_part_it_shows(tmp_path, files):
-    from groove_tui.textout import format_response
+    from groove_tui.output.textout import format_response
     from groove_tui.tui.render import hit_title
 
     with _engine(tmp_path, True, files) as eng:
@@ -126,5 +132,7 @@ def test_a_merged_hit_is_labelled_with_the_part_it_shows(tmp_path, files):
         label = f"long.md#Compost (part {hit.part + 1})"
         assert label in format_response(resp, color=False).splitlines()
         assert hit_title(hit).plain == f"long.md › Compost (part {hit.part + 1})"
-        first = next(h for h in eng.search("Paragraph 0 explains", SearchParams(limit=10)).results if h.path == "long.md")
+        first = next(
+            h for h in eng.search("Paragraph 0 explains", SearchParams(limit=10)).results if h.path == "long.md"
+        )
         assert first.part == 0 and hit_title(first).plain == "long.md › Compost"  # part 0 starts at its heading

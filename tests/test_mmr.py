@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.mmr import mmr_select, mmr_select_traced
+from groove_tui.engine.stages.mmr import mmr_select, mmr_select_traced
 
 f32 = np.float32
 EPS = f32(1.1920929e-07)
@@ -24,7 +24,7 @@ def orthogonal(n: int) -> np.ndarray:
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.float32:
     dot = na = nb = f32(0.0)
-    for x, y in zip(a, b):  # sequential float32 sums, as groove's iterator sums
+    for x, y in zip(a, b, strict=True):  # sequential float32 sums, as groove's iterator sums
         dot = f32(dot + f32(x * y))
         na = f32(na + f32(x * x))
         nb = f32(nb + f32(y * y))

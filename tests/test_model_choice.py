@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, EmbeddingConfig, parse_config
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine import embedders
-from groove_tui.engine.embedders import HashingEmbedder, clear_embedder_cache
-from groove_tui.engine.modelchoice import ENGLISH_MODEL
+from groove_tui.engine.models import embedders
+from groove_tui.engine.models.choice import ENGLISH_MODEL
+from groove_tui.engine.models.embedders import HashingEmbedder, clear_embedder_cache
+from groove_tui.settings.config import Config, EmbeddingConfig, parse_config
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder
@@ -60,7 +60,9 @@ def test_english_kb_gets_the_pulled_english_model(models, tmp_path: Path) -> Non
     with open_engine(kb, tmp_path) as eng:
         report = eng.index()
         assert eng.model_id == ENGLISH_MODEL and report.pending_embeddings == 0 and report.added == len(ENGLISH_KB)
-        assert len(report.notes) == 1 and report.notes[0].startswith(f"embedding model {ENGLISH_MODEL}: the KB has no CJK")
+        assert len(report.notes) == 1 and report.notes[0].startswith(
+            f"embedding model {ENGLISH_MODEL}: the KB has no CJK"
+        )
         assert eng.status().model == ENGLISH_MODEL and eng.status().dim == 32
         assert eng.search("tokio runtime", SearchParams(limit=3)).results
     # later runs keep it (the index decides), and say nothing more

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from groove_tui.config import Config, EmbeddingConfig
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.embedders import default_model_name
+from groove_tui.engine.models.embedders import default_model_name
+from groove_tui.settings.config import Config, EmbeddingConfig
 
 from tinymodels import build_tiny_embedder
 

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine import catalog
-from groove_tui.engine.catalog import MANIFEST, Manifest, ManifestError, find_spec, installed_dir, read_manifest
-from groove_tui.engine.embedders import ModelUnavailable, clear_embedder_cache, load_embedder
-from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+from groove_tui.engine.models import catalog
+from groove_tui.engine.models.catalog import MANIFEST, Manifest, ManifestError, find_spec, installed_dir, read_manifest
+from groove_tui.engine.models.embedders import clear_embedder_cache, load_embedder
+from groove_tui.engine.models.offline import ModelUnavailable
+from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
@@ -187,7 +188,7 @@ def test_a_folder_without_its_manifest_is_not_installed(root, tiny_ce, capsys) -
     folder = root / "ms-marco-l12"
     shutil.copytree(tiny_ce, folder)  # every file, but no manifest: a pull that never finished
     assert installed_dir("ms-marco-l12") is None
-    with pytest.raises(ModelUnavailable, match="is not installed .*groove-tui models pull ms-marco-l12"):
+    with pytest.raises(ModelUnavailable, match=r"is not installed .*groove-tui models pull ms-marco-l12"):
         load_reranker("ms-marco-l12")
     assert main(["models", "list", "--format", "json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["models"]}
@@ -248,7 +249,7 @@ def test_a_manifest_entry_outside_its_folder_is_refused(root, tiny_ce, tmp_path,
     opened: list[str] = []
     real = catalog.sha256_of
     monkeypatch.setattr(catalog, "sha256_of", lambda p: opened.append(str(p)) or real(p))
-    with pytest.raises(ManifestError, match="files entry .* is invalid: expected a path inside the model folder"):
+    with pytest.raises(ManifestError, match=r"files entry .* is invalid: expected a path inside the model folder"):
         read_manifest(folder)
     with pytest.raises(ModelUnavailable) as e:
         load_reranker("ms-marco-l12")

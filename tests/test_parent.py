@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groove_tui.engine.parent import ChunkRow, est_tokens, expand_hit
+from groove_tui.engine.stages.parent import ChunkRow, est_tokens, expand_hit
 
 NEVER_SMALL = 0  # whole_doc_threshold_tokens = 0: no hit is small, only the level-aware path runs
 
@@ -11,8 +11,17 @@ def doc(*spec: tuple[int | None, int] | tuple[int | None, int, int]) -> list[Chu
     """Rows from (level, tokens[, part]) triples; content names the chunk so merges are readable."""
     rows = []
     for i, (level, tokens, *part) in enumerate(spec):
-        rows.append(ChunkRow(chunk_id=100 + i, chunk_index=i, level=level, heading=None if level is None else f"h{i}",
-                             content=f"c{i}", token_count=tokens, part=part[0] if part else 0))
+        rows.append(
+            ChunkRow(
+                chunk_id=100 + i,
+                chunk_index=i,
+                level=level,
+                heading=None if level is None else f"h{i}",
+                content=f"c{i}",
+                token_count=tokens,
+                part=part[0] if part else 0,
+            )
+        )
     return rows
 
 
@@ -160,8 +169,12 @@ def test_japanese_content_offsets_are_characters():
     assert (ef.from_index, ef.to_index) == (1, 2)
     assert ef.hit_start == len(contents[1]) + 2
     assert exp.content[ef.hit_start : ef.hit_end] == contents[2]
-    whole = expand_hit(2, [*rows[:2], ChunkRow(2, 2, 2, None, contents[2], 10)],
-                       whole_doc_threshold_tokens=50, max_expanded_tokens=1000)
+    whole = expand_hit(
+        2,
+        [*rows[:2], ChunkRow(2, 2, 2, None, contents[2], 10)],
+        whole_doc_threshold_tokens=50,
+        max_expanded_tokens=1000,
+    )
     assert whole.content[whole.expanded_from.hit_start : whole.expanded_from.hit_end] == contents[2]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -11,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.config import MMRConfig, ParentConfig, RerankerConfig
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
+from groove_tui.settings.config import MMRConfig, ParentConfig, RerankerConfig
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder
@@ -29,7 +28,9 @@ def generated_kb(root: Path, docs: int = 12) -> Path:
             f"It also mentions {topics[(d + s) % len(topics)]} in passing."
             for s in range(4)
         )
-        files[f"area{d % 3}/doc{d:02}.md"] = f"---\ntitle: Doc {d}\ntags: [t{d % 2}]\n---\n\nIntro of doc {d} about {t}.\n\n{sections}\n"
+        files[f"area{d % 3}/doc{d:02}.md"] = (
+            f"---\ntitle: Doc {d}\ntags: [t{d % 2}]\n---\n\nIntro of doc {d} about {t}.\n\n{sections}\n"
+        )
     return write_kb(root, files)
 
 
@@ -58,7 +59,9 @@ QUERIES = ["search ranking", "tokio runtime", "garden soil", "vector embeddings"
 def test_disabled_stages_leave_the_response_byte_identical(gen, query):
     plain = gen.search(query, SearchParams(limit=7)).to_json()
     # MMR off: λ and penalty are ignored entirely.
-    assert gen.search(query, SearchParams(limit=7, mmr=False, mmr_lambda=0.1, mmr_same_doc_penalty=0.9)).to_json() == plain
+    assert (
+        gen.search(query, SearchParams(limit=7, mmr=False, mmr_lambda=0.1, mmr_same_doc_penalty=0.9)).to_json() == plain
+    )
     # Reranker off.
     assert gen.search(query, SearchParams(limit=7, reranker=None)).to_json() == plain
     # Parent retriever off, whatever its knobs say.
@@ -115,7 +118,7 @@ def test_parent_retriever_expands_and_recomputes_spans(gen):
     expanded = gen.search("compost soil", SearchParams(limit=3, parent_retriever=True, explain=True))
     assert [h.chunk_id for h in expanded.results] == [h.chunk_id for h in plain.results]
     assert [h.score for h in expanded.results] == [h.score for h in plain.results]
-    for before, after in zip(plain.results, expanded.results):
+    for before, after in zip(plain.results, expanded.results, strict=True):
         ef = after.expanded_from
         assert ef is not None
         assert len(after.content) >= len(before.content)
@@ -151,7 +154,7 @@ def test_blend_one_is_groove_the_raw_cross_encoder_score_replaces_the_fused_one(
 
 
 def test_default_blend_mixes_z_scored_cross_encoder_and_fused_scores(gen, cross_encoder):
-    from groove_tui.engine.search import blend_scores
+    from groove_tui.engine.stages.rerank import blend_scores
 
     assert gen.config.reranker.blend == 0.5
     eng = _with_reranker(gen, pool=10)
@@ -243,7 +246,9 @@ def test_cache_is_invalidated_by_reindex(tmp_path):
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
         eng.index()
         before = eng.search("tokio runtime", SearchParams(limit=50, min_quality=0))
-        (kb / "new.md").write_text("## Tokio\n\ntokio runtime tokio runtime tokio runtime, all about the tokio runtime.\n")
+        (kb / "new.md").write_text(
+            "## Tokio\n\ntokio runtime tokio runtime tokio runtime, all about the tokio runtime.\n"
+        )
         eng.index()
         after = eng.search("tokio runtime", SearchParams(limit=50, min_quality=0))
         assert "new.md" in {h.path for h in after.results} - {h.path for h in before.results}
@@ -277,7 +282,7 @@ def test_cancel_interrupts_a_running_sqlite_statement(gen, monkeypatch):
         return out
 
     monkeypatch.setattr(gen._searcher, "_excluded_ids", exclusions_then_cancel)
-    monkeypatch.setattr("groove_tui.engine.search._check", lambda cancel: None)  # only SQLite can notice now
+    monkeypatch.setattr("groove_tui.engine.retrieve.searcher._check", lambda cancel: None)  # only SQLite can notice now
     with pytest.raises(SearchCancelled):
         gen.search("section document search ranking", SearchParams(limit=5), cancel=ev)
     # The connection is usable afterwards.

@@ -53,10 +53,14 @@ class Writer(threading.Thread):
             conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('committed.md', 'h', 'now')")
             conn.execute("COMMIT")
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('uncommitted.md', 'h', 'now')")
+            conn.execute(
+                "INSERT INTO documents(path, content_hash, last_indexed) VALUES ('uncommitted.md', 'h', 'now')"
+            )
             self.holding.set()
             while not self.stop.wait(0.001):
-                conn.execute("INSERT OR REPLACE INTO index_meta(key, value) VALUES ('writer_round', ?)", (str(self.rounds),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO index_meta(key, value) VALUES ('writer_round', ?)", (str(self.rounds),)
+                )
                 self.rounds += 1
             conn.execute("ROLLBACK")
         except BaseException as exc:  # surfaced by the test
@@ -142,7 +146,7 @@ def test_a_reader_writes_nothing_and_cannot_index(indexed) -> None:
     with Engine.open(kb, config=hashing_config(), index_dir=idx, readonly=True) as eng:
         eng.search("tokio")
         eng.status()
-        with pytest.raises(Exception, match="readonly|read-only|reading only"):
+        with pytest.raises(Exception, match=r"readonly|read-only|reading only"):
             eng.store.conn().execute("INSERT INTO index_meta(key, value) VALUES ('x', 'y')")
         with pytest.raises(Exception, match="searching only"):
             eng.index()
@@ -152,8 +156,11 @@ def test_a_reader_on_a_kb_never_indexed_says_so_and_creates_nothing(tmp_path: Pa
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     idx = tmp_path / "idx"
     monkeypatch.chdir(tmp_path)
-    for argv in (["search", str(kb), "tokio"], ["status", str(kb)],
-                 ["eval", str(kb), "--golden", str(tmp_path / "g.yml")]):
+    for argv in (
+        ["search", str(kb), "tokio"],
+        ["status", str(kb)],
+        ["eval", str(kb), "--golden", str(tmp_path / "g.yml")],
+    ):
         assert main([*argv, "--model", "hashing", "--index-dir", str(idx)]) == 1
         err = capsys.readouterr().err
         assert "has not been indexed yet" in err and f"Run: groove-tui index {kb}" in err, err
@@ -182,11 +189,11 @@ def test_a_reader_on_an_index_needing_a_migration_says_so_without_writing(indexe
 
 def test_an_index_an_indexer_is_still_creating_reads_as_not_indexed_yet(tmp_path: Path, monkeypatch, capsys) -> None:
     """Tables created, nothing committed into them yet: "not indexed yet", not "made by another version"."""
-    from groove_tui.engine.store import BIGRAM_DDL, FTS_DDL, _SCHEMA
+    from groove_tui.engine.index.store import _SCHEMA, BIGRAM_DDL, FTS_DDL
 
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     monkeypatch.chdir(tmp_path)
-    from groove_tui.paths import index_dir_for
+    from groove_tui.settings.paths import index_dir_for
 
     db = index_dir_for(kb.resolve(), tmp_path / "idx") / "index.db"
     db.parent.mkdir(parents=True)

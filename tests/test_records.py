@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_KB, write_kb
 
-from groove_tui import __version__, bench, cli, records
+from groove_tui import __version__, cli
+from groove_tui.commands.bench import command as bench_command
+from groove_tui.output import records
+
+from helpers import SAMPLE_KB, write_kb
 
 GOLDEN = """\
 queries:
@@ -27,11 +30,11 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     kb = write_kb(tmp_path / "notes-kb", SAMPLE_KB)
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "idx"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "userdata"))
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: tmp_path / "userdata" / "groove-tui")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: tmp_path / "userdata" / "groove-tui")
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "userconfig")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(bench, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
+    monkeypatch.setattr(bench_command, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
     (tmp_path / "golden.yml").write_text(GOLDEN, encoding="utf-8")
     assert cli.main(["index", str(kb), "--model", "hashing-64", "--quiet"]) == 0
     return kb
@@ -54,8 +57,19 @@ def _provenance(rec: dict, argv: list[str]) -> None:
 
 
 def test_eval_record_holds_the_figures_it_printed_and_its_provenance(kb, tmp_path, capsys):
-    argv = ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history",
-            "--format", "json", "--record", str(tmp_path / "results")]
+    argv = [
+        "eval",
+        str(kb),
+        "--model",
+        "hashing-64",
+        "--golden",
+        "golden.yml",
+        "--no-history",
+        "--format",
+        "json",
+        "--record",
+        str(tmp_path / "results"),
+    ]
     capsys.readouterr()
     assert cli.main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -65,28 +79,70 @@ def test_eval_record_holds_the_figures_it_printed_and_its_provenance(kb, tmp_pat
     assert rec["figures"]["aggregate"] == printed["aggregate"]
     assert rec["figures"]["fingerprint"] == printed["fingerprint"]
     assert "per_query" not in rec["figures"]  # the history's business, not a record's
-    assert rec["subject"] == {"kb": str(kb.resolve()), "kb_name": "notes-kb", "golden": "golden.yml",
-                              "model": "hashing-64", "legs": "hybrid", "embedded_share": None, "variant": "hybrid"}
+    assert rec["subject"] == {
+        "kb": str(kb.resolve()),
+        "kb_name": "notes-kb",
+        "golden": "golden.yml",
+        "model": "hashing-64",
+        "legs": "hybrid",
+        "embedded_share": None,
+        "variant": "hybrid",
+    }
 
 
 def test_records_of_the_same_run_do_not_overwrite_each_other(kb, tmp_path):
-    argv = ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history", "--legs", "fts",
-            "--record", str(tmp_path / "results")]
+    argv = [
+        "eval",
+        str(kb),
+        "--model",
+        "hashing-64",
+        "--golden",
+        "golden.yml",
+        "--no-history",
+        "--legs",
+        "fts",
+        "--record",
+        str(tmp_path / "results"),
+    ]
     assert cli.main(argv) == 0 and cli.main(argv) == 0
-    names = {p.name[len("YYYY-MM-DD"):] for p in (tmp_path / "results").glob("*.json")}
+    names = {p.name[len("YYYY-MM-DD") :] for p in (tmp_path / "results").glob("*.json")}
     assert names == {"-eval-notes-kb-hashing-64-fts.json", "-eval-notes-kb-hashing-64-fts-2.json"}
 
 
 def test_record_to_a_named_json_file(kb, tmp_path):
     target = tmp_path / "scifact-hybrid.json"
-    assert cli.main(["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history",
-                     "--record", str(target)]) == 0
+    assert (
+        cli.main(
+            [
+                "eval",
+                str(kb),
+                "--model",
+                "hashing-64",
+                "--golden",
+                "golden.yml",
+                "--no-history",
+                "--record",
+                str(target),
+            ]
+        )
+        == 0
+    )
     assert json.loads(target.read_text(encoding="utf-8"))["kind"] == "eval"
 
 
 def test_bench_record_holds_the_whole_result(kb, tmp_path, capsys):
-    argv = ["bench", str(kb), "--model", "hashing-64", "--repeat", "1", "--format", "json",
-            "--record", str(tmp_path / "results")]
+    argv = [
+        "bench",
+        str(kb),
+        "--model",
+        "hashing-64",
+        "--repeat",
+        "1",
+        "--format",
+        "json",
+        "--record",
+        str(tmp_path / "results"),
+    ]
     capsys.readouterr()
     assert cli.main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -99,11 +155,18 @@ def test_bench_record_holds_the_whole_result(kb, tmp_path, capsys):
 
 @pytest.mark.parametrize("where", ["inside", "file", "missing-parent"])
 def test_a_record_that_cannot_be_written_is_refused_before_the_run(kb, tmp_path, capsys, where):
-    target = {"inside": str(kb / "results"), "file": str(tmp_path / "golden.yml"),
-              "missing-parent": str(tmp_path / "no" / "such" / "r.json")}[where]
+    target = {
+        "inside": str(kb / "results"),
+        "file": str(tmp_path / "golden.yml"),
+        "missing-parent": str(tmp_path / "no" / "such" / "r.json"),
+    }[where]
     capsys.readouterr()
-    assert cli.main(["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history",
-                     "--record", target]) == 1
+    assert (
+        cli.main(
+            ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history", "--record", target]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--record {target!r} is invalid" in err and "Traceback" not in err
     assert not (kb / "results").exists()
@@ -111,8 +174,25 @@ def test_a_record_that_cannot_be_written_is_refused_before_the_run(kb, tmp_path,
 
 def test_record_with_compare_is_refused(kb, tmp_path, capsys):
     capsys.readouterr()
-    assert cli.main(["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--no-history",
-                     "--compare", "mmr=false", "mmr=true", "--record", str(tmp_path / "r")]) == 1
+    assert (
+        cli.main(
+            [
+                "eval",
+                str(kb),
+                "--model",
+                "hashing-64",
+                "--golden",
+                "golden.yml",
+                "--no-history",
+                "--compare",
+                "mmr=false",
+                "mmr=true",
+                "--record",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 1
+    )
     assert "--record is invalid with --compare" in capsys.readouterr().err
 
 
@@ -126,8 +206,18 @@ def test_version_comes_from_the_package_metadata(capsys):
 
 
 def test_an_eval_at_an_embedded_share_records_the_share(kb, tmp_path):
-    argv = ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--embedded-share", "0.5",
-            "--record", str(tmp_path / "results")]
+    argv = [
+        "eval",
+        str(kb),
+        "--model",
+        "hashing-64",
+        "--golden",
+        "golden.yml",
+        "--embedded-share",
+        "0.5",
+        "--record",
+        str(tmp_path / "results"),
+    ]
     assert cli.main(argv) == 0
     rec = _one_record(tmp_path / "results")
     assert rec["command"] == "groove-tui " + " ".join(argv)  # as typed, not the copy it evaluated

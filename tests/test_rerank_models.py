@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.engine.embedders import ModelUnavailable
-from groove_tui.engine.rerank import (
+from groove_tui.engine.models.offline import ModelUnavailable
+from groove_tui.engine.stages.rerank import (
     FastEmbedReranker,
     Reranker,
     describe_reranker,
@@ -20,7 +20,7 @@ from groove_tui.engine.rerank import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tinymodels import build_tiny_cross_encoder  # noqa: E402
+from tinymodels import build_tiny_cross_encoder
 
 DOCS = [
     "The cat sat on the mat and looked at the garden.",

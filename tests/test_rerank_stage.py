@@ -11,25 +11,30 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from groove_tui.config import ConfigError, RerankerConfig, parse_config
 from groove_tui.engine import Engine, SearchCancelled, SearchParams
-from groove_tui.engine.rerank import clear_reranker_cache
-from groove_tui.engine.scripts import scripts_in, uncovered_reason
+from groove_tui.engine.analysis.scripts import scripts_in, uncovered_reason
+from groove_tui.engine.stages.rerank import clear_reranker_cache
+from groove_tui.settings.config import ConfigError, RerankerConfig, parse_config
 
 from helpers import hashing_config, write_kb
 from tinymodels import build_tiny_cross_encoder
 
 DOCS = {
     "en/db.md": "# Databases\n\n## Index\n\nA database index makes queries fast on large tables.\n\n"
-                "## Search\n\nFull text search with vector embeddings ranks documents.\n",
+    "## Search\n\nFull text search with vector embeddings ranks documents.\n",
     "en/garden.md": "# Garden\n\n## Soil\n\nCompost makes garden soil rich; search the garden for worms.\n",
     "en/rust.md": "# Rust\n\n## Tokio\n\nRust async runtimes such as tokio spawn tasks; search the docs.\n",
-    "ja/tokyo.md": "# 東京\n\n## 天気\n\n東京の天気は夏に暑く冬に寒いです。検索します。\n\n## 設定\n\n設定ファイルを編集して検索します。\n",
+    "ja/tokyo.md": (
+        "# 東京\n\n## 天気\n\n東京の天気は夏に暑く冬に寒いです。検索します。\n\n"
+        "## 設定\n\n設定ファイルを編集して検索します。\n"
+    ),
     "ja/cat.md": "# 猫\n\n## マット\n\n猫がマットの上に座っていました。検索の例です。\n",
     # enough English sections that every pool below fills up
-    **{f"en/notes{i}.md": f"# Notes {i}\n\n## Search notes {i}\n\nNotes number {i} on how search ranks "
-       f"documents, gardens and databases, with enough words to pass the quality filter {i}.\n"
-       for i in range(10)},
+    **{
+        f"en/notes{i}.md": f"# Notes {i}\n\n## Search notes {i}\n\nNotes number {i} on how search ranks "
+        f"documents, gardens and databases, with enough words to pass the quality filter {i}.\n"
+        for i in range(10)
+    },
 }
 
 
@@ -45,8 +50,9 @@ def english_only(ce: Path, tmp: Path) -> Path:
         folder.mkdir()
         for p in ce.iterdir():
             (folder / p.name).write_bytes(p.read_bytes())
-        (folder / "groove-model.json").write_text(json.dumps({"name": "tiny-en", "kind": "reranker",
-                                                              "languages": ["en"]}))
+        (folder / "groove-model.json").write_text(
+            json.dumps({"name": "tiny-en", "kind": "reranker", "languages": ["en"]})
+        )
     return folder
 
 
@@ -85,8 +91,9 @@ def test_scripts() -> None:
     assert uncovered_reason("東京 database", ("multilingual",), "m") is None
     assert uncovered_reason("東京 database", (), "m") is None  # nothing declared: no guard
     reason = uncovered_reason("東京の天気", ("en",), "ms-marco-l12")
-    assert reason == ("the query uses CJK (Chinese/Japanese), Japanese kana script, which ms-marco-l12 (en) "
-                      "does not cover")
+    assert reason == (
+        "the query uses CJK (Chinese/Japanese), Japanese kana script, which ms-marco-l12 (en) does not cover"
+    )
     assert uncovered_reason("東京", ("ja",), "m") is None and uncovered_reason("서울", ("ja",), "m") is not None
     # a few Greek letters in an English claim are English science, not Greek; any CJK is not English
     assert uncovered_reason("NF-κB signaling and IL-1β in TNF-α knockout mice", ("en",), "m") is None
@@ -104,7 +111,9 @@ def test_language_guard_keeps_the_fused_order_exactly(make_engine, ce_dir, tmp_p
     assert guarded.rerank_skipped.startswith("not reranked: the query uses CJK")
     assert guarded.warnings == ()  # a guard is not a failure
     out = json.loads(guarded.to_json())
-    assert out["rerank_skipped"] == guarded.rerank_skipped and out["explain"]["rerank_skipped"] == guarded.rerank_skipped
+    assert (
+        out["rerank_skipped"] == guarded.rerank_skipped and out["explain"]["rerank_skipped"] == guarded.rerank_skipped
+    )
     english = eng.search("database search", SearchParams(limit=5, reranker=model))
     assert english.reranked and english.rerank_skipped is None
     assert "rerank_skipped" not in json.loads(english.to_json())
@@ -124,7 +133,7 @@ def test_languages_any_forces_the_reranker(make_engine, ce_dir, tmp_path) -> Non
 def test_a_reranker_failing_mid_run_leaves_the_fused_results(make_engine, ce_dir, monkeypatch) -> None:
     eng = make_engine()
     plain = eng.search("database search", SearchParams(limit=3))
-    from groove_tui.engine.rerank import get_reranker
+    from groove_tui.engine.stages.rerank import get_reranker
 
     reranker = get_reranker(str(ce_dir))
 
@@ -141,7 +150,7 @@ def test_a_reranker_failing_mid_run_leaves_the_fused_results(make_engine, ce_dir
 
 def test_one_pool_with_and_without_mmr_so_toggles_cost_no_model_calls(make_engine, ce_dir, monkeypatch) -> None:
     eng = make_engine(RerankerConfig(pool=12))
-    from groove_tui.engine.rerank import get_reranker
+    from groove_tui.engine.stages.rerank import get_reranker
 
     reranker = get_reranker(str(ce_dir))
     scored: list[int] = []
@@ -156,8 +165,12 @@ def test_one_pool_with_and_without_mmr_so_toggles_cost_no_model_calls(make_engin
     first = eng.search("search", base)
     assert scored == [12]  # the configured pool, not groove's max(5·limit, 50)
     assert max(h.trace.rerank_rank for h in first.results) <= 3
-    for params in (replace(base, mmr=True), replace(base, mmr=True, mmr_lambda=0.3), replace(base, parent_retriever=True),
-                   replace(base, mmr=True, mmr_same_doc_penalty=0.5)):
+    for params in (
+        replace(base, mmr=True),
+        replace(base, mmr=True, mmr_lambda=0.3),
+        replace(base, parent_retriever=True),
+        replace(base, mmr=True, mmr_same_doc_penalty=0.5),
+    ):
         resp = eng.search("search", params)
         assert resp.reranked and len(resp.results) == 3
     assert scored == [12]  # every later run re-ranked from the score cache
@@ -177,8 +190,9 @@ def test_progress_is_reported_and_a_cancel_stops_between_batches(make_engine, ce
             cancel.set()
 
     with pytest.raises(SearchCancelled):
-        eng.search("garden soil", SearchParams(limit=3, reranker=str(ce_dir)), cancel=cancel,
-                   progress=cancel_after_first_batch)
+        eng.search(
+            "garden soil", SearchParams(limit=3, reranker=str(ce_dir)), cancel=cancel, progress=cancel_after_first_batch
+        )
     assert calls == [("rerank", 0, 11), ("rerank", 4, 11)]  # the second batch never ran
     # nothing half-scored was cached as if complete: the next run scores the rest and succeeds
     again = eng.search("garden soil", SearchParams(limit=3, reranker=str(ce_dir)))
@@ -186,7 +200,7 @@ def test_progress_is_reported_and_a_cancel_stops_between_batches(make_engine, ce
 
 
 def test_batching_and_truncation_do_not_reorder_scores(ce_dir) -> None:
-    from groove_tui.engine.rerank import RerankerSettings, load_reranker
+    from groove_tui.engine.stages.rerank import RerankerSettings, load_reranker
 
     docs = ["a database index", "the cat sat on the mat", "tokio spawns tasks", "garden soil"] * 3
     a = load_reranker(str(ce_dir), RerankerSettings(batch_size=1)).score("database", docs)
@@ -202,15 +216,21 @@ def test_batching_and_truncation_do_not_reorder_scores(ce_dir) -> None:
 
 
 def test_reranker_config_keys_are_validated() -> None:
-    cfg = parse_config({"reranker": {"model": "ms-marco-l12", "pool": 20, "max_tokens": 128, "threads": 2,
-                                     "languages": ["en", "de"]}})
+    cfg = parse_config(
+        {"reranker": {"model": "ms-marco-l12", "pool": 20, "max_tokens": 128, "threads": 2, "languages": ["en", "de"]}}
+    )
     rr = cfg.reranker
     assert (rr.model, rr.pool, rr.max_tokens, rr.threads, rr.languages) == ("ms-marco-l12", 20, 128, 2, ("en", "de"))
     assert parse_config({"reranker": {"languages": "any"}}).reranker.languages == ("any",)
     assert parse_config({}).reranker == RerankerConfig()
-    for key, value, words in (("pool", 0, "[1, 1000]"), ("max_tokens", 8, "[16, 8192]"), ("threads", -1, "[0, 256]"),
-                              ("languages", ["english"], "language codes"), ("languages", [], "language codes"),
-                              ("pool", 2.5, "an integer")):
+    for key, value, words in (
+        ("pool", 0, "[1, 1000]"),
+        ("max_tokens", 8, "[16, 8192]"),
+        ("threads", -1, "[0, 256]"),
+        ("languages", ["english"], "language codes"),
+        ("languages", [], "language codes"),
+        ("pool", 2.5, "an integer"),
+    ):
         with pytest.raises(ConfigError) as info:
             parse_config({"reranker": {key: value}})
         assert f"reranker.{key}" in str(info.value) and words in str(info.value)

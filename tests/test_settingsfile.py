@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_tui import cli
-from groove_tui.config import Config, parse_config
 from groove_tui.engine.types import SearchParams
-from groove_tui.settingsfile import OURS, effective_config, file_keys, flatten, fragment, provenance
+from groove_tui.settings.config import Config, parse_config
+from groove_tui.settings.fragment import OURS, effective_config, file_keys, flatten, fragment, provenance
 
 
 def _read_back(text: str) -> Config:
@@ -32,19 +32,35 @@ weight = st.floats(0, 1e6, allow_nan=False).filter(lambda w: w > 0)
 
 
 @settings(max_examples=60, deadline=None)
-@given(mmr=st.booleans(), lam=unit, pen=unit, parent=st.booleans(), fusion=st.sampled_from(["dbsf", "relative", "rrf"]),
-       vw=weight, fw=weight, rrf_k=st.floats(1, 1e6), reranker=st.sampled_from([None, "ms-marco-l12", "/models/ce 日本"]),
-       pool=st.integers(1, 1000), blend=unit, ratio=st.floats(0, 100))
-def test_a_fragment_reads_back_to_the_same_settings(mmr, lam, pen, parent, fusion, vw, fw, rrf_k, reranker, pool,
-                                                      blend, ratio):
+@given(
+    mmr=st.booleans(),
+    lam=unit,
+    pen=unit,
+    parent=st.booleans(),
+    fusion=st.sampled_from(["dbsf", "relative", "rrf"]),
+    vw=weight,
+    fw=weight,
+    rrf_k=st.floats(1, 1e6),
+    reranker=st.sampled_from([None, "ms-marco-l12", "/models/ce 日本"]),
+    pool=st.integers(1, 1000),
+    blend=unit,
+    ratio=st.floats(0, 100),
+)
+def test_a_fragment_reads_back_to_the_same_settings(
+    mmr, lam, pen, parent, fusion, vw, fw, rrf_k, reranker, pool, blend, ratio
+):
     base = Config()
     s = base.search
-    config = replace(base,
-                     search=replace(s, min_confidence_ratio=ratio,
-                                    fusion=replace(s.fusion, vector_weight=vw, fts_weight=fw, rrf_k=rrf_k)),
-                     reranker=replace(base.reranker, model="ms-marco-l12", pool=pool, blend=blend))
-    params = SearchParams(mmr=mmr, mmr_lambda=lam, mmr_same_doc_penalty=pen, parent_retriever=parent,
-                          fusion=fusion, reranker=reranker)
+    config = replace(
+        base,
+        search=replace(
+            s, min_confidence_ratio=ratio, fusion=replace(s.fusion, vector_weight=vw, fts_weight=fw, rrf_k=rrf_k)
+        ),
+        reranker=replace(base.reranker, model="ms-marco-l12", pool=pool, blend=blend),
+    )
+    params = SearchParams(
+        mmr=mmr, mmr_lambda=lam, mmr_same_doc_penalty=pen, parent_retriever=parent, fusion=fusion, reranker=reranker
+    )
     want = effective_config(config, params)
     got = _read_back(fragment(want))
     assert _ranking(got) == _ranking(want)
@@ -56,9 +72,26 @@ def test_a_fragment_reads_back_to_the_same_settings(mmr, lam, pen, parent, fusio
 def test_groove_tui_only_keys_are_marked_and_groove_keys_are_not():
     text = fragment(effective_config(Config(), SearchParams(reranker="ms-marco-l12")))
     marked = {line.split("=")[0].strip() for line in text.splitlines() if line.endswith(OURS)}
-    assert marked == {"cjk_bigram", "merge_parts", "heading_first", "method", "vector_weight", "fts_weight", "model", "pool", "blend"}
-    for groove_key in ("lambda", "same_doc_penalty", "rrf_k", "bm25_heading_weight", "whole_doc_threshold_tokens",
-                       "rerank_by_default", "min_confidence_ratio"):
+    assert marked == {
+        "cjk_bigram",
+        "merge_parts",
+        "heading_first",
+        "method",
+        "vector_weight",
+        "fts_weight",
+        "model",
+        "pool",
+        "blend",
+    }
+    for groove_key in (
+        "lambda",
+        "same_doc_penalty",
+        "rrf_k",
+        "bm25_heading_weight",
+        "whole_doc_threshold_tokens",
+        "rerank_by_default",
+        "min_confidence_ratio",
+    ):
         line = next(x for x in text.splitlines() if x.startswith(groove_key + " "))
         assert OURS not in line
     # without a reranker the fragment uses groove's own top-level key
@@ -68,8 +101,11 @@ def test_groove_tui_only_keys_are_marked_and_groove_keys_are_not():
 
 def test_provenance_names_default_file_and_flag(tmp_path: Path, capsys, monkeypatch):
     toml = tmp_path / "groove.toml"
-    toml.write_text('model = "bge-small-en-v1.5"\n[search.mmr]\nlambda = 0.4\nenabled = true\n'
-                    '[tui.keymap]\n"app.quit" = "ctrl+x"\n', encoding="utf-8")
+    toml.write_text(
+        'model = "bge-small-en-v1.5"\n[search.mmr]\nlambda = 0.4\nenabled = true\n'
+        '[tui.keymap]\n"app.quit" = "ctrl+x"\n',
+        encoding="utf-8",
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
     assert cli.main(["config", "show", "--format", "json", "--same-doc-penalty", "0.25", "--fusion", "rrf"]) == 0
@@ -98,7 +134,7 @@ def test_provenance_names_default_file_and_flag(tmp_path: Path, capsys, monkeypa
 def test_config_show_refuses_a_bad_flag_in_one_line(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.setattr("groove_tui.paths.user_config_dir", lambda: tmp_path / "none")
+    monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "none")
     assert cli.main(["config", "show", "--lambda", "2"]) == 1
     assert capsys.readouterr().err == "groove-tui: --lambda = 2.0 is invalid: expected a number in [0, 1]\n"
     assert cli.main(["config", "show"]) == 0
@@ -106,8 +142,14 @@ def test_config_show_refuses_a_bad_flag_in_one_line(tmp_path: Path, capsys, monk
 
 
 def test_file_keys_use_the_names_flatten_uses():
-    keys = file_keys({"reranker": "bge-v2-m3", "rerank_by_default": False, "search": {"fusion": {"rrf_k": 5.0}},
-                      "contextual": {"enabled": True}})
+    keys = file_keys(
+        {
+            "reranker": "bge-v2-m3",
+            "rerank_by_default": False,
+            "search": {"fusion": {"rrf_k": 5.0}},
+            "contextual": {"enabled": True},
+        }
+    )
     assert keys == {"reranker.model", "reranker.rerank_by_default", "search.fusion.rrf_k", "contextual.enabled"}
     rows = provenance(Config(source="g.toml"), {"search": {"mmr": {"lambda": 0.5}}}, {"embedding.model": "--model"})
     by_key = {k: s for k, _v, s in rows}
@@ -116,7 +158,7 @@ def test_file_keys_use_the_names_flatten_uses():
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_non_finite_numbers_have_no_toml_form(value):
-    from groove_tui.settingsfile import toml_value
+    from groove_tui.settings.fragment import toml_value
 
     with pytest.raises(ValueError):
         toml_value(value)
@@ -125,13 +167,15 @@ def test_non_finite_numbers_have_no_toml_form(value):
 def test_a_fragment_merges_into_a_groove_toml_keeping_its_comments_and_other_keys(tmp_path):
     import tomllib
 
-    from groove_tui.config import Config, parse_config
     from groove_tui.engine.types import SearchParams
-    from groove_tui.settingsfile import effective_config, fragment, save_fragment
+    from groove_tui.settings.config import Config, parse_config
+    from groove_tui.settings.fragment import effective_config, fragment, save_fragment
 
     path = tmp_path / "groove.toml"
-    original = ("# team settings\nexclude_dirs = ['.git']  # single quotes stay\n\n[reranker]\n"
-                "model = 'ms-marco-l12'\npool = 30  # measured\n\n[search.mmr]\nenabled = false\nlambda = 0.5\n")
+    original = (
+        "# team settings\nexclude_dirs = ['.git']  # single quotes stay\n\n[reranker]\n"
+        "model = 'ms-marco-l12'\npool = 30  # measured\n\n[search.mmr]\nenabled = false\nlambda = 0.5\n"
+    )
     path.write_text(original, encoding="utf-8")
     cfg = parse_config(tomllib.loads(original))
     text = fragment(effective_config(cfg, SearchParams(mmr=True, mmr_lambda=0.4, reranker="ms-marco-l12")))

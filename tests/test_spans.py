@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import string
 import unicodedata
 
@@ -9,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groove_tui.engine.query import parse_query, query_phrases
-from groove_tui.engine.spans import fold, match_spans
+from groove_tui.engine.analysis.query import parse_query, query_phrases
+from groove_tui.engine.stages.spans import fold, match_spans
 
 
 def texts(content: str, spans: list[tuple[int, int]] | None) -> list[str]:
@@ -142,12 +143,12 @@ def check_shape(spans: list[tuple[int, int]] | None, content: str) -> None:
     assert len(spans) <= 100
     for s, e in spans:
         assert 0 <= s < e <= len(content)
-    for (_, e1), (s2, _) in zip(spans, spans[1:]):
+    for (_, e1), (s2, _) in itertools.pairwise(spans):
         assert e1 <= s2  # sorted and disjoint (adjacent allowed)
 
 
 any_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
-mixed = st.text(alphabet="aAbBcé\u0301ßİ日本語ランキング😀\u200d -:\"", max_size=300)
+mixed = st.text(alphabet='aAbBcé\u0301ßİ日本語ランキング😀\u200d -:"', max_size=300)
 
 
 @settings(max_examples=300, deadline=None)
@@ -155,8 +156,10 @@ mixed = st.text(alphabet="aAbBcé\u0301ßİ日本語ランキング😀\u200d -:
 def test_spans_are_sorted_disjoint_bounded_and_deterministic(query: str, content: str) -> None:
     spans = match_spans(query, content)
     if spans is None:
-        assert not query.strip(" \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-                               "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+        assert not query.strip(
+            " \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+            "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+        )
         return
     check_shape(spans, content)
     assert match_spans(query, content) == spans
@@ -166,8 +169,11 @@ word = st.text(alphabet=string.ascii_lowercase, min_size=3, max_size=6)
 
 
 @settings(max_examples=200, deadline=None)
-@given(words=st.lists(word, min_size=1, max_size=32, unique=True), filler=st.text(alphabet="xyz ,.", max_size=6),
-       data=st.data())
+@given(
+    words=st.lists(word, min_size=1, max_size=32, unique=True),
+    filler=st.text(alphabet="xyz ,.", max_size=6),
+    data=st.data(),
+)
 def test_every_term_occurrence_is_covered_when_the_budget_allows(words: list[str], filler: str, data) -> None:
     order = data.draw(st.permutations(words))
     content = filler.join(w.upper() if i % 2 else w for i, w in enumerate(order))
@@ -183,8 +189,11 @@ def test_every_term_occurrence_is_covered_when_the_budget_allows(words: list[str
             pos = lower.find(w, pos + len(w))
 
 
-query_word = st.text(alphabet=st.characters(codec="utf-8", exclude_characters='"', exclude_categories=["Zs", "Cc"]),
-                     min_size=1, max_size=8)
+query_word = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters='"', exclude_categories=["Zs", "Cc"]),
+    min_size=1,
+    max_size=8,
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -11,14 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import hashing_config, write_kb
 
 from groove_tui import cli
+from groove_tui.commands.eval import run_eval
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine.eval import eval_params, load_golden
-from groove_tui.engine.knobs import KnobError, apply_settings, format_value
-from groove_tui.engine.sweep import grid, parse_axis, run_sweep
-from groove_tui.evalrun import run_eval
+from groove_tui.engine.evaluate.golden import load_golden
+from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, format_value
+from groove_tui.engine.evaluate.metrics import eval_params
+from groove_tui.engine.evaluate.sweep import grid, parse_axis, run_sweep
+
+from helpers import hashing_config, write_kb
 
 TOPICS = ("tokio", "sqlite", "vector", "kernel", "garden", "violin", "harbour", "glacier", "quantum", "bakery")
 FILLER = ("alpha", "beta", "gamma", "delta", "notes", "about", "things", "where", "search", "words", "daily")
@@ -70,14 +72,17 @@ def _separate_eval(kb, idx, config, golden, settings):
     return results, agg
 
 
-@pytest.mark.parametrize("specs", [
-    ("mmr_lambda=0:1:0.25",),
-    ("mmr_same_doc_penalty=0,0.5,1",),
-    ("fusion=dbsf,relative,rrf",),
-    ("vector_weight=0:2:1",),
-    ("bm25_heading_weight=0,4", "fts_weight=0.5,1"),  # changes what the full-text leg fetches: own legs
-    ("rrf_k=1,60", "fusion=rrf,dbsf"),
-])
+@pytest.mark.parametrize(
+    "specs",
+    [
+        ("mmr_lambda=0:1:0.25",),
+        ("mmr_same_doc_penalty=0,0.5,1",),
+        ("fusion=dbsf,relative,rrf",),
+        ("vector_weight=0:2:1",),
+        ("bm25_heading_weight=0,4", "fts_weight=0.5,1"),  # changes what the full-text leg fetches: own legs
+        ("rrf_k=1,60", "fusion=rrf,dbsf"),
+    ],
+)
 def test_each_point_equals_a_separate_eval_run(sweep_setup, specs):
     kb, idx, config, golden, _ = sweep_setup
     axes = tuple(parse_axis(s) for s in specs)
@@ -100,8 +105,9 @@ def test_points_report_diversity_time_and_the_best(sweep_setup):
     with Engine.open(kb, config=config, index_dir=idx) as eng:
         base = eval_params(eng.default_params(), limit=10, legs="hybrid", reranker_given=False)
         seen = []
-        result = run_sweep(eng, golden, base, (parse_axis("mmr_lambda=0,1"),), KS,
-                           progress=lambda d, t: seen.append((d, t)))
+        result = run_sweep(
+            eng, golden, base, (parse_axis("mmr_lambda=0,1"),), KS, progress=lambda d, t: seen.append((d, t))
+        )
     n = len(golden.queries)
     assert seen[0] == (0, 2 * n) and seen[-1] == (2 * n, 2 * n)
     for p in result.points:
@@ -147,12 +153,41 @@ def test_a_range_is_start_start_plus_step_and_so_on_exactly_as_typed(sweep_setup
     kb, idx, _config, _golden, golden_path = sweep_setup
     from groove_tui.cli import main
 
-    code = main(["sweep", str(kb), "--index-dir", str(idx), "--model", "hashing", "--golden", str(golden_path),
-                 "--param", "mmr_lambda=0.0004:1:0.5"])
+    code = main(
+        [
+            "sweep",
+            str(kb),
+            "--index-dir",
+            str(idx),
+            "--model",
+            "hashing",
+            "--golden",
+            str(golden_path),
+            "--param",
+            "mmr_lambda=0.0004:1:0.5",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "0.0004 " in out and "0.5004 " in out
-    assert main(["sweep", str(kb), "--index-dir", str(idx), "--model", "hashing", "--golden", str(golden_path),
-                 "--param", "mmr_lambda=0.0004:1:0.5", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                str(kb),
+                "--index-dir",
+                str(idx),
+                "--model",
+                "hashing",
+                "--golden",
+                str(golden_path),
+                "--param",
+                "mmr_lambda=0.0004:1:0.5",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     points = json.loads(capsys.readouterr().out)["points"]
     assert [p["settings"]["mmr_lambda"] for p in points] == [0.0004, 0.5004]
 
@@ -166,19 +201,22 @@ def test_ranges_are_inclusive_and_rounded():
     assert parse_axis("fts_weight=1,1,2").values == (1.0, 2.0)  # duplicates once
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("mmr_lambda", "expected NAME=START:STOP:STEP or NAME=V1,V2,..."),
-    ("foo=1", "unknown setting 'foo': expected one of mmr_lambda,"),
-    ("mmr_lambda=0:1:0", "the step '0' must be a number > 0"),
-    ("mmr_lambda=0:1:x", "the step 'x' must be a number > 0"),
-    ("mmr_lambda=1:0:0.1", "STOP 0 is below START 1"),
-    ("mmr_lambda=0:2:0.5", "mmr_lambda = '2' is invalid: expected a number in [0, 1]"),
-    ("rerank_pool=0:10:5", "rerank_pool = '0' is invalid: expected an integer in [1, 1000]"),
-    ("fusion=dbsf,bm25", "fusion = 'bm25' is invalid: expected one of dbsf, relative, rrf"),
-    ("fusion=a:b:c", "fusion takes a list: one of dbsf, relative, rrf"),
-    ("reranker=a,b", "reranker cannot be swept"),
-    ("mmr_lambda=0:1:0.0001", "gives 10001 values: at most 1000"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("mmr_lambda", "expected NAME=START:STOP:STEP or NAME=V1,V2,..."),
+        ("foo=1", "unknown setting 'foo': expected one of mmr_lambda,"),
+        ("mmr_lambda=0:1:0", "the step '0' must be a number > 0"),
+        ("mmr_lambda=0:1:x", "the step 'x' must be a number > 0"),
+        ("mmr_lambda=1:0:0.1", "STOP 0 is below START 1"),
+        ("mmr_lambda=0:2:0.5", "mmr_lambda = '2' is invalid: expected a number in [0, 1]"),
+        ("rerank_pool=0:10:5", "rerank_pool = '0' is invalid: expected an integer in [1, 1000]"),
+        ("fusion=dbsf,bm25", "fusion = 'bm25' is invalid: expected one of dbsf, relative, rrf"),
+        ("fusion=a:b:c", "fusion takes a list: one of dbsf, relative, rrf"),
+        ("reranker=a,b", "reranker cannot be swept"),
+        ("mmr_lambda=0:1:0.0001", "gives 10001 values: at most 1000"),
+    ],
+)
 def test_bad_specs_name_the_spec_and_what_is_allowed(spec, message):
     with pytest.raises(KnobError) as info:
         parse_axis(spec)
@@ -202,7 +240,7 @@ def test_settings_that_zero_both_legs_are_refused():
 
 
 def test_the_command_prints_a_table_a_chart_and_json(sweep_setup, capsys, monkeypatch):
-    kb, idx, config, golden, golden_path = sweep_setup
+    kb, idx, _config, _golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     common = ["sweep", str(kb), "--model", "hashing-64", "--golden", str(golden_path)]
     assert cli.main([*common, "--param", "mmr_lambda=0:1:0.5", "--plot"]) == 0

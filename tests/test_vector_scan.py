@@ -1,4 +1,4 @@
-"""The vector leg's in-memory scan (engine/vector_scan.py) must give exactly sqlite-vec's KNN: the same ids,
+"""The vector leg's in-memory scan (engine/retrieve/vector_scan.py) must give exactly sqlite-vec's KNN: the same ids,
 distances to the last bit and tie order, at every k, on vectors with exact duplicates; and a search
 through the engine must not change at all when it is switched on, before or after the index changes."""
 
@@ -14,9 +14,9 @@ import sqlite_vec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groove_tui.config import ConfigError, parse_config
 from groove_tui.engine import Engine, SearchParams
-from groove_tui.engine import vector_scan as vs
+from groove_tui.engine.retrieve import vector_scan as vs
+from groove_tui.settings.config import ConfigError, parse_config
 
 from helpers import hashing_config, write_kb
 
@@ -32,11 +32,15 @@ def _vec_table(vectors: np.ndarray, chunk_size: int = 1024, ids=None) -> sqlite3
     conn = sqlite3.connect(":memory:")
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
-    conn.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, "
-                 f"embedding float[{vectors.shape[1]}], chunk_size={chunk_size})")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, "
+        f"embedding float[{vectors.shape[1]}], chunk_size={chunk_size})"
+    )
     ids = list(range(1, len(vectors) + 1)) if ids is None else ids
-    conn.executemany("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
-                     [(int(i), row.tobytes()) for i, row in zip(ids, vectors)])
+    conn.executemany(
+        "INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
+        [(int(i), row.tobytes()) for i, row in zip(ids, vectors, strict=True)],
+    )
     return conn
 
 
@@ -55,8 +59,14 @@ def test_distances_are_sqlite_vecs_to_the_last_bit():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 300), dim=st.sampled_from([3, 16, 64]),
-       k=st.integers(1, 350), chunk_size=st.sampled_from([8, 64, 1024]), deletes=st.integers(0, 20))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 300),
+    dim=st.sampled_from([3, 16, 64]),
+    k=st.integers(1, 350),
+    chunk_size=st.sampled_from([8, 64, 1024]),
+    deletes=st.integers(0, 20),
+)
 def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes):
     """Exact copies tie; small storage chunks put ties within one chunk and across chunks; ids are
     inserted shuffled and some rows deleted, so neither id nor insertion order is the scan's order."""
@@ -70,8 +80,10 @@ def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes
     gone = [int(i) for i in rng.choice(ids, min(deletes, rows - 1), replace=False)] if rows > 1 else []
     conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", [(i,) for i in gone])
     q = m[rng.integers(rows)] if rng.random() < 0.5 else rng.standard_normal(dim).astype(np.float32)
-    want = conn.execute("SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? "
-                        "ORDER BY distance", (q.tobytes(), k)).fetchall()
+    want = conn.execute(
+        "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+        (q.tobytes(), k),
+    ).fetchall()
     read = vs.read_vectors(conn)
     assert read is not None
     got_ids, matrix_t = read
@@ -80,7 +92,19 @@ def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes
 
 def _kb(tmp_path, n: int = 60):
     rng = random.Random(3)
-    words = "rust tokio runtime spawn sqlite vector search cells protein expression banana".split()
+    words = [
+        "rust",
+        "tokio",
+        "runtime",
+        "spawn",
+        "sqlite",
+        "vector",
+        "search",
+        "cells",
+        "protein",
+        "expression",
+        "banana",
+    ]
     files = {f"n{i:03}.md": f"# Note {i}\n\n" + " ".join(rng.choice(words) for _ in range(30)) for i in range(n)}
     files.update({"copy-a.md": "# Same\n\nrust tokio", "copy-b.md": "# Same\n\nrust tokio"})  # equal vectors
     return write_kb(tmp_path / "kb", files)
@@ -96,8 +120,10 @@ def test_engine_results_do_not_change_with_the_scan(tmp_path):
     off = replace(on, search=replace(on.search, vector_scan=False))
     queries = ["rust tokio", "protein expression in cells", "banana", "zzz"]
     pages = [(legs, limit) for legs in ("vector", "hybrid") for limit in (1, 5, 40)]
-    with Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng, \
-            Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain:
+    with (
+        Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng,
+        Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain,
+    ):
         eng.index()
         scan = eng._searcher.vectors
         eng.search("warm", SearchParams(legs="vector"))
@@ -142,5 +168,5 @@ def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, m
 
 def test_vector_scan_is_a_checked_boolean():
     assert parse_config({"search": {"vector_scan": False}}).search.vector_scan is False
-    with pytest.raises(ConfigError, match="search.vector_scan"):
+    with pytest.raises(ConfigError, match=r"search.vector_scan"):
         parse_config({"search": {"vector_scan": "yes"}})

@@ -3,7 +3,6 @@ metadata by `groove-tui --version`, and the newest release in CHANGELOG.md."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import tomllib
 from pathlib import Path
@@ -49,5 +48,6 @@ def test_pyproject_the_installed_metadata_and_the_changelog_agree():
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", changelog, re.M)
     assert releases and releases[0][0] == declared  # the newest release section is this version
     assert "## [Unreleased]" in changelog
-    assert [r[0] for r in releases] == sorted((r[0] for r in releases), key=lambda v: tuple(map(int, v.split("."))),
-                                              reverse=True)
+    assert [r[0] for r in releases] == sorted(
+        (r[0] for r in releases), key=lambda v: tuple(map(int, v.split("."))), reverse=True
+    )

@@ -34,8 +34,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    assert importlib.util.find_spec("build") and importlib.util.find_spec("hatchling"), \
+    assert importlib.util.find_spec("build") and importlib.util.find_spec("hatchling"), (
         "build and hatchling come with the test extra: pip install -e '.[test]'"
+    )
     out = tmp_path_factory.mktemp("dist")
     _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)], cwd=out)
     (found,) = out.glob("groove_tui-*.whl")
@@ -54,8 +55,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     site = Path(_run([str(python), "-c", purelib], cwd=root).strip())
     (site / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", HOME=str(root / "home"), XDG_CACHE_HOME=str(root / "cache"),
-               XDG_DATA_HOME=str(root / "data"), XDG_CONFIG_HOME=str(root / "config"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HOME=str(root / "home"),
+        XDG_CACHE_HOME=str(root / "cache"),
+        XDG_DATA_HOME=str(root / "data"),
+        XDG_CONFIG_HOME=str(root / "config"),
+    )
     env.pop("GROOVE_TUI_INDEX_DIR", None)
     env.pop("GROOVE_TUI_MODEL_DIR", None)
     env.pop("GROOVE_TUI_CONFIG", None)
@@ -75,8 +81,9 @@ def test_the_wheel_carries_the_demo_handbook_its_golden_file_and_the_themes(whee
 def test_the_installed_wheel_runs_outside_the_repository(installed, tmp_path):
     bin_dir, env = installed
     tool = str(bin_dir / "groove-tui")
-    where = _run([str(bin_dir / "python"), "-c", "import groove_tui; print(groove_tui.__file__)"], cwd=tmp_path,
-                 env=env)
+    where = _run(
+        [str(bin_dir / "python"), "-c", "import groove_tui; print(groove_tui.__file__)"], cwd=tmp_path, env=env
+    )
     assert Path(where.strip()).is_relative_to(bin_dir.parent)  # the wheel's copy, not this checkout
 
     from importlib.metadata import version
@@ -94,9 +101,13 @@ def test_the_installed_demo_is_found_indexed_and_searched(installed, tmp_path):
     assert Path(kb).is_relative_to(bin_dir.parent) and Path(golden).is_file()
     idx = str(tmp_path / "idx")
     _run([tool, "index", kb, "--index-dir", idx, "--model", "hashing-64", "--quiet"], cwd=tmp_path, env=env)
-    hits = _run([tool, "search", kb, "parent retriever", "--index-dir", idx, "--model", "hashing-64"], cwd=tmp_path,
-                env=env)
+    hits = _run(
+        [tool, "search", kb, "parent retriever", "--index-dir", idx, "--model", "hashing-64"], cwd=tmp_path, env=env
+    )
     assert "parent" in hits.lower()
-    scores = _run([tool, "eval", kb, "--golden", golden, "--index-dir", idx, "--model", "hashing-64", "--no-history"],
-                  cwd=tmp_path, env=env)
+    scores = _run(
+        [tool, "eval", kb, "--golden", golden, "--index-dir", idx, "--model", "hashing-64", "--no-history"],
+        cwd=tmp_path,
+        env=env,
+    )
     assert "nDCG" in scores or "ndcg" in scores.lower()

@@ -9,9 +9,10 @@ import pytest
 from test_sweep import KS, _separate_eval, sweep_setup  # noqa: F401  (the module-scoped fixture)
 
 from groove_tui import cli
-from groove_tui.engine.eval import Expected, GoldenQuery, QueryMetrics, QueryResult
-from groove_tui.engine.knobs import KnobError
-from groove_tui.engine.winloss import bootstrap_p, sign_test, wins_losses
+from groove_tui.engine.evaluate.golden import Expected, GoldenQuery
+from groove_tui.engine.evaluate.knobs import KnobError
+from groove_tui.engine.evaluate.metrics import QueryMetrics, QueryResult
+from groove_tui.engine.evaluate.winloss import bootstrap_p, sign_test, wins_losses
 
 
 def _result(qid: str, ndcg: float, expected: bool = True) -> QueryResult:
@@ -55,14 +56,14 @@ def test_the_bootstrap_is_deterministic_and_tells_a_shift_from_noise():
 def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys, monkeypatch):  # noqa: F811
     kb, idx, config, golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: idx / "no-history-here")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: idx / "no-history-here")
     common = ["eval", str(kb), "--model", "hashing-64", "--golden", str(golden_path)]
     a, b = "fusion=rrf", "fusion=dbsf mmr_lambda=0.5"
     assert cli.main([*common, "--compare", a, b, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     left, _ = _separate_eval(kb, idx, config, golden, (("fusion", "rrf"),))
     right, _ = _separate_eval(kb, idx, config, golden, (("fusion", "dbsf"), ("mmr_lambda", 0.5)))
-    want = {r.query.id: (r.metrics.ndcg_at_k[10], s.metrics.ndcg_at_k[10]) for r, s in zip(left, right)}
+    want = {r.query.id: (r.metrics.ndcg_at_k[10], s.metrics.ndcg_at_k[10]) for r, s in zip(left, right, strict=True)}
     wl = data["wins_losses"]
     assert {q["id"]: (q["left"], q["right"]) for q in wl["queries"]} == want
     deltas = [q["delta"] for q in wl["queries"]]
@@ -81,7 +82,7 @@ def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys,
 
 
 def test_a_side_can_be_a_groove_toml(sweep_setup, tmp_path, capsys, monkeypatch):  # noqa: F811
-    kb, idx, config, golden, golden_path = sweep_setup
+    kb, idx, _config, _golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     side = tmp_path / "b.toml"
     side.write_text('[search.fusion]\nmethod = "rrf"\nfts_weight = 2.0\n', encoding="utf-8")
@@ -101,6 +102,6 @@ def test_a_bad_side_is_one_line_naming_it(sweep_setup, capsys, monkeypatch):  # 
     assert cli.main([*common, "--compare", "lambda", ""]) == 1
     assert "expected NAME=VALUE" in capsys.readouterr().err
     with pytest.raises(KnobError):
-        from groove_tui.engine.knobs import parse_settings
+        from groove_tui.engine.evaluate.knobs import parse_settings
 
         parse_settings("nope=1")

@@ -1,18 +1,22 @@
-"""The synchronous engine: index a Markdown KB and search it. Never imports a UI toolkit.
+"""The synchronous engine: index a Markdown KB and search it. Never imports a UI toolkit. Exports the facade
+`Engine`, the frozen types that cross its boundary and its errors. Subpackages: `index` writes the index; a
+search compiles the query (`analysis`), runs and fuses the legs (`retrieve`), then the optional `stages`;
+`models` embed and rerank; `evaluate` scores golden sets on top of it all.
 
-    eng = Engine.open(kb_path, config=None, index_dir=None)   # creates/opens the index, loads nothing heavy
-    report = eng.index(progress=callback, force=False)
-    resp = eng.search("query", SearchParams(...), cancel=None)
+eng = Engine.open(kb_path, config=None, index_dir=None)   # creates/opens the index, loads nothing heavy
+report = eng.index(progress=callback, force=False)
+resp = eng.search("query", SearchParams(...), cancel=None)
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError, IndexNotReady, KBError, ModelMismatch, SearchCancelled
 from groove_tui.engine.types import (
     ExpandedFrom,
@@ -25,6 +29,14 @@ from groove_tui.engine.types import (
     SearchResponse,
     Span,
 )
+from groove_tui.settings.config import Config
+
+if TYPE_CHECKING:
+    from groove_tui.engine.index.indexer import Indexer
+    from groove_tui.engine.retrieve.candidates import LRU, Legs
+    from groove_tui.engine.retrieve.searcher import Searcher
+    from groove_tui.engine.stages.rerank import Reranker
+    from groove_tui.engine.types import Embedder
 
 __all__ = [
     "Engine",
@@ -32,9 +44,9 @@ __all__ = [
     "ExpandedFrom",
     "Hit",
     "HitTrace",
+    "IndexNotReady",
     "IndexProgress",
     "IndexReport",
-    "IndexNotReady",
     "IndexStatus",
     "KBError",
     "ModelMismatch",
@@ -50,11 +62,18 @@ DB_NAME = "index.db"
 class Engine:
     """Facade over the store, the indexer and the search pipeline. Thread-safe."""
 
-    def __init__(self, kb_path: Path, config: Config, index_dir: Path, *, allow_model_change: bool = False,
-                 readonly: bool = False) -> None:
-        from groove_tui.engine.embedders import default_model_name, describe_model
-        from groove_tui.engine.search import Searcher
-        from groove_tui.engine.store import Store
+    def __init__(
+        self,
+        kb_path: Path,
+        config: Config,
+        index_dir: Path,
+        *,
+        allow_model_change: bool = False,
+        readonly: bool = False,
+    ) -> None:
+        from groove_tui.engine.index.store import Store
+        from groove_tui.engine.models.embedders import default_model_name, describe_model
+        from groove_tui.engine.retrieve.searcher import Searcher
 
         self.kb_path = kb_path
         self.index_dir = index_dir
@@ -77,13 +96,14 @@ class Engine:
                 f"model is {self.model_id!r}. Either keep the index's model (set [embedding] model = "
                 f"{recorded!r}, or name none), or rebuild it for the new one: groove-tui index "
                 f"{_shell_quote(kb_path)} --force --model {_shell_quote(self.model_id)}",
-                recorded=recorded, configured=self.model_id,
+                recorded=recorded,
+                configured=self.model_id,
             )
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
         self._searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
         self._variants: dict[Config, Searcher] = {}  # ranking_variant's, by config
-        self._legs_caches: dict[tuple, object] = {}  # variants' legs caches, by what the legs fetch
+        self._legs_caches: dict[tuple[Any, ...], LRU[Legs]] = {}  # variants' legs caches, by what the legs fetch
 
     # ------------------------------------------------------------ opening
 
@@ -99,7 +119,7 @@ class Engine:
     ) -> Engine:
         """`readonly=True` opens the index for searching only (search, status, eval): nothing is created
         or written, so it never waits for an indexer; a missing or outdated index raises IndexNotReady."""
-        from groove_tui.paths import index_dir_for
+        from groove_tui.settings.paths import index_dir_for
 
         kb = Path(kb_path).expanduser()
         if not kb.exists():
@@ -124,42 +144,53 @@ class Engine:
 
     # ------------------------------------------------------------ models
 
-    def embedder(self):
+    def embedder(self) -> Embedder:
         """The embedding model, loaded once on first use (in whatever thread needs it first)."""
         with self._embedder_lock:
             if self._embedder is None:
-                from groove_tui.engine.embedders import get_embedder
+                from groove_tui.engine.models.embedders import get_embedder
 
                 self._embedder = get_embedder(self.config.embedding.model)
             return self._embedder
 
-    def _reranker(self, name: str):
-        from groove_tui.engine.rerank import RerankerSettings, get_reranker
+    def _reranker(self, name: str) -> Reranker:
+        from groove_tui.engine.stages.rerank import RerankerSettings, get_reranker
 
         rr = self.config.reranker
-        return get_reranker(name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None,
-                                                   batch_size=rr.batch_size))
+        return get_reranker(
+            name, RerankerSettings(max_tokens=rr.max_tokens, threads=rr.threads or None, batch_size=rr.batch_size)
+        )
 
     def _contextual(self) -> bool:
         return self.store.get_meta("context_mode") == "static"
 
     # ------------------------------------------------------------ indexing
 
-    def index(self, progress=None, force: bool = False, cancel: threading.Event | None = None, embed: bool = True) -> IndexReport:
+    def index(
+        self,
+        progress: Callable[[IndexProgress], None] | None = None,
+        force: bool = False,
+        cancel: threading.Event | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
         """Index the KB (see the module docstring). A full disk or another write failure part-way raises
         IndexWriteFailed, whose message says what to do; what was committed before stays searchable."""
-        from groove_tui.engine.store import sqlite3
+        import sqlean
 
         if self.readonly:
-            raise EngineError(f"the index of {self.kb_path} was opened for searching only: open it without readonly to index")
+            raise EngineError(
+                f"the index of {self.kb_path} was opened for searching only: open it without readonly to index"
+            )
         try:
             return self._index(progress, force, cancel, embed)
-        except sqlite3.OperationalError as exc:
+        except sqlean.OperationalError as exc:
             raise self.store.write_error(exc) from exc
 
-    def _index(self, progress, force: bool, cancel: threading.Event | None, embed: bool) -> IndexReport:
-        from groove_tui.engine import modelchoice
-        from groove_tui.engine.indexer import _now, writer_lock
+    def _index(
+        self, progress: Callable[[IndexProgress], None] | None, force: bool, cancel: threading.Event | None, embed: bool
+    ) -> IndexReport:
+        from groove_tui.engine.index.indexer import _now, writer_lock
+        from groove_tui.engine.models import choice as modelchoice
 
         with writer_lock(self.index_dir):
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
@@ -192,14 +223,14 @@ class Engine:
             report = _merged(first, report)
         return replace(report, notes=report.notes + tuple(notes)) if notes else report
 
-    def _indexer(self):
-        from groove_tui.engine.indexer import Indexer
+    def _indexer(self) -> Indexer:
+        from groove_tui.engine.index.indexer import Indexer
 
         return Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder)
 
     def _use_model(self, name: str) -> None:
         """Switch an index that holds no vectors yet to another embedding model (recorded at once)."""
-        from groove_tui.engine.embedders import describe_model
+        from groove_tui.engine.models.embedders import describe_model
 
         self.config = replace(self.config, embedding=replace(self.config.embedding, model=name))
         self.model_id = describe_model(name)
@@ -211,12 +242,17 @@ class Engine:
 
     def needs_index(self) -> bool:
         """Cheap staleness check: paths, sizes and mtimes against the index (no hashing)."""
-        from groove_tui.engine.indexer import name_is_utf8, walk_kb
+        from groove_tui.engine.index.walk import name_is_utf8, walk_kb
 
         stored = {
             p: (s, m) for p, s, m in self.store.conn().execute("SELECT path, size_bytes, mtime_ns FROM documents")
         }
-        if not stored or self.store.pending_count() or not self.store.bigram_ready() or not self.store.fulltext_current():
+        if (
+            not stored
+            or self.store.pending_count()
+            or not self.store.bigram_ready()
+            or not self.store.fulltext_current()
+        ):
             return True
         seen = 0
         for rel in walk_kb(self.kb_path, self.config.exclude_dirs):
@@ -233,7 +269,7 @@ class Engine:
 
     # ------------------------------------------------------------ searching
 
-    def default_params(self, **overrides) -> SearchParams:
+    def default_params(self, **overrides: Any) -> SearchParams:
         """SearchParams with groove.toml's defaults (MMR, λ, penalty, parent retriever, reranker)."""
         s = self.config.search
         rr = self.config.reranker
@@ -246,23 +282,29 @@ class Engine:
         )
         return replace(params, **overrides)
 
-    def search(self, query: str, params: SearchParams | None = None, cancel: threading.Event | None = None,
-               progress=None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        params: SearchParams | None = None,
+        cancel: threading.Event | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> SearchResponse:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
-    def ranking_variant(self, config: Config):
+    def ranking_variant(self, config: Config) -> Searcher:
         """A searcher over this index with other ranking settings — `[search]` and the reranker's pool,
         blend and model — sharing this engine's caches, so a sweep or a comparison recomputes only the
         stages a setting feeds. The retrieval legs are shared unless the setting changes what they
         fetch (bm25 column weights, merged parts, the bigram leg). Its `search` is `Engine.search`'s."""
-        from groove_tui.engine.search import LRU, Searcher
+        from groove_tui.engine.retrieve.candidates import LRU
+        from groove_tui.engine.retrieve.searcher import Searcher
 
         base = self._searcher
         rr_fixed = ("max_tokens", "threads", "batch_size")
-        if (replace(config, search=self.config.search, reranker=self.config.reranker, source=self.config.source)
-                != self.config
-                or any(getattr(config.reranker, f) != getattr(self.config.reranker, f) for f in rr_fixed)):
+        if replace(
+            config, search=self.config.search, reranker=self.config.reranker, source=self.config.source
+        ) != self.config or any(getattr(config.reranker, f) != getattr(self.config.reranker, f) for f in rr_fixed):
             raise EngineError("a ranking variant may change only [search] and the reranker's model, pool and blend")
         with self._embedder_lock:
             found = self._variants.get(config)
@@ -299,7 +341,7 @@ class Engine:
 
 
 def describe_default() -> str:
-    from groove_tui.engine.embedders import default_model_name, describe_model
+    from groove_tui.engine.models.embedders import default_model_name, describe_model
 
     return describe_model(default_model_name())
 
@@ -308,10 +350,17 @@ def _merged(first: IndexReport, second: IndexReport) -> IndexReport:
     """One report for a run made of phase one alone, then the rest (when the model was chosen between)."""
     return replace(
         second,
-        added=first.added, updated=first.updated, unchanged=first.unchanged, renamed=first.renamed,
-        deleted=first.deleted, skipped=first.skipped, degraded=first.degraded, metadata_only=first.metadata_only,
+        added=first.added,
+        updated=first.updated,
+        unchanged=first.unchanged,
+        renamed=first.renamed,
+        deleted=first.deleted,
+        skipped=first.skipped,
+        degraded=first.degraded,
+        metadata_only=first.metadata_only,
         notes=first.notes + second.notes,
-        seconds=first.seconds + second.seconds, fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
+        seconds=first.seconds + second.seconds,
+        fulltext_seconds=first.fulltext_seconds + second.fulltext_seconds,
     )
 
 
@@ -323,13 +372,13 @@ def _is_within(path: Path, parent: Path) -> bool:
     return True
 
 
-def _shell_quote(path: Path) -> str:
+def _shell_quote(path: str | os.PathLike[str]) -> str:
     import shlex
 
     return shlex.quote(str(path))
 
 
-def _legs_signature(config: Config) -> tuple:
+def _legs_signature(config: Config) -> tuple[Any, ...]:
     """The settings that change what the retrieval legs fetch (everything else acts after them)."""
     f, s = config.search.fusion, config.search
     return (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, s.merge_parts, s.cjk_bigram)

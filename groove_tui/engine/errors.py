@@ -16,8 +16,11 @@ class IndexNotReady(IndexError_):
     or still being created) or "outdated" (made by an older groove-tui: an indexing run updates it)."""
 
     def __init__(self, reason: str, db_path: object) -> None:
-        what = ("has not been built yet" if reason == "missing"
-                else "was made by another version of groove-tui and must be updated by an indexing run")
+        what = (
+            "has not been built yet"
+            if reason == "missing"
+            else "was made by another version of groove-tui and must be updated by an indexing run"
+        )
         super().__init__(f"the index {db_path} {what}")
         self.reason = reason
         self.db_path = db_path

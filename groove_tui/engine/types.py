@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+if TYPE_CHECKING:
+    import numpy as np
 
 # ---------------------------------------------------------------- parsing / indexing
 
@@ -53,7 +56,7 @@ class FileIssue:
 @dataclass(frozen=True, slots=True)
 class IndexProgress:
     """Reported through `Engine.index(progress=...)`. In the embed phase `rate` is the recent rate in
-    chunks per second and `eta_seconds` the estimated time left (engine/throughput.py); both are None
+    chunks per second and `eta_seconds` the estimated time left (engine/index/throughput.py); both are None
     until a batch after the first (which pays for loading the model) has been timed."""
 
     phase: Literal["scan", "fulltext", "embed", "building model", "done"]  # "building model": path says which
@@ -266,8 +269,11 @@ class HitTrace:
             out["named"] = True
         if self.merged_parts is not None:
             out["fusion"]["merged_parts"] = list(self.merged_parts)
-        scales = {leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
-                  for leg, reads, scale in self.scales() if scale is not None}
+        scales = {
+            leg: {"reads": reads, "zero": _num(scale[0]), "one": _num(scale[1])}
+            for leg, reads, scale in self.scales()
+            if scale is not None
+        }
         if scales:
             out["fusion"]["scales"] = scales
         if self.rerank_score is not None:
@@ -310,7 +316,7 @@ class Hit:
 
     @property
     def part_label(self) -> str:
-        """" (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
+        """ " (part N)" when the text shown starts inside its section, so heading and text agree; else ""."""
         return f" (part {self.part + 1})" if self.part and self.expanded_from is None else ""
 
     def to_json(self) -> dict[str, Any]:
@@ -382,8 +388,12 @@ class SearchResponse:
                 "rerank_skipped": self.rerank_skipped,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
                 "hits": [
-                    {"path": h.path, "heading": h.heading, "chunk_index": h.chunk_index,
-                     **(h.trace.to_json() if h.trace else {})}
+                    {
+                        "path": h.path,
+                        "heading": h.heading,
+                        "chunk_index": h.chunk_index,
+                        **(h.trace.to_json() if h.trace else {}),
+                    }
                     for h in self.results
                 ],
             }
@@ -392,6 +402,21 @@ class SearchResponse:
     def to_json(self) -> str:
         """groove's response shape (§D.9), pretty-printed like serde_json."""
         return json_text(self.to_dict())
+
+
+# An embedding model, as the indexer and the searcher use it (the backends live in engine.models.embedders).
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str  # stable id recorded in the index
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 (len(texts), dim), rows L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 (dim,), L2-normalised."""
+        ...
 
 
 # ---------------------------------------------------------------- helpers

@@ -24,6 +24,7 @@ the newest one shown for its side is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -37,7 +38,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.timer import Timer
 
-from groove_tui.config import Config
+from groove_tui.settings.config import Config
 from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
 from groove_tui.tui.compare_mode import CompareMode
 from groove_tui.tui.export import ExportActions, editor_command
@@ -50,20 +51,30 @@ from groove_tui.tui.search_settings import SearchSettings
 _START = time.perf_counter()
 
 EngineFactory = Callable[[], Any]
-__all__ = ["GrooveApp", "run", "editor_command"]  # editor_command: its old home, kept for imports
+__all__ = ["GrooveApp", "editor_command", "run"]  # editor_command: its old home, kept for imports
 
 
-class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions,
-                KeyAvailability, App):
+class GrooveApp(
+    SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App
+):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
     BINDING_GROUP_TITLE = "Global"
     BINDINGS = APP_BINDINGS
 
-    def __init__(self, engine: Any | None = None, *, engine_factory: EngineFactory | None = None,
-                 config: Config | None = None, kb_path: Path | None = None, history_path: Path | None = None,
-                 debounce_ms: int | None = None, warmup: bool = True, user_theme_dir: Path | None = None,
-                 golden: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Any | None = None,
+        *,
+        engine_factory: EngineFactory | None = None,
+        config: Config | None = None,
+        kb_path: Path | None = None,
+        history_path: Path | None = None,
+        debounce_ms: int | None = None,
+        warmup: bool = True,
+        user_theme_dir: Path | None = None,
+        golden: str | None = None,
+    ) -> None:
         super().__init__()
         if engine is None and engine_factory is None:
             raise ValueError("GrooveApp needs an engine or an engine_factory")
@@ -72,7 +83,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         self.config: Config = config or getattr(engine, "config", None) or Config()
         self.kb_path = Path(kb_path) if kb_path is not None else Path(getattr(engine, "kb_path", "."))
         if history_path is None and kb_path is not None:
-            from groove_tui.paths import kb_state_dir
+            from groove_tui.settings.paths import kb_state_dir
 
             history_path = kb_state_dir(self.kb_path) / "history.json"
         self.history = QueryHistory(history_path)
@@ -81,7 +92,7 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         self.warmup = warmup
         self.user_theme_dir = user_theme_dir
         self.ready_seconds: float | None = None
-        self._pulled_reranker: str | None | bool = False  # False: not looked up yet
+        self._pulled_reranker: str | bool | None = False  # False: not looked up yet
         self.own_themes: tuple[str, ...] = ("groove",)
         self.theme_errors: tuple[str, ...] = ()
 
@@ -130,8 +141,9 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
 
     # ------------------------------------------------------------ what the parts share
 
-    def debounced(self, timers: dict[str, Timer | None], side: str, delay: float | None,
-                  start: Callable[[str], None]) -> None:
+    def debounced(
+        self, timers: dict[str, Timer | None], side: str, delay: float | None, start: Callable[[str], None]
+    ) -> None:
         """Restart a side's timer in `timers`: `start(side)` after `delay` seconds (the typing debounce
         if None), at once if 0. Searches and golden scoring both wait like this."""
         timer = timers.get(side)
@@ -155,10 +167,10 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         if self.config.reranker.model:
             return self.config.reranker.model
         if self._pulled_reranker is False:
-            from groove_tui.engine.catalog import pulled_reranker
+            from groove_tui.engine.models.catalog import pulled_reranker
 
             self._pulled_reranker = pulled_reranker()
-        return self._pulled_reranker
+        return self._pulled_reranker if isinstance(self._pulled_reranker, str) else None
 
     # ------------------------------------------------------------ app-wide actions (each part has its own)
 
@@ -169,10 +181,8 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
             self.push_screen(HelpScreen())
 
     def action_focus_query(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.screen.query_one("#query").focus()
-        except Exception:  # noqa: BLE001 - screens without a query input
-            pass
 
     def action_detail(self) -> None:
         from groove_tui.tui.screens.detail import DetailScreen
@@ -201,14 +211,23 @@ class GrooveApp(SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetri
         yield from groove_commands(self, screen)
         for cmd in super().get_system_commands(screen):
             if cmd.title == "Screenshot":  # Textual's saves to a Downloads folder that may not exist
-                yield SystemCommand("Screenshot", "Save an SVG of the screen in the groove-tui data directory",
-                                    lambda: self.set_timer(0.1, self.action_save_screenshot))
+                yield SystemCommand(
+                    "Screenshot",
+                    "Save an SVG of the screen in the groove-tui data directory",
+                    lambda: self.set_timer(0.1, self.action_save_screenshot),
+                )
             elif cmd.title not in ("Theme",):
                 yield cmd
 
 
-def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None = None,
-        explain_mismatch: Callable[[Exception], str] | None = None) -> int:
+def run(
+    kb: Path,
+    *,
+    config: Config,
+    index_dir: str | None,
+    golden: str | None = None,
+    explain_mismatch: Callable[[Exception], str] | None = None,
+) -> int:
     """Open the explorer on `kb` (the CLI's default command). Returns the exit code. `explain_mismatch`
     words a model mismatch with the user's own command-line flags."""
 
@@ -228,7 +247,7 @@ def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None =
     if session is not None and session.dirty:  # e.g. closed by a signal: still keep the judgments
         try:
             print(f"groove-tui: judgments saved to {session.save()}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"groove-tui: judgments NOT saved: {exc}", file=sys.stderr)
     code = app.return_code or 0
     if _still_busy(app, QUIT_GRACE_S):
@@ -241,10 +260,8 @@ def run(kb: Path, *, config: Config, index_dir: str | None, golden: str | None =
         os._exit(code)
     eng = app.engine
     if eng is not None:
-        try:
+        with contextlib.suppress(Exception):
             eng.close()
-        except Exception:  # noqa: BLE001
-            pass
     return code
 
 

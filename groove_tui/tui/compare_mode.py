@@ -8,10 +8,17 @@ A mixin, like the app's other parts: the searches, the palette and the compare s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from groove_tui.tui.runconfig import NO_RERANKER, PRESETS, SIDES
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class CompareMode:
+
+class CompareMode(_AppPart):
     """App mixin. Owns `compare_active`; the right side's searches and scoring run only while it is set."""
 
     def _init_compare_mode(self) -> None:

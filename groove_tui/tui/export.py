@@ -14,13 +14,18 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui.runconfig import SIDES
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class ExportActions:
+
+class ExportActions(_AppPart):
     """App mixin. Owns `last_export` (the newest JSON written) and `run_editor` (how $EDITOR runs)."""
 
     def _init_export_actions(self) -> None:
@@ -32,13 +37,15 @@ class ExportActions:
         for side in self.active_sides:
             resp = self.responses[side]
             rc = self.run_configs[side]
-            sides.append({
-                "side": side,
-                "run_config": rc.to_dict(),
-                "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
-                "response": resp.to_dict() if resp is not None else None,
-                "error": self.errors[side],
-            })
+            sides.append(
+                {
+                    "side": side,
+                    "run_config": rc.to_dict(),
+                    "params": _params_dict(rc.to_params(self.base_params, self.reranker_model)),
+                    "response": resp.to_dict() if resp is not None else None,
+                    "error": self.errors[side],
+                }
+            )
         out: dict[str, Any] = {
             "query": self.query_text,
             "kb": str(self.kb_path),
@@ -49,13 +56,23 @@ class ExportActions:
         if self.compare_active and all(self.responses[s] is not None for s in SIDES):
             from groove_tui.tui.compare import compare
 
-            cmp = compare([h.chunk_id for h in self.responses["left"].results],
-                          [h.chunk_id for h in self.responses["right"].results],
-                          k=max(self.run_configs["left"].limit, self.run_configs["right"].limit))
+            left, right = self.responses["left"], self.responses["right"]
+            assert left is not None and right is not None  # checked just above
+            cmp = compare(
+                [h.chunk_id for h in left.results],
+                [h.chunk_id for h in right.results],
+                k=max(self.run_configs["left"].limit, self.run_configs["right"].limit),
+            )
             s = cmp.summary
-            out["comparison"] = {"in_both": s.in_both, "only_left": s.only_left, "only_right": s.only_right,
-                                 "moved_up": s.moved_up, "moved_down": s.moved_down, "k": s.k,
-                                 "overlap_at_k": s.overlap}
+            out["comparison"] = {
+                "in_both": s.in_both,
+                "only_left": s.only_left,
+                "only_right": s.only_right,
+                "moved_up": s.moved_up,
+                "moved_down": s.moved_down,
+                "k": s.k,
+                "overlap_at_k": s.overlap,
+            }
         return out
 
     def export_results(self, path: str | os.PathLike[str]) -> Path:
@@ -100,7 +117,7 @@ class ExportActions:
         try:
             with self.suspend():
                 self.run_editor(cmd)
-        except Exception as exc:  # noqa: BLE001 - SuspendNotSupported, missing editor binary, ...
+        except Exception as exc:
             self.notify(f"Could not run {cmd[0]}: {exc}", severity="error", markup=False)
         self.refresh()
 
@@ -121,7 +138,7 @@ class ExportActions:
 
     def action_save_screenshot(self) -> None:
         """An SVG of the screen into the user data directory (created if missing), and where it went."""
-        from groove_tui.paths import user_data_dir
+        from groove_tui.settings.paths import user_data_dir
 
         folder = user_data_dir() / "screenshots"
         try:

@@ -8,6 +8,7 @@ ancestors', then the App's. Key handling does not use this order, so reordering 
 from __future__ import annotations
 
 from textual.geometry import Size
+from textual.screen import ActiveBinding
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, KeyGroup
@@ -19,8 +20,8 @@ class FooterOrder:
     FOOTER_FIRST: tuple[str, ...] = ()
 
     @property
-    def active_bindings(self):
-        bindings = super().active_bindings
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        bindings: dict[str, ActiveBinding] = super().active_bindings  # type: ignore[misc]  # a Screen mixin: the Screen's
         if not self.FOOTER_FIRST:
             return bindings
         rank = {action: i for i, action in enumerate(self.FOOTER_FIRST)}

@@ -1,8 +1,8 @@
 """Golden files in the explorer: the judgment session and the evaluation loop (no Textual here).
 
-The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.eval.eval_params`): no
+The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.evaluate.golden.eval_params`): no
 filters (`min_quality = 0`, no path/tag/date filters), `limit = max(k)`, MMR / parent retriever / reranker
-as the side's live settings. Metrics are `groove_tui.engine.eval`'s. Judgments go through
+as the side's live settings. Metrics are `groove_tui.engine.evaluate.golden`'s. Judgments go through
 `GoldenSet.with_judgment`; saving edits the user's file in place (golden_yaml.py, ruamel.yaml), or writes a
 new one with `save_golden`, so the file stays groove-compatible (grades and grade-0 judgments live in
 comments).
@@ -13,15 +13,33 @@ searching again, and only queries new to the golden set are searched.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groove_tui.engine.eval import (GOLDEN_MAX_BYTES, Aggregate, Expected, GoldenError, GoldenSet, QueryMetrics,
-                                    RankedHit, _atomic_write, aggregate, evaluate_query, is_hit, load_golden,
-                                    normalise_k_values, parse_golden, ranked_hits, save_golden)
+from groove_tui.engine.evaluate.golden import (
+    GOLDEN_MAX_BYTES,
+    Expected,
+    GoldenError,
+    GoldenSet,
+    atomic_write,
+    load_golden,
+    parse_golden,
+    save_golden,
+)
+from groove_tui.engine.evaluate.metrics import (
+    Aggregate,
+    QueryMetrics,
+    RankedHit,
+    aggregate,
+    evaluate_query,
+    is_hit,
+    normalise_k_values,
+    ranked_hits,
+)
 from groove_tui.engine.types import SearchParams
 
 DEFAULT_JUDGMENTS_FILE = "groove-tui-judgments.yml"
@@ -30,11 +48,12 @@ GRADES = (0, 1, 2, 3)
 
 def eval_params(params: SearchParams, k_values: tuple[int, ...]) -> SearchParams:
     """The side's live params under eval semantics (the reranker stays as the side has it)."""
-    from groove_tui.engine.eval import eval_params as cli_eval_params
-    from groove_tui.engine.eval import eval_limit
+    from groove_tui.engine.evaluate.metrics import eval_limit
+    from groove_tui.engine.evaluate.metrics import eval_params as cli_eval_params
 
-    return cli_eval_params(params, limit=eval_limit(k_values), legs=params.legs,
-                           reranker_given=params.reranker is not None)
+    return cli_eval_params(
+        params, limit=eval_limit(k_values), legs=params.legs, reranker_given=params.reranker is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +67,17 @@ class EvalOutcome:
     errors: int = 0  # queries the engine refused (counted as misses)
 
 
-def run_golden(search: Callable[..., Any], golden: GoldenSet, params: SearchParams, k_values: tuple[int, ...],
-               *, cache: Mapping[str, tuple[RankedHit, ...]] | None = None, cancel: threading.Event | None = None,
-               progress: Callable[[int, int], None] | None = None,
-               pace: Callable[[], None] | None = None) -> EvalOutcome | None:
+def run_golden(
+    search: Callable[..., Any],
+    golden: GoldenSet,
+    params: SearchParams,
+    k_values: tuple[int, ...],
+    *,
+    cache: Mapping[str, tuple[RankedHit, ...]] | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    pace: Callable[[], None] | None = None,
+) -> EvalOutcome | None:
     """Score every golden query. `search(query, params, cancel=)` is `Engine.search`; `cache` holds ranked
     hits already computed under these same `params`. Returns None when cancelled (checked between
     queries, and inside the engine through `cancel`). `pace()` runs before each search (the explorer
@@ -105,8 +131,14 @@ class GoldenSession:
     pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: str | Path, k_values, *, kb_path: Path | None = None,
-             validate_query: Callable[[str], None] | None = None) -> GoldenSession:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        k_values,
+        *,
+        kb_path: Path | None = None,
+        validate_query: Callable[[str], None] | None = None,
+    ) -> GoldenSession:
         """Read a golden file (GoldenError on a bad one). A file inside the KB is never written back:
         its judgments save to the current directory instead (nothing is ever written into the KB)."""
         p = Path(path).expanduser()
@@ -185,9 +217,10 @@ class GoldenSession:
             parse_golden(text, source=str(self.path))  # what is written must load again
             data = text.encode("utf-8")
             if len(data) > GOLDEN_MAX_BYTES:
-                raise GoldenError(str(self.path), None,
-                                  f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB")
-            _atomic_write(self.path, data)
+                raise GoldenError(
+                    str(self.path), None, f"refusing to write {len(data)} bytes: groove rejects golden files over 1 MiB"
+                )
+            atomic_write(self.path, data)
         self.pending.clear()
         self.dirty = False
         return self.path

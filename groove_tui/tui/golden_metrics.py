@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.timer import Timer
 from textual.worker import get_current_worker
@@ -23,8 +23,13 @@ from groove_tui.engine.types import SearchParams
 from groove_tui.tui.messages import EvalFinished, EvalProgressed
 from groove_tui.tui.runconfig import SIDES
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class GoldenMetrics:
+
+class GoldenMetrics(_AppPart):
     """App mixin. Owns the golden session, each side's outcome, progress and serial, and the debounce
     timers of the rescoring."""
 
@@ -54,14 +59,15 @@ class GoldenMetrics:
 
     def load_golden(self, path: str | os.PathLike[str]) -> bool:
         """Load a golden file (replacing the current set; unsaved judgments are saved first) and score it."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
         from groove_tui.tui.golden import GoldenSession
 
         if self.golden_session is not None and self.golden_session.dirty:
             self.save_judgments()
         try:
-            session = GoldenSession.load(path, self.config.eval.k_values, kb_path=self.kb_path,
-                                         validate_query=_query_validator())
+            session = GoldenSession.load(
+                path, self.config.eval.k_values, kb_path=self.kb_path, validate_query=_query_validator()
+            )
         except (GoldenError, OSError) as exc:
             self.notify(f"Golden file not loaded: {exc}", severity="error", markup=False, timeout=10)
             return False
@@ -110,8 +116,9 @@ class GoldenMetrics:
             return
         self.eval_requested[side] += 1
         serial = self.eval_requested[side]
-        params = eval_params(self.run_configs[side].to_params(self.base_params, self.reranker_model,
-                                                               explain=False), session.k_values)
+        params = eval_params(
+            self.run_configs[side].to_params(self.base_params, self.reranker_model, explain=False), session.k_values
+        )
         old = self.eval_outcomes[side]
         cache = old.hits if old is not None and old.params == params else None
         if old is not None and old.params == params:
@@ -121,9 +128,14 @@ class GoldenMetrics:
                 self._apply_eval(side, again)
                 return
         self.eval_progress[side] = (0, len(session.golden.queries))
-        self.run_worker(partial(self._eval, side, serial, session.golden, params, session.k_values, cache),
-                        name=f"eval-{side}-{serial}", group=f"eval-{side}", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            partial(self._eval, side, serial, session.golden, params, session.k_values, cache),
+            name=f"eval-{side}-{serial}",
+            group=f"eval-{side}",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         self.eval_signal.publish(side)
 
     def _eval(self, side: str, serial: int, golden, params: SearchParams, ks, cache) -> None:
@@ -145,8 +157,16 @@ class GoldenMetrics:
                 time.sleep(0.005)
 
         try:
-            outcome = run_golden(self._engine.search, golden, params, ks, cache=cache,
-                                 cancel=worker.cancelled_event, progress=progress, pace=pace)
+            outcome = run_golden(
+                self._engine.search,
+                golden,
+                params,
+                ks,
+                cache=cache,
+                cancel=worker.cancelled_event,
+                progress=progress,
+                pace=pace,
+            )
         except SearchCancelled:
             return
         if outcome is not None and not worker.is_cancelled:
@@ -174,7 +194,7 @@ class GoldenMetrics:
 
     def query_metrics(self, side: str):
         """The current query's own metrics on a side, from the hits shown (None if not in the set)."""
-        from groove_tui.engine.eval import evaluate_query, ranked_hits
+        from groove_tui.engine.evaluate.metrics import evaluate_query, ranked_hits
 
         session = self.golden_session
         resp = self.responses.get(side)
@@ -194,7 +214,7 @@ class GoldenMetrics:
 
     def action_judge(self, grade: int) -> None:
         """Grade the focused hit for the current query (0 irrelevant … 3 highly relevant)."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
         from groove_tui.tui.golden import GoldenSession
 
         row = self.focused_row
@@ -209,9 +229,11 @@ class GoldenMetrics:
                 self.notify(f"Cannot record judgments: {exc}", severity="error", markup=False, timeout=10)
                 return
             self._set_golden_session(session)
-            self.notify(f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)",
-                        markup=False, timeout=6)
+            self.notify(
+                f"New golden set: judgments save to {session.path} (ctrl+g, and on exit)", markup=False, timeout=6
+            )
         had = self._bindings_state()
+        assert self.golden_session is not None  # loaded, or created just above
         try:
             self.golden_session.judge(query, row.hit.path, row.hit.heading, int(grade))
         except ValueError as exc:
@@ -233,7 +255,7 @@ class GoldenMetrics:
 
     def save_judgments(self) -> Path | None:
         """Write the golden set (groove-compatible) if it has unsaved judgments; notify where."""
-        from groove_tui.engine.eval import GoldenError
+        from groove_tui.engine.evaluate.golden import GoldenError
 
         session = self.golden_session
         if session is None or not session.dirty:
@@ -272,12 +294,19 @@ class GoldenMetrics:
                 self.load_golden(path)
 
         default = str(self.golden_session.loaded_from or "") if self.golden_session else ""
-        self.push_screen(PathScreen("Load a golden file", "Golden YAML (relative paths are in the current "
-                                    "directory):", default, accept="load"), callback=done)
+        self.push_screen(
+            PathScreen(
+                "Load a golden file",
+                "Golden YAML (relative paths are in the current directory):",
+                default,
+                accept="load",
+            ),
+            callback=done,
+        )
 
 
 def _query_validator():
     """groove refuses exclusion-only golden queries; so does the loader (as `groove-tui eval` does)."""
-    from groove_tui.engine.eval import validate_query
+    from groove_tui.engine.evaluate.golden import validate_query
 
     return validate_query

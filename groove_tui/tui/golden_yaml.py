@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from groove_tui.engine.eval import GoldenError, default_query_id
+from groove_tui.engine.evaluate.golden import GoldenError, default_query_id
 
 Judgment = tuple[str, str, "str | None", int]  # query text, path, heading, grade 0-3
 
@@ -118,7 +118,9 @@ def _append(seq: CommentedSeq, item: CommentedMap) -> None:
     seq.append(item)
     if not tail:
         return
-    node, key = _last_value(item)
+    spot = _last_value(item)
+    assert spot is not None  # a query entry always ends in a scalar
+    node, key = spot
     token = _eol_token(node, key)
     if token is None:
         node.ca.items[key] = [None, None, CommentToken("\n" + tail, CommentMark(0), None), None]
@@ -207,7 +209,7 @@ def _judges(line: str, path: str, heading: str | None) -> bool:
 def _comment_tokens(node: Any):
     if isinstance(node, CommentedBase):
         ca = node.ca
-        for part in (ca.comment or []):
+        for part in ca.comment or []:
             yield from _tokens_in(part)
         for value in ca.items.values():
             for part in value or []:

@@ -8,23 +8,29 @@ A mixin, like the app's other parts: the header and status bar read `app.index_p
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual.screen import Screen
 from textual.worker import get_current_worker
-from rich.text import Text
 
-from groove_tui.engine.throughput import format_rate
-from groove_tui.engine.types import SearchParams
-from groove_tui.progress import embed_speed
+from groove_tui.engine.index.throughput import format_rate
+from groove_tui.engine.types import IndexReport, SearchParams
+from groove_tui.output.progress import embed_speed
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class KbIndexing:
+
+class KbIndexing(_AppPart):
     """App mixin. Owns the engine-ready and searchable events the search and golden workers wait on
     (through `wait_until_searchable`), the open error, and the index progress, report and counts."""
 
@@ -33,7 +39,7 @@ class KbIndexing:
         self._searchable = threading.Event()
         self._open_error: BaseException | None = None
         self.index_progress = None
-        self.index_report = None
+        self.index_report: IndexReport | None = None
         self.indexing = False
         self.index_counts: tuple[int, int, int] | None = None  # documents, chunks, pending embeddings
 
@@ -50,14 +56,15 @@ class KbIndexing:
         """On mount: the counts of an engine given ready-made, then the open/index worker."""
         if self._engine is not None:
             self._read_index_counts()
-        self.run_worker(self._open_and_index, name="index", group="index", thread=True, exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            self._open_and_index, name="index", group="index", thread=True, exclusive=True, exit_on_error=False
+        )
 
     def _adopt_engine(self, engine: Any) -> None:
         self._engine = engine
         try:
             self.base_params = engine.default_params()
-        except Exception:  # noqa: BLE001 - a broken config must not stop the UI; search will report it
+        except Exception:
             self.base_params = SearchParams()
         if self.base_params.reranker is not None and not self.reranker_model:
             self.base_params = replace(self.base_params, reranker=None)
@@ -74,8 +81,10 @@ class KbIndexing:
         """Worker: open the engine (if a factory was given), then update a stale index in two phases."""
         worker = get_current_worker()
         if self._engine is None:
+            factory = self._engine_factory
+            assert factory is not None  # GrooveApp takes an engine or a factory
             try:
-                engine = self._engine_factory()
+                engine = factory()
             except Exception as exc:
                 self._open_error = exc
                 self._engine_ready.set()
@@ -88,7 +97,7 @@ class KbIndexing:
         try:
             status = eng.status()
             pending, held = status.pending_embeddings, status.documents
-        except Exception:  # noqa: BLE001
+        except Exception:
             pending, held = 0, 0
         if not needs or held:
             # An index that already holds documents answers while it is brought up to date: each document
@@ -120,7 +129,7 @@ class KbIndexing:
             try:
                 if callable(warm):
                     warm()
-            except Exception:  # noqa: BLE001 - the first real search reports model problems
+            except Exception:
                 pass
 
     def on_engine_ready(self, _msg: EngineReady) -> None:
@@ -158,8 +167,10 @@ class KbIndexing:
         self._read_index_counts()
         r = msg.report
         if r is not None:
-            text = (f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
-                    f"{r.chunks} chunks in {r.seconds:.1f}s")
+            text = (
+                f"Index updated: {r.added} added, {r.updated} updated, {r.deleted} deleted, "
+                f"{r.chunks} chunks in {r.seconds:.1f}s"
+            )
             if r.embed_rate is not None:
                 text += f"; {r.embedded:,} embedded at {format_rate(r.embed_rate)}"
             if r.pending_embeddings:
@@ -168,8 +179,9 @@ class KbIndexing:
                 text += f"; {len(r.skipped)} files skipped"
             self.notify(text, markup=False)
             for note in r.notes:  # the model chosen for the KB, a hint, a language warning
-                self.notify(note, markup=False, timeout=10,
-                            severity="warning" if note.startswith("warning") else "information")
+                self.notify(
+                    note, markup=False, timeout=10, severity="warning" if note.startswith("warning") else "information"
+                )
         if self.query_text.strip():
             self.search_now()  # now with vectors for every chunk
         if r is not None and (r.embedded or r.added or r.updated or r.deleted or r.renamed):
@@ -179,7 +191,7 @@ class KbIndexing:
         try:
             st = self._engine.status()
             self.index_counts = (st.documents, st.chunks, st.pending_embeddings)
-        except Exception:  # noqa: BLE001 - the header then shows no counts; searches report real errors
+        except Exception:
             self.index_counts = None
         self.header_signal.publish("index")
 
@@ -194,7 +206,9 @@ class KbIndexing:
         t.append(f" · model {render_one_line(str(model))}", style="")
         p = self.index_progress
         if p is not None and p.phase != "done":
-            t.append(f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic")
+            t.append(
+                f"  · {PHASES.get(p.phase, p.phase).split(' (')[0].lower()} {p.done:,}/{p.total:,}", style="italic"
+            )
             speed = embed_speed(p)
             if speed:
                 t.append(f" · {speed}", style="italic")
@@ -226,10 +240,8 @@ class KbIndexing:
         from groove_tui.tui.render import short_path
 
         path = self.kb_path.expanduser()
-        try:
+        with contextlib.suppress(OSError):  # a path that cannot be resolved is shown as given
             path = path.resolve()
-        except OSError:  # a path that cannot be resolved is shown as given
-            pass
         return short_path(path, max(24, width // 2) if width else 1_000)
 
     def show_index_state(self, screen: Screen | None) -> None:
@@ -242,7 +254,6 @@ class KbIndexing:
                     bar.show_progress(self.index_progress)
                 else:
                     bar.finish()
-
 
     def index_failed(self, err: BaseException | None) -> None:
         """The index worker failed (reported by the one worker-error handler, in search_runs.py)."""

@@ -12,8 +12,18 @@ class SearchFinished(Message):
     """`final` is False for the fused results painted while the reranker still runs; the final message
     of the same serial replaces them and carries those fused results as `fused` (for rank markers)."""
 
-    def __init__(self, side: str, serial: int, query: str, run_config: RunConfig, response: SearchResponse,
-                 elapsed_ms: float, *, final: bool = True, fused: SearchResponse | None = None) -> None:
+    def __init__(
+        self,
+        side: str,
+        serial: int,
+        query: str,
+        run_config: RunConfig,
+        response: SearchResponse,
+        elapsed_ms: float,
+        *,
+        final: bool = True,
+        fused: SearchResponse | None = None,
+    ) -> None:
         super().__init__()
         self.side = side
         self.serial = serial

@@ -21,9 +21,8 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.style import Style
 from rich.text import Text
 
-from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchResponse, Span
-from groove_tui.textout import display_title, escape_name, scale_text
-from groove_tui.tui.runconfig import FUSION_HEADINGS
+from groove_tui.engine.types import Hit, SearchResponse, Span
+from groove_tui.output.textout import display_title, escape_name
 
 ELLIPSIS = "…"
 REPLACEMENT = "\ufffd"
@@ -165,7 +164,7 @@ def home_relative(path: str | os.PathLike[str], home: str | os.PathLike[str] | N
     s = str(path)
     h = str(Path.home() if home is None else home).rstrip("/")
     if h and (s == h or s.startswith(h + "/")):
-        return "~" + s[len(h):]
+        return "~" + s[len(h) :]
     return s
 
 
@@ -177,7 +176,7 @@ def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike
     if cell_len(s) <= cells:
         return s
     if cells <= 1:
-        return ELLIPSIS[:max(cells, 0)]
+        return ELLIPSIS[: max(cells, 0)]
     parts = s.split("/")
     head = (parts[0] or "/" + (parts[1] if len(parts) > 2 else "")) + "/"  # "~/", "/work/", "notes/"
     rest = parts[1:] if parts[0] else parts[2:]
@@ -195,14 +194,15 @@ def short_path(path: str | os.PathLike[str], cells: int, home: str | os.PathLike
 
 
 def _cells_from_end(text: str, cells: int) -> str:
-    return text[_back_cells(text, len(text), max(cells, 0)):]
+    return text[_back_cells(text, len(text), max(cells, 0)) :]
 
 
 # ---------------------------------------------------------------- snippets
 
 
-def snippet_window(content: str, spans: Sequence[tuple[int, int]], width: int, *,
-                   default_start: int = 0) -> tuple[int, int]:
+def snippet_window(
+    content: str, spans: Sequence[tuple[int, int]], width: int, *, default_start: int = 0
+) -> tuple[int, int]:
     """Choose the window of about `width` cells that contains the most match spans.
 
     Candidates start a little before each span (a fifth of the width as lead-in); ties go to the earliest
@@ -252,8 +252,9 @@ def _back_cells(text: str, end: int, cells: int) -> int:
     return safe_start(text, i)
 
 
-def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse",
-                 expanded_style: Style | str | None = None) -> Text:
+def snippet_text(
+    hit: Hit, width: int, match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None
+) -> Text:
     """One flattened, sanitised snippet of `hit.content` around its best-matching part, spans highlighted."""
     # The window is measured on the text as it is shown: a newline or a control character takes no cell
     # in the raw text but one once flattened, and would push the row onto a stray third line.
@@ -278,8 +279,9 @@ def snippet_text(hit: Hit, width: int, match_style: Style | str = "bold reverse"
     return text
 
 
-def detail_text(hit: Hit, match_style: Style | str = "bold reverse",
-                expanded_style: Style | str | None = "on grey23") -> Text:
+def detail_text(
+    hit: Hit, match_style: Style | str = "bold reverse", expanded_style: Style | str | None = "on grey23"
+) -> Text:
     """The full content, sanitised and reflowed (each paragraph one soft-wrapped line), the merged
     neighbours shaded and every match span highlighted where its characters went."""
     content = sanitize(hit.content)
@@ -351,8 +353,10 @@ def reflow(text: str) -> tuple[str, list[int]]:
     input is [where[s], where[e]) of the result."""
     lines = text.split("\n")
     kinds = _line_kinds(lines)
-    joins = [kinds[i] == "text" and kinds[i + 1] == "text" and not lines[i].endswith(("  ", "\\"))
-             for i in range(len(lines) - 1)]
+    joins = [
+        kinds[i] == "text" and kinds[i + 1] == "text" and not lines[i].endswith(("  ", "\\"))
+        for i in range(len(lines) - 1)
+    ]
     if not any(joins):
         return text, list(range(len(text) + 1))
     out: list[str] = []
@@ -401,9 +405,17 @@ def hit_title(hit: Hit) -> Text:
     return t
 
 
-def hit_row(rank: int, hit: Hit, width: int, *, marker: Text | None = None,
-            match_style: Style | str = "bold reverse", expanded_style: Style | str | None = None,
-            dim: bool = False, badge: Text | None = None) -> Text:
+def hit_row(
+    rank: int,
+    hit: Hit,
+    width: int,
+    *,
+    marker: Text | None = None,
+    match_style: Style | str = "bold reverse",
+    expanded_style: Style | str | None = None,
+    dim: bool = False,
+    badge: Text | None = None,
+) -> Text:
     """Two lines: rank, score, [judgment badge,] [marker,] path › heading; then the snippet (indented)."""
     head = Text()
     head.append(f"{rank:>3} ", style="bold")
@@ -459,13 +471,27 @@ def filters_text(filter_applied: Mapping[str, Any]) -> str:
 def order_note(resp: SearchResponse) -> Text | None:
     """A line that explains an empty page; None when none is needed."""
     if not resp.results:
-        narrowing = [k for k in ("path_globs", "tags_any", "tags_all", "date_from", "date_to", "category", "topic",
-                                 "excluded_terms") if resp.filter_applied.get(k)]
+        narrowing = [
+            k
+            for k in (
+                "path_globs",
+                "tags_any",
+                "tags_all",
+                "date_from",
+                "date_to",
+                "category",
+                "topic",
+                "excluded_terms",
+            )
+            if resp.filter_applied.get(k)
+        ]
         if narrowing:
-            return Text("No hits: remove a filter or an exclusion (" + ", ".join(narrowing) + ") to widen it.",
-                        style="italic")
-        return Text("No hits: try other words (full text matches 3+ characters; the vector leg any wording).",
-                    style="italic")
+            return Text(
+                "No hits: remove a filter or an exclusion (" + ", ".join(narrowing) + ") to widen it.", style="italic"
+            )
+        return Text(
+            "No hits: try other words (full text matches 3+ characters; the vector leg any wording).", style="italic"
+        )
     return None
 
 
@@ -496,130 +522,12 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
         t.append("  filters: ", style="dim")
         t.append(one_line(f))
     if resp.pending_embeddings > 0:
-        t.append(f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings ({resp.vector_share:.0%} of "
-                 "full-text hits have vectors)", style=warn_style)
+        t.append(
+            f"  ⏳ {resp.pending_embeddings:,} chunks awaiting embeddings ({resp.vector_share:.0%} of "
+            "full-text hits have vectors)",
+            style=warn_style,
+        )
     for w in resp.warnings:
         t.append("  ⚠ ", style=warn_style)
         t.append(one_line(w))
-    return t
-
-
-# ---------------------------------------------------------------- explain
-
-
-def _num(v: float | None, digits: int = 4) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return f"{v:.{digits}f}"
-
-
-def _rank(v: int | None) -> str:
-    return "—" if v is None else f"#{v}"
-
-
-def explain_text(hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
-                 *, rank: int | None = None, head_style: Style | str = "bold underline") -> Text:
-    """The compiled query and the focused hit's trace, stage by stage."""
-    t = Text()
-
-    def head(label: str) -> None:
-        if t:
-            t.append("\n")
-        t.append(label, style=head_style)
-        t.append("\n")
-
-    def row(label: str, value: str | Text) -> None:
-        t.append(f"  {label:<16}", style="dim")
-        if isinstance(value, Text):
-            t.append_text(value)
-        else:
-            t.append(one_line(value))
-        t.append("\n")
-
-    if query is not None:
-        head("Query")
-        row("include", " | ".join(query.include) or "—")
-        row("exclude", " | ".join(query.exclude) or "—")
-        row("positive text", query.positive_text or "—")
-        row("match_expr", query.match_expr or "—")
-        row("bigram_expr", query.bigram_expr or "—")
-    if hit is None:
-        head("Hit")
-        t.append("  no hit focused\n", style="dim")
-    else:
-        head(f"Hit {'#' + str(rank) if rank else ''}".strip())
-        row("path", escape_name(hit.path))
-        row("heading", escape_name(hit.heading) if hit.heading else "—")
-        row("chunk", f"index {hit.chunk_index} · id {hit.chunk_id} · line {hit.line}")
-        row("final score", fmt_score(hit.score))
-        tr: HitTrace | None = hit.trace
-        if tr is None:
-            t.append("  no trace (search without explain)\n", style="dim")
-        else:
-            head("1 · Vector leg")
-            row("rank", _rank(tr.vector_rank))
-            row("distance", _num(tr.vector_distance))
-            if tr.fusion == "dbsf" and tr.vector_distance is not None:  # what dbsf reads: 1 - d²/2
-                row("cosine", _num(1.0 - tr.vector_distance ** 2 / 2.0))
-            head("2 · Full-text leg")
-            row("rank", _rank(tr.fts_rank))
-            row("bm25", _num(tr.fts_bm25))
-            if tr.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
-                row("bigram rank", _rank(tr.bigram_rank))
-                row("bigram bm25", _num(tr.bigram_bm25))
-            head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))
-            row("vector term", _num(tr.rrf_vector, 6)
-                + ("  (no vector yet: its full-text reading stands in)" if tr.vector_imputed else ""))
-            row("fts term", _num(tr.rrf_fts, 6))
-            if tr.bigram_leg:
-                row("bigram term", _num(tr.rrf_bigram, 6))
-            if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
-                row("vector share", f"{tr.vector_share:.0%} of full-text hits embedded: vector weight × "
-                    f"{tr.vector_share:.2f}; the others' vector terms are their full-text readings")
-            row("score", _num(tr.rrf_score, 6))
-            row("fused rank", _rank(tr.rrf_rank))
-            for leg, reads, scale in tr.scales():  # score fusions: where each leg's 0 and 1 lie
-                if scale is not None:
-                    row(f"{leg} scale", scale_text(reads, scale))
-            if tr.merged_parts:  # parts of a split section fused as this one hit ([search] merge_parts)
-                row("merged parts", ", ".join(str(p) for p in tr.merged_parts))
-            if tr.named:
-                row("named", "the query is this section's heading or its note's title: ranked first")
-            head("4 · Reranker")
-            if tr.rerank_score is None:
-                row("", "off (not run)")
-            else:
-                row("score", _num(tr.rerank_score))
-                row("rank", _rank(tr.rerank_rank))
-                if tr.rerank_blend is not None and tr.rerank_blend < 1:
-                    row("blend", f"{tr.rerank_blend:g} × cross-encoder + {1 - tr.rerank_blend:g} × fused (z-scored)")
-            head("5 · MMR")
-            if tr.mmr is None:
-                row("", "off (not run)")
-            else:
-                m = tr.mmr
-                row("pick", f"#{m.pick}")
-                row("relevance", _num(m.relevance))
-                row("max similarity", _num(m.max_similarity))
-                row("penalty", _num(m.penalty))
-                row("value", _num(m.value))
-            head("6 · Parent retriever")
-            if tr.parent is None and hit.expanded_from is None:
-                row("", "no merge")
-            else:
-                row("merge", tr.parent or "")
-                ef = hit.expanded_from
-                if ef is not None:
-                    if ef.kind == "adjacent":
-                        row("chunks", f"{ef.from_index}–{ef.to_index}")
-                    else:
-                        row("whole document", f"{ef.total_chunks} chunks")
-                    row("hit range", f"chars {ef.hit_start}–{ef.hit_end} of {len(hit.content)}")
-    if timings:
-        head("Timings (ms)")
-        for k, v in timings.items():
-            row(str(k), f"{v:.2f}")
-    t.rstrip()
     return t

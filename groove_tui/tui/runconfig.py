@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from rich.cells import cell_len
 
-from groove_tui.config import FUSION_METHODS, FusionConfig
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import FUSION_METHODS, FusionConfig, FusionMethod
 
 SIDES = ("left", "right")
 DEFAULT_FUSION = FusionConfig().method  # ours: what [search.fusion] method is when groove.toml says nothing
-NO_RERANKER = ("No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
-               "[reranker] model in groove.toml")  # F4 or the reranker preset without a model
+NO_RERANKER = (
+    "No reranker installed: run `groove-tui models pull ms-marco-l12` (English), or set "
+    "[reranker] model in groove.toml"
+)  # F4 or the reranker preset without a model
 FUSION_LABELS = {"dbsf": "DBSF", "relative": "relative", "rrf": "RRF"}  # one per config.FUSION_METHODS
 FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the method reads
     "dbsf": "DBSF (scores by spread)",
@@ -23,11 +26,11 @@ FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the 
 
 
 def fusion_label(method: str) -> str:
-    """"DBSF", "relative", "RRF"; a method the explorer has no label for shows as its config name."""
+    """ "DBSF", "relative", "RRF"; a method the explorer has no label for shows as its config name."""
     return FUSION_LABELS.get(method, method)
 
 
-def next_fusion(method: str) -> str:
+def next_fusion(method: str) -> FusionMethod:
     """The method after `method` in config.FUSION_METHODS, wrapping round (F12 cycles through them)."""
     i = FUSION_METHODS.index(method) if method in FUSION_METHODS else -1
     return FUSION_METHODS[(i + 1) % len(FUSION_METHODS)]
@@ -43,14 +46,24 @@ class RunConfig:
     reranker: bool = False
     path_globs: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    fusion: str = DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
+    fusion: FusionMethod = (
+        DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
+    )
 
     @classmethod
-    def from_params(cls, p: SearchParams, fusion: str = DEFAULT_FUSION) -> RunConfig:
+    def from_params(cls, p: SearchParams, fusion: FusionMethod = DEFAULT_FUSION) -> RunConfig:
         """`fusion` is the method `p.fusion=None` stands for: the engine config's `[search.fusion] method`."""
-        return cls(limit=p.limit, mmr=p.mmr, lam=p.mmr_lambda, same_doc_penalty=p.mmr_same_doc_penalty,
-                   parent=p.parent_retriever, reranker=p.reranker is not None, path_globs=tuple(p.path_globs),
-                   tags=tuple(p.tags_any), fusion=p.fusion or fusion)
+        return cls(
+            limit=p.limit,
+            mmr=p.mmr,
+            lam=p.mmr_lambda,
+            same_doc_penalty=p.mmr_same_doc_penalty,
+            parent=p.parent_retriever,
+            reranker=p.reranker is not None,
+            path_globs=tuple(p.path_globs),
+            tags=tuple(p.tags_any),
+            fusion=p.fusion or fusion,
+        )
 
     def to_params(self, base: SearchParams, reranker_model: str | None, *, explain: bool = True) -> SearchParams:
         return replace(
@@ -77,16 +90,23 @@ class RunConfig:
         """One line for compare mode. `fusion` adds the method (the caller knows when it matters); it
         comes early because a label too wide for its column is cut at the end. A side that asks for a
         reranker when none is installed says so instead of claiming "rerank on"."""
-        return " · ".join(text for _key, text in self.describe_parts(fusion=fusion,
-                                                                     reranker_available=reranker_available))
+        return " · ".join(
+            text for _key, text in self.describe_parts(fusion=fusion, reranker_available=reranker_available)
+        )
 
     def describe_parts(self, *, fusion: bool = False, reranker_available: bool = True) -> list[tuple[str, str]]:
         """`describe`'s parts as (setting, text), in the order shown."""
         parts = [("limit", f"limit {self.limit}")]
         if fusion:
             parts.append(("fusion", f"fusion {fusion_label(self.fusion)}"))
-        parts.append(("mmr", f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty
-                                                        else "") if self.mmr else "MMR off"))
+        parts.append(
+            (
+                "mmr",
+                f"MMR λ{self.lam:.2f}" + (f" pen {self.same_doc_penalty:.2f}" if self.same_doc_penalty else "")
+                if self.mmr
+                else "MMR off",
+            )
+        )
         parts.append(("parent", "parent on" if self.parent else "parent off"))
         if self.reranker:
             parts.append(("reranker", "rerank on" if reranker_available else "rerank: none installed"))
@@ -104,8 +124,9 @@ class RunConfig:
 DROP_ORDER = ("limit", "tags", "paths", "parent", "fusion", "mmr")
 
 
-def fit_parts(parts: list[tuple[str, str]], shared: set[str], width: int, prefix: int = 0,
-              sep: str = " · ") -> list[tuple[str, str]]:
+def fit_parts(
+    parts: list[tuple[str, str]], shared: set[str], width: int, prefix: int = 0, sep: str = " · "
+) -> list[tuple[str, str]]:
     """The parts of one side's label that fit in `width` cells after `prefix` cells: the `shared` ones
     (the same on both sides, so they say nothing about the difference) go first, then the others, in
     DROP_ORDER; the reranker's part always stays."""
@@ -128,8 +149,10 @@ Preset = Callable[[RunConfig], tuple[RunConfig, RunConfig]]
 
 def _fusion_preset(method: str) -> tuple[str, Preset]:
     """Our default method on the left against `method` on the right."""
-    return (f"fusion {fusion_label(DEFAULT_FUSION)} / {fusion_label(method)}",
-            lambda rc: (replace(rc, fusion=DEFAULT_FUSION), replace(rc, fusion=method)))
+    return (
+        f"fusion {fusion_label(DEFAULT_FUSION)} / {fusion_label(method)}",
+        lambda rc: (replace(rc, fusion=DEFAULT_FUSION), replace(rc, fusion=method)),
+    )
 
 
 PRESETS: dict[str, tuple[str, Preset]] = {
@@ -137,6 +160,5 @@ PRESETS: dict[str, tuple[str, Preset]] = {
     "mmr": ("MMR off / on", lambda rc: (replace(rc, mmr=False), replace(rc, mmr=True))),
     # "fusion-rrf": DBSF / RRF (ours against groove's), "fusion-relative": DBSF / relative
     **{f"fusion-{m}": _fusion_preset(m) for m in FUSION_METHODS if m != DEFAULT_FUSION},
-    "lambda": ("MMR λ low 0.3 / high 0.9",
-               lambda rc: (replace(rc, mmr=True, lam=0.3), replace(rc, mmr=True, lam=0.9))),
+    "lambda": ("MMR λ low 0.3 / high 0.9", lambda rc: (replace(rc, mmr=True, lam=0.3), replace(rc, mmr=True, lam=0.9))),
 }

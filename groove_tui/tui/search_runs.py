@@ -13,10 +13,11 @@ import threading
 import time
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
-from rich.text import Text
 
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
@@ -24,8 +25,13 @@ from groove_tui.tui.messages import RerankProgressed, SearchFinished
 from groove_tui.tui.render import one_line as render_one_line
 from groove_tui.tui.runconfig import SIDES, RunConfig
 
+if TYPE_CHECKING:
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class SearchRuns:
+
+class SearchRuns(_AppPart):
     """App mixin. Owns what each side shows (response, fused response, rerank progress, error), the
     serials requested and applied, the debounce and busy timers, and the count of running searches."""
 
@@ -72,9 +78,14 @@ class SearchRuns:
             return
         rc = self.run_configs[side]
         params = rc.to_params(self.base_params, self.reranker_model)
-        worker = self.run_worker(partial(self._search, side, serial, query, rc, params),
-                                 name=f"search-{side}-{serial}", group=f"search-{side}", thread=True,
-                                 exclusive=True, exit_on_error=False)
+        worker = self.run_worker(
+            partial(self._search, side, serial, query, rc, params),
+            name=f"search-{side}-{serial}",
+            group=f"search-{side}",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         self._worker_meta[worker] = (side, serial)
         busy = self._busy_timers.get(side)
         if busy is not None:
@@ -120,8 +131,9 @@ class SearchRuns:
                 fused = self._engine.search(query, replace(params, reranker=None), cancel=worker.cancelled_event)
                 if worker.is_cancelled:
                     return
-                self.post_message(SearchFinished(side, serial, query, rc, fused,
-                                                 (time.perf_counter() - t0) * 1000, final=False))
+                self.post_message(
+                    SearchFinished(side, serial, query, rc, fused, (time.perf_counter() - t0) * 1000, final=False)
+                )
 
                 def progress(_stage: str, done: int, total: int) -> None:
                     self.post_message(RerankProgressed(side, serial, done, total))
@@ -221,7 +233,7 @@ class SearchRuns:
             else:
                 msg = str(err) if isinstance(err, EngineError) else f"{type(err).__name__}: {err}"
                 self.errors[side] = f"Search failed: {msg}"
-                self.notify(self.errors[side], severity="error", markup=False, timeout=8)
+                self.notify(f"Search failed: {msg}", severity="error", markup=False, timeout=8)
             self.results_signal.publish(side)
             return
         if worker.group == "index":
@@ -244,9 +256,10 @@ class SearchRuns:
         for pane in screen.query(ResultsPane):
             if pane.side != side:
                 continue
-            if self.errors[side]:
+            error = self.errors[side]
+            if error:
                 pane.show(None)
-                pane.set_message(self.errors[side], error=True)
+                pane.set_message(error, error=True)
             else:
                 pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
 

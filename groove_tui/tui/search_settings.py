@@ -9,12 +9,19 @@ and `app.query_text` and call `app.set_run_config` / `app.set_query`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui.runconfig import NO_RERANKER, RunConfig, fusion_label, next_fusion
 
+if TYPE_CHECKING:
+    from groove_tui.settings.config import FusionMethod
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
 
-class SearchSettings:
+
+class SearchSettings(_AppPart):
     """App mixin. Owns `query_text`, `run_configs` per side, and the engine's `base_params` and
     `default_fusion` they turn into SearchParams with."""
 
@@ -46,7 +53,7 @@ class SearchSettings:
             self.schedule_search(side)
             self.schedule_eval(side)
 
-    def action_toggle(self, what: str) -> None:
+    def action_toggle(self, what: str) -> None:  # type: ignore[override]  # F2-F4's toggle(setting), not DOMNode's toggle(attribute)
         side = self.active_side if self.compare_active else "left"
         rc = self.run_configs[side]
         if what == "reranker" and not self.reranker_model:
@@ -56,11 +63,12 @@ class SearchSettings:
             self.action_set_fusion(next_fusion(rc.fusion))
             return
         field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
-        new = replace(rc, **{field: not getattr(rc, field)})
+        flipped: dict[str, Any] = {field: not getattr(rc, field)}
+        new = replace(rc, **flipped)
         label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
         self._apply_toggle(side, new, f"{label} {'on' if getattr(new, field) else 'off'}")
 
-    def action_set_fusion(self, method: str) -> None:
+    def action_set_fusion(self, method: FusionMethod) -> None:
         """Fusion `method` on the current side (F12's next method, or the palette's choice)."""
         side = self.active_side if self.compare_active else "left"
         self._apply_toggle(side, replace(self.run_configs[side], fusion=method), f"Fusion: {fusion_label(method)}")

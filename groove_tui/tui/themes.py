@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -29,10 +30,12 @@ BORDER_MIN_CONTRAST = 3.0  # WCAG's minimum for user-interface components
 
 def contrast(a: str, b: str) -> float:
     """WCAG contrast ratio of two colours (1 to 21)."""
+
     def luminance(c: str) -> float:
         def channel(v: int) -> float:
             x = v / 255
             return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+
         rgb = Color.parse(c).rgb
         return 0.2126 * channel(rgb[0]) + 0.7152 * channel(rgb[1]) + 0.0722 * channel(rgb[2])
 
@@ -50,8 +53,20 @@ def readable_border(foreground: str, background: str) -> str:
             return c
     return fg.hex
 
-_COLOR_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
-               "surface", "panel", "boost")
+
+_COLOR_KEYS = (
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 _ALLOWED = {*_COLOR_KEYS, "name", "dark", "luminosity_spread", "text_alpha", "variables"}
 
 
@@ -79,7 +94,7 @@ def shipped_theme_dir() -> Path | None:
 
 
 def user_theme_dir() -> Path:
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     return user_config_dir() / "themes"
 
@@ -97,7 +112,9 @@ def _check_color(key: str, value: object, where: str) -> str:
 def theme_from_dict(data: dict, where: str = "theme") -> Theme:
     unknown = set(data) - _ALLOWED
     if unknown:
-        raise ThemeFileError(f"{where}: unknown keys {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_ALLOWED))}")
+        raise ThemeFileError(
+            f"{where}: unknown keys {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_ALLOWED))}"
+        )
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ThemeFileError(f"{where}: 'name' must be a non-empty string")
@@ -108,7 +125,9 @@ def theme_from_dict(data: dict, where: str = "theme") -> Theme:
     if not isinstance(dark, bool):
         raise ThemeFileError(f"{where}: dark = {dark!r} is invalid: expected true or false")
     variables = data.get("variables", {})
-    if not isinstance(variables, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in variables.items()):
+    if not isinstance(variables, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
+    ):
         raise ThemeFileError(f"{where}: [variables] must map names to strings")
     for k in VARIABLE_DEFAULTS:
         if k in variables:
@@ -122,10 +141,12 @@ def theme_from_dict(data: dict, where: str = "theme") -> Theme:
             extra[k] = float(v)
     variables = dict(variables)
     background = colors.get("background", "#000000" if dark else "#FFFFFF")
-    variables.setdefault("pane-border", readable_border(colors.get("foreground", "#E0E0E0" if dark else "#202020"),
-                                                        background))
+    variables.setdefault(
+        "pane-border", readable_border(colors.get("foreground", "#E0E0E0" if dark else "#202020"), background)
+    )
     variables.setdefault("pane-border-focus", colors.get("accent", colors["primary"]))
-    return Theme(name=name.strip(), dark=dark, variables=variables, **colors, **extra)
+    options: dict[str, Any] = {**colors, **extra}  # Theme's colour fields and its numeric ones, as the file named them
+    return Theme(name=name.strip(), dark=dark, variables=variables, **options)
 
 
 def load_theme_file(path: Path) -> Theme:
@@ -154,9 +175,19 @@ def load_themes(*dirs: Path | None) -> ThemeLoad:
 
 
 FALLBACK_THEME = Theme(
-    name="groove", primary="#5FA8D3", secondary="#8E7DBE", accent="#F2A65A", warning="#E9C46A",
-    error="#E76F51", success="#6CC08B", foreground="#E3E6EA", background="#14171C", surface="#1B1F26",
-    panel="#232A33", dark=True, variables=dict(VARIABLE_DEFAULTS),
+    name="groove",
+    primary="#5FA8D3",
+    secondary="#8E7DBE",
+    accent="#F2A65A",
+    warning="#E9C46A",
+    error="#E76F51",
+    success="#6CC08B",
+    foreground="#E3E6EA",
+    background="#14171C",
+    surface="#1B1F26",
+    panel="#232A33",
+    dark=True,
+    variables=dict(VARIABLE_DEFAULTS),
 )
 
 
@@ -171,8 +202,15 @@ def register_themes(app) -> None:
         app.register_theme(t)
     # ctrl+t and the palette offer these: the shipped themes and the user's files, not Textual's own
     names = [t.name for t in loaded.themes]
-    app.own_themes = tuple(dict.fromkeys(["groove", *sorted(n for n in names if n.startswith("groove")),
-                                          *sorted(n for n in names if not n.startswith("groove"))]))
+    app.own_themes = tuple(
+        dict.fromkeys(
+            [
+                "groove",
+                *sorted(n for n in names if n.startswith("groove")),
+                *sorted(n for n in names if not n.startswith("groove")),
+            ]
+        )
+    )
     app.theme_errors = loaded.errors
     for err in loaded.errors:
         app.notify(f"Theme file ignored: {err}", severity="warning", markup=False, timeout=8)

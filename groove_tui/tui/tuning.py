@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from groove_tui.config import FUSION_METHODS
-from groove_tui.engine.eval import GoldenSet, QueryResult
-from groove_tui.engine.sweep import SweepAxis
+from groove_tui.engine.evaluate.golden import GoldenSet
+from groove_tui.engine.evaluate.metrics import QueryResult
+from groove_tui.engine.evaluate.sweep import SweepAxis
+from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import RunConfig
 
 

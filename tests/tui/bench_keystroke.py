@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -45,13 +46,13 @@ def percentile(values: list[float], p: float) -> float:
     return s[i]
 
 
-PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison (issue 16)
+PRUNING = True  # --no-pruning: the full-text leg's plain statement, for comparison
 VECTOR_SCAN = True  # --no-vector-scan: sqlite-vec's own KNN, for comparison
 CHUNK_CAP: int | None = None  # --max-chunk-bytes: the cap the index was cut with, so it is not cut again
 
 
 def _config(model: str):
-    from groove_tui.config import Config, EmbeddingConfig
+    from groove_tui.settings.config import Config, EmbeddingConfig
 
     cfg = replace(Config(), embedding=EmbeddingConfig(model=model))
     if CHUNK_CAP is not None:
@@ -70,16 +71,19 @@ def prepare_index(kb: Path, source: str, model: str, into: Path) -> str:
     src = Path(source)
     subdirs = [d for d in src.iterdir() if d.is_dir() and (d / "index.db").exists()] if src.is_dir() else []
     if not subdirs:
-        raise SystemExit(f"no index in {source}: build it with groove-tui index {kb} --index-dir {source} "
-                         f"--model {model}")
+        raise SystemExit(
+            f"no index in {source}: build it with groove-tui index {kb} --index-dir {source} --model {model}"
+        )
     for d in subdirs:
         shutil.copytree(d, into / d.name, ignore=shutil.ignore_patterns("index.lock", "*-shm", "*-wal"))
     engine = Engine.open(kb, config=_config(model), index_dir=into)
     try:
         st = engine.status()
         if st.documents == 0 or st.pending_embeddings:
-            raise SystemExit(f"the index in {source} is incomplete ({st.documents} documents, "
-                             f"{st.pending_embeddings} chunks without vectors): build it first")
+            raise SystemExit(
+                f"the index in {source} is incomplete ({st.documents} documents, "
+                f"{st.pending_embeddings} chunks without vectors): build it first"
+            )
         if engine.needs_index():
             report = engine.index()
             if report.embedded:
@@ -100,17 +104,25 @@ def open_engine(kb: Path, index_dir: str, model: str):
 
 
 async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int) -> dict:
-    from groove_tui.engine.eval import load_golden
+    from textual.widgets import Input
+
+    from groove_tui.engine.evaluate.golden import load_golden
     from groove_tui.tui.app import GrooveApp
     from groove_tui.tui.widgets.results import ResultsPane
-    from textual.widgets import Input
 
     engine, cfg = open_engine(kb, index_dir, model)
     queries = [q.query for q in load_golden(golden).queries if len(q.query) > 2][:n]
     configured_debounce = cfg.tui.debounce_ms
     with tempfile.TemporaryDirectory() as tmp:
-        app = GrooveApp(engine, config=cfg, kb_path=kb, history_path=Path(tmp) / "h.json", debounce_ms=0,
-                        warmup=True, user_theme_dir=Path(tmp) / "none")
+        app = GrooveApp(
+            engine,
+            config=cfg,
+            kb_path=kb,
+            history_path=Path(tmp) / "h.json",
+            debounce_ms=0,
+            warmup=True,
+            user_theme_dir=Path(tmp) / "none",
+        )
         painted: dict[str, float] = {}
         waiting: dict[str, str | None] = {"query": None}
 
@@ -150,12 +162,18 @@ async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int)
                     for stage, ms in resp.timings_ms.items():
                         stages.setdefault(stage, []).append(float(ms))
         engine.close()
-    return {"n": len(times), "p50": statistics.median(times), "p95": percentile(times, 95),
-            "max": max(times), "engine_p50": statistics.median(engine_ms) if engine_ms else float("nan"),
-            "engine_p95": percentile(engine_ms, 95), "ui_p50": statistics.median(ui_ms) if ui_ms else float("nan"),
-            "ui_p95": percentile(ui_ms, 95),
-            "stages_p50": {k: statistics.median(v) for k, v in stages.items()},
-            "debounce_configured_ms": configured_debounce}
+    return {
+        "n": len(times),
+        "p50": statistics.median(times),
+        "p95": percentile(times, 95),
+        "max": max(times),
+        "engine_p50": statistics.median(engine_ms) if engine_ms else float("nan"),
+        "engine_p95": percentile(engine_ms, 95),
+        "ui_p50": statistics.median(ui_ms) if ui_ms else float("nan"),
+        "ui_p95": percentile(ui_ms, 95),
+        "stages_p50": {k: statistics.median(v) for k, v in stages.items()},
+        "debounce_configured_ms": configured_debounce,
+    }
 
 
 def _key(ch: str) -> str:
@@ -168,10 +186,8 @@ async def _settle(app, pilot) -> None:
     from textual.worker import WorkerCancelled, WorkerFailed
 
     for _ in range(3):
-        try:
+        with contextlib.suppress(WorkerCancelled, WorkerFailed):
             await app.workers.wait_for_complete()
-        except (WorkerCancelled, WorkerFailed):
-            pass
         await pilot.pause()
 
 
@@ -185,8 +201,7 @@ def cold_start(kb: Path, index_dir: str, model: str, runs: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs):
             ready = Path(tmp) / f"ready-{i}"
-            env = dict(os.environ, GROOVE_TUI_READY_FILE=str(ready), HF_HUB_OFFLINE="1",
-                       COLUMNS="120", LINES="36")
+            env = dict(os.environ, GROOVE_TUI_READY_FILE=str(ready), HF_HUB_OFFLINE="1", COLUMNS="120", LINES="36")
             master, slave = pty.openpty()
             t0 = time.time()
             proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
@@ -242,15 +257,19 @@ def main() -> None:
         prof.dump_stats(args.profile)
     else:
         ks = run()
-    print(f"keystroke → results painted: n={ks['n']} p50={ks['p50']:.1f} ms p95={ks['p95']:.1f} ms "
-          f"max={ks['max']:.1f} ms; engine search p50 {ks['engine_p50']:.1f} / p95 {ks['engine_p95']:.1f} ms; "
-          f"the rest (key handling, worker, message, render) p50 {ks['ui_p50']:.1f} / p95 {ks['ui_p95']:.1f} ms; "
-          f"debounce 0 here, configured {ks['debounce_configured_ms']} ms")
+    print(
+        f"keystroke → results painted: n={ks['n']} p50={ks['p50']:.1f} ms p95={ks['p95']:.1f} ms "
+        f"max={ks['max']:.1f} ms; engine search p50 {ks['engine_p50']:.1f} / p95 {ks['engine_p95']:.1f} ms; "
+        f"the rest (key handling, worker, message, render) p50 {ks['ui_p50']:.1f} / p95 {ks['ui_p95']:.1f} ms; "
+        f"debounce 0 here, configured {ks['debounce_configured_ms']} ms"
+    )
     print("  engine stages p50: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ks["stages_p50"].items()))
     if args.cold:
         cs = cold_start(args.kb, index_dir, args.model, args.cold)
-        print(f"cold start → first paint: median {cs['median']:.2f} s over {cs['runs']} runs "
-              f"({', '.join(f'{s:.2f}' for s in cs['all'])})")
+        print(
+            f"cold start → first paint: median {cs['median']:.2f} s over {cs['runs']} runs "
+            f"({', '.join(f'{s:.2f}' for s in cs['all'])})"
+        )
     tmp.cleanup()
 
 

@@ -5,17 +5,28 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import replace, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from groove_tui.config import Config
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.types import (ExpandedFrom, Hit, HitTrace, IndexProgress, IndexReport, IndexStatus,
-                                     MMRTrace, QueryInfo, SearchParams, SearchResponse, Span)
+from groove_tui.engine.types import (
+    ExpandedFrom,
+    Hit,
+    HitTrace,
+    IndexProgress,
+    IndexReport,
+    IndexStatus,
+    MMRTrace,
+    QueryInfo,
+    SearchParams,
+    SearchResponse,
+    Span,
+)
+from groove_tui.settings.config import Config
 
 
 class FakeQueryError(ValueError):
-    """Like groove_tui.engine.query.QueryError: a ValueError carrying a user message."""
+    """Like groove_tui.engine.analysis.query.QueryError: a ValueError carrying a user message."""
 
 
 @dataclass(frozen=True)
@@ -29,23 +40,61 @@ class Doc:
 
 
 DOCS = (
-    Doc("rust/async.md", "Tokio runtime", "The tokio runtime drives async tasks. Use tokio::spawn to start a "
-        "task; rust futures are lazy until polled by the runtime.", ("rust", "async"),
-        before="Async Rust needs an executor.", after="Blocking inside a task stalls the runtime."),
-    Doc("rust/ownership.md", "Borrowing", "Rust ownership: every value has one owner. Borrowing lends access "
-        "without moving; the borrow checker enforces it at compile time.", ("rust",)),
-    Doc("notes/markup.md", "Weird [bold]markup[/bold]", "Literal [bold]rust[/bold] and [link=https://x.test]link"
-        "[/link] text, plus an ANSI \x1b[31mred rust\x1b[0m escape and a bell \x07 here.", ("test",)),
-    Doc("ja/設定.md", "東京の設定", "東京の設定ファイルを編集します。rust の設定も東京で管理する。", ("ja",),
-        before="前の段落です。", after="次の段落です。"),
-    Doc("notes/emoji.md", "Family 👨‍👩‍👧", "Emoji 👨\u200d👩\u200d👧 family and cafe\u0301 combining: rust "
-        "tooling for e\u0301cole notes.", ("emoji",)),
-    Doc("rust/errors.md", "Error handling", "Rust error handling uses Result and the ? operator; async code "
-        "propagates errors through futures too.", ("rust", "async")),
-    Doc("python/asyncio.md", "asyncio", "Python asyncio schedules coroutines on an event loop; compare with "
-        "the tokio runtime in rust.", ("python", "async")),
-    Doc("rust/tokio-spawn.md", "Spawning", "tokio spawn returns a JoinHandle; spawned tasks run concurrently "
-        "on the tokio runtime. rust rust rust.", ("rust", "async")),
+    Doc(
+        "rust/async.md",
+        "Tokio runtime",
+        "The tokio runtime drives async tasks. Use tokio::spawn to start a "
+        "task; rust futures are lazy until polled by the runtime.",
+        ("rust", "async"),
+        before="Async Rust needs an executor.",
+        after="Blocking inside a task stalls the runtime.",
+    ),
+    Doc(
+        "rust/ownership.md",
+        "Borrowing",
+        "Rust ownership: every value has one owner. Borrowing lends access "
+        "without moving; the borrow checker enforces it at compile time.",
+        ("rust",),
+    ),
+    Doc(
+        "notes/markup.md",
+        "Weird [bold]markup[/bold]",
+        "Literal [bold]rust[/bold] and [link=https://x.test]link"
+        "[/link] text, plus an ANSI \x1b[31mred rust\x1b[0m escape and a bell \x07 here.",
+        ("test",),
+    ),
+    Doc(
+        "ja/設定.md",
+        "東京の設定",
+        "東京の設定ファイルを編集します。rust の設定も東京で管理する。",
+        ("ja",),
+        before="前の段落です。",
+        after="次の段落です。",
+    ),
+    Doc(
+        "notes/emoji.md",
+        "Family 👨‍👩‍👧",
+        "Emoji 👨\u200d👩\u200d👧 family and cafe\u0301 combining: rust tooling for e\u0301cole notes.",
+        ("emoji",),
+    ),
+    Doc(
+        "rust/errors.md",
+        "Error handling",
+        "Rust error handling uses Result and the ? operator; async code propagates errors through futures too.",
+        ("rust", "async"),
+    ),
+    Doc(
+        "python/asyncio.md",
+        "asyncio",
+        "Python asyncio schedules coroutines on an event loop; compare with the tokio runtime in rust.",
+        ("python", "async"),
+    ),
+    Doc(
+        "rust/tokio-spawn.md",
+        "Spawning",
+        "tokio spawn returns a JoinHandle; spawned tasks run concurrently on the tokio runtime. rust rust rust.",
+        ("rust", "async"),
+    ),
 )
 
 
@@ -100,8 +149,17 @@ class FakeEngine:
 
     def status(self) -> IndexStatus:
         held = 0 if self.fresh else len(DOCS)
-        return IndexStatus(documents=held, chunks=held, model="hashing", dim=64, index_path="/idx",
-                           index_bytes=1, last_indexed=None, pending_embeddings=self.pending, context_mode="off")
+        return IndexStatus(
+            documents=held,
+            chunks=held,
+            model="hashing",
+            dim=64,
+            index_path="/idx",
+            index_bytes=1,
+            last_indexed=None,
+            pending_embeddings=self.pending,
+            context_mode="off",
+        )
 
     def index(self, progress=None, force=False, cancel=None) -> IndexReport:
         n = len(DOCS)
@@ -130,8 +188,9 @@ class FakeEngine:
     def close(self) -> None:
         self.closed = True
 
-    def search(self, query: str, params: SearchParams, cancel: threading.Event | None = None,
-               progress=None) -> SearchResponse:
+    def search(
+        self, query: str, params: SearchParams, cancel: threading.Event | None = None, progress=None
+    ) -> SearchResponse:
         self.calls.append((query, params))
         event = self.gate(query, params) if callable(self.gate) else None
         if event is not None:
@@ -193,8 +252,9 @@ class FakeEngine:
                 pre = doc.before + "\n\n" if doc.before else ""
                 content = pre + doc.content + ("\n\n" + doc.after if doc.after else "")
                 offset = len(pre)
-                expanded = ExpandedFrom("adjacent", from_index=0, to_index=2, hit_start=offset,
-                                        hit_end=offset + len(doc.content))
+                expanded = ExpandedFrom(
+                    "adjacent", from_index=0, to_index=2, hit_start=offset, hit_end=offset + len(doc.content)
+                )
             spans = []
             for t in include:
                 for m in re.finditer(re.escape(t), content, re.IGNORECASE):
@@ -206,19 +266,45 @@ class FakeEngine:
                 score = round(1 / (60 + rank) + count / (1000 if method == "dbsf" else 2000), 6)
             trace = None
             if params.explain:
-                trace = HitTrace(vector_rank=doc_id, vector_distance=0.1 * doc_id, fts_rank=rank, fts_bm25=-float(count),
-                                 rrf_vector=1 / (61 + doc_id), rrf_fts=1 / (61 + rank), rrf_score=score, rrf_rank=rank,
-                                 fusion=method,
-                                 # a score fusion's scale per leg (cosine for dbsf's vector leg), as the engine sets
-                                 vector_scale=None if method == "rrf" else (0.62, 0.995) if method == "dbsf" else (0.9, 0.1),
-                                 fts_scale=None if method == "rrf" else (0.5, -4.0),
-                                 mmr=MMRTrace(pick=rank, relevance=1.0 / rank, max_similarity=0.25, penalty=0.0,
-                                              value=0.5) if params.mmr else None,
-                                 parent="merged chunks 0–2" if expanded else None)
-            hits.append(Hit(chunk_id=100 + doc_id, document_id=doc_id, path=doc.path, title=None, heading=doc.heading,
-                            level=2, chunk_index=1, topic=None, category=None, date=None, tags=doc.tags,
-                            content=content, score=score, line=3 * doc_id, match_spans=tuple(spans),
-                            expanded_from=expanded, trace=trace))
+                trace = HitTrace(
+                    vector_rank=doc_id,
+                    vector_distance=0.1 * doc_id,
+                    fts_rank=rank,
+                    fts_bm25=-float(count),
+                    rrf_vector=1 / (61 + doc_id),
+                    rrf_fts=1 / (61 + rank),
+                    rrf_score=score,
+                    rrf_rank=rank,
+                    fusion=method,
+                    # a score fusion's scale per leg (cosine for dbsf's vector leg), as the engine sets
+                    vector_scale=None if method == "rrf" else (0.62, 0.995) if method == "dbsf" else (0.9, 0.1),
+                    fts_scale=None if method == "rrf" else (0.5, -4.0),
+                    mmr=MMRTrace(pick=rank, relevance=1.0 / rank, max_similarity=0.25, penalty=0.0, value=0.5)
+                    if params.mmr
+                    else None,
+                    parent="merged chunks 0–2" if expanded else None,
+                )
+            hits.append(
+                Hit(
+                    chunk_id=100 + doc_id,
+                    document_id=doc_id,
+                    path=doc.path,
+                    title=None,
+                    heading=doc.heading,
+                    level=2,
+                    chunk_index=1,
+                    topic=None,
+                    category=None,
+                    date=None,
+                    tags=doc.tags,
+                    content=content,
+                    score=score,
+                    line=3 * doc_id,
+                    match_spans=tuple(spans),
+                    expanded_from=expanded,
+                    trace=trace,
+                )
+            )
         filters = {}
         if params.path_globs:
             filters["path_globs"] = list(params.path_globs)
@@ -229,9 +315,13 @@ class FakeEngine:
             low_confidence="vague" in include or len(hits) == 1,
             filter_applied=filters,
             timings_ms={"fts": 0.5, "vector": 0.7, "total": 1.5},
-            query=QueryInfo(include=tuple(include), exclude=tuple(exclude),
-                            match_expr=" AND ".join(f'"{t}"' for t in include) + "".join(f' NOT "{x}"' for x in exclude),
-                            positive_text=" ".join(include), bigram_expr=None),
+            query=QueryInfo(
+                include=tuple(include),
+                exclude=tuple(exclude),
+                match_expr=" AND ".join(f'"{t}"' for t in include) + "".join(f' NOT "{x}"' for x in exclude),
+                positive_text=" ".join(include),
+                bigram_expr=None,
+            ),
             pending_embeddings=self.pending,
             explain=params.explain,
         )

@@ -5,8 +5,8 @@ from pathlib import Path
 from textual import on
 from textual.worker import Worker, WorkerState
 
-from groove_tui.config import Config
 from groove_tui.engine.errors import EngineError
+from groove_tui.settings.config import Config
 from groove_tui.tui import app as app_module
 from groove_tui.tui.app import GrooveApp
 
@@ -38,12 +38,20 @@ class TestApp(GrooveApp):
             self.unexpected_failures.append(err)
 
 
-def make_app(tmp_path: Path, engine: FakeEngine | None = None, *, debounce_ms: int = 0,
-             config: Config | None = None, **kw) -> GrooveApp:
+def make_app(
+    tmp_path: Path, engine: FakeEngine | None = None, *, debounce_ms: int = 0, config: Config | None = None, **kw
+) -> GrooveApp:
     engine = engine or FakeEngine()
     kw.setdefault("user_theme_dir", tmp_path / "no-user-themes")
-    return TestApp(engine, config=config or engine.config, kb_path=Path("/kb"),
-                   history_path=tmp_path / "state" / "history.json", debounce_ms=debounce_ms, warmup=False, **kw)
+    return TestApp(
+        engine,
+        config=config or engine.config,
+        kb_path=Path("/kb"),
+        history_path=tmp_path / "state" / "history.json",
+        debounce_ms=debounce_ms,
+        warmup=False,
+        **kw,
+    )
 
 
 def _quiet(app: GrooveApp) -> bool:

@@ -20,6 +20,7 @@ async def shoot(out: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         app = make_app(Path(tmp))
         async with app.run_test(size=SIZE) as pilot:
+
             async def save(name: str) -> None:
                 await settle(app, pilot)
                 path = out / f"{name}.svg"
@@ -76,13 +77,14 @@ async def shoot(out: Path) -> list[Path]:
 
 async def _tuning(out: Path) -> list[Path]:
     """The sweep chart and the wins-and-losses table (docs/guide.md, "Tuning")."""
-    from .test_tuning_screens import GOLDEN
     from .test_golden import write_golden
+    from .test_tuning_screens import GOLDEN
 
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         app = make_app(Path(tmp), golden=str(write_golden(Path(tmp), GOLDEN)))
         async with app.run_test(size=SIZE) as pilot:
+
             async def save(name: str) -> None:
                 await settle(app, pilot)
                 app.clear_notifications()  # they name temporary paths

@@ -9,10 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from rich.text import Text
 
-from groove_tui.config import Config, RerankerConfig, TuiConfig
+from groove_tui.settings.config import Config, RerankerConfig, TuiConfig
 from groove_tui.tui.messages import SearchFinished
 from groove_tui.tui.screens.detail import DetailScreen
 from groove_tui.tui.screens.help import HelpScreen
@@ -83,7 +82,7 @@ async def test_quotes_and_exclusions(tmp_path):
 
 
 async def test_settle_lets_an_unexpected_worker_failure_fail_the_test(tmp_path):
-    """The helper used to swallow every WorkerFailed: a bug inside a search worker passed unseen."""
+    """The helper must not swallow every WorkerFailed, or a bug inside a search worker would pass unseen."""
     import pytest
 
     from .fakes import FakeEngine
@@ -248,8 +247,8 @@ async def test_parent_retriever_shading_in_detail(tmp_path):
         text = view._body.content
         shade = view.get_component_rich_style("result--expanded", partial=True)
         match = view.get_component_rich_style("result--match", partial=True)
-        shaded = [text.plain[s.start:s.end] for s in text.spans if s.style == shade]
-        matched = [text.plain[s.start:s.end] for s in text.spans if s.style == match]
+        shaded = [text.plain[s.start : s.end] for s in text.spans if s.style == shade]
+        matched = [text.plain[s.start : s.end] for s in text.spans if s.style == match]
         assert any("Async Rust needs an executor." in s for s in shaded)
         assert any("Blocking inside a task" in s for s in shaded)
         assert "tokio" in matched and "runtime" in matched
@@ -288,8 +287,17 @@ async def test_explain_panel(tmp_path):
         panel = app.screen.query_one("#explain", ExplainPanel)
         assert panel.display is True
         text = panel._body.content.plain
-        for needle in ("Query", "exclude", "python", "Vector leg", "Full-text leg", "Fusion: DBSF (scores by spread)",
-                       "MMR", "Parent retriever", "Timings"):
+        for needle in (
+            "Query",
+            "exclude",
+            "python",
+            "Vector leg",
+            "Full-text leg",
+            "Fusion: DBSF (scores by spread)",
+            "MMR",
+            "Parent retriever",
+            "Timings",
+        ):
             assert needle in text
         assert app.run_configs["left"].to_params(app.base_params, None).explain
 
@@ -425,8 +433,9 @@ async def test_command_palette_opens(tmp_path):
 
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"turn MMR")
-        await wait_until(pilot, lambda: app.screen.query_one(CommandList).highlighted is not None,
-                         what="palette matches")
+        await wait_until(
+            pilot, lambda: app.screen.query_one(CommandList).highlighted is not None, what="palette matches"
+        )
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.run_configs["left"].mmr
@@ -437,7 +446,7 @@ async def test_themes_cycle_through_shipped_and_user_files_and_screenshots_say_w
     user.mkdir()
     (user / "mine.toml").write_text('name = "mine"\ndark = true\nprimary = "#88aaff"\n', encoding="utf-8")
     app = make_app(tmp_path, user_theme_dir=user)
-    monkeypatch.setattr("groove_tui.paths.user_data_dir", lambda: tmp_path / "data")
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: tmp_path / "data")
     async with app.run_test(size=SIZE) as pilot:
         assert app.own_themes == ("groove", "groove-light", "mine")
         seen = []
@@ -484,14 +493,19 @@ async def test_the_header_says_kb_model_index_state_and_reranker(tmp_path):
     eng.model_id = "hashing-64"
     app = make_app(tmp_path, eng)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: "embedding" in str(app.screen.query_one("#header").content),
-                         what="the indexing state in the header")
+        await wait_until(
+            pilot,
+            lambda: "embedding" in str(app.screen.query_one("#header").content),
+            what="the indexing state in the header",
+        )
         assert str(app.screen.query_one("#header").content).startswith("/kb · model hashing-64  · embedding 0/")
         gate.set()
         await settle(app, pilot)
         text = str(app.screen.query_one("#header").content)
-        assert text == (f"/kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
-                        "  · rerank none (groove-tui models pull ms-marco-l12)")
+        assert text == (
+            f"/kb · model hashing-64  · {eng.status().documents} docs, {eng.status().chunks} chunks"
+            "  · rerank none (groove-tui models pull ms-marco-l12)"
+        )
         await pilot.press("f5")
         await settle(app, pilot)
         assert str(app.screen.query_one("#header").content) == text  # compare mode too
@@ -504,7 +518,9 @@ async def test_empty_states_say_what_is_wrong(tmp_path):
         pane = app.screen.query_one("#pane-left")
         assert "No hits: try other words" in str(pane.summary.content)
         globs = app.screen.query_one("#left-globs")
-        assert globs.placeholder.startswith("all paths") and app.screen.query_one("#left-tags").placeholder.startswith("any tags")
+        assert globs.placeholder.startswith("all paths") and app.screen.query_one("#left-tags").placeholder.startswith(
+            "any tags"
+        )
         app.index_counts = (0, 0, 0)
         app.header_signal.publish("index")
         await pilot.pause()

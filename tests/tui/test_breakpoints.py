@@ -19,7 +19,13 @@ async def _query(pilot, text="tokio runtime"):
 
 def test_width_classes():
     assert [width_class(w) for w in (60, 99, 100, 139, 140, 200)] == [
-        "-narrow", "-narrow", "-medium", "-medium", "-wide", "-wide"]
+        "-narrow",
+        "-narrow",
+        "-medium",
+        "-medium",
+        "-wide",
+        "-wide",
+    ]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=list(SIZES))

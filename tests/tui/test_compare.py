@@ -1,4 +1,5 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from groove_tui.tui.compare import Marker, compare, markers, overlap_at_k
 

@@ -87,8 +87,8 @@ async def test_presets_and_side_settings(tmp_path):
         await open_compare(app, pilot)
         await pilot.press("f9")
         await settle(app, pilot)
-        l, r = app.run_configs["left"], app.run_configs["right"]
-        assert (l.mmr, l.lam, r.mmr, r.lam) == (True, 0.3, True, 0.9)
+        left, r = app.run_configs["left"], app.run_configs["right"]
+        assert (left.mmr, left.lam, r.mmr, r.lam) == (True, 0.3, True, 0.9)
         assert paths(app, "left") != paths(app, "right")
         assert "λ0.30" in str(app.screen.query_one("#label-left").content)
         await pilot.press("f8")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from groove_tui.config import Config, EmbeddingConfig
 from groove_tui.demo import golden_path, kb_path
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.tui.screens.sweep import SweepScreen
 from groove_tui.tui.screens.winloss import WinLossScreen
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -16,7 +16,7 @@ from .helpers import SIZE, TestApp, settle, wait_until
 
 
 def demo_app(tmp_path) -> TestApp:
-    """As `groove-tui demo` builds it (cli.cmd_demo → tui.app.run), with the hashing embedder."""
+    """As `groove-tui demo` builds it (commands.demo.run → tui.app.run), with the hashing embedder."""
     from groove_tui.engine import Engine
 
     cfg = dataclasses.replace(Config(), embedding=EmbeddingConfig(model="hashing"))
@@ -24,9 +24,16 @@ def demo_app(tmp_path) -> TestApp:
     def factory():
         return Engine.open(kb_path(), config=cfg, index_dir=tmp_path / "idx")
 
-    return TestApp(engine_factory=factory, config=cfg, kb_path=kb_path(), golden=str(golden_path()),
-                   history_path=tmp_path / "h.json", debounce_ms=0, warmup=False,
-                   user_theme_dir=tmp_path / "none")
+    return TestApp(
+        engine_factory=factory,
+        config=cfg,
+        kb_path=kb_path(),
+        golden=str(golden_path()),
+        history_path=tmp_path / "h.json",
+        debounce_ms=0,
+        warmup=False,
+        user_theme_dir=tmp_path / "none",
+    )
 
 
 async def test_the_demo_opens_with_golden_metrics_and_sweeps_and_wins_losses_work_at_once(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from textual.widgets import Label, OptionList, Select
 
-from groove_tui.config import FUSION_METHODS, Config, FusionConfig, TuiConfig
+from groove_tui.settings.config import FUSION_METHODS, Config, FusionConfig, TuiConfig
 from groove_tui.tui.screens.help import binding_rows
 from groove_tui.tui.widgets.explain import ExplainPanel
 from groove_tui.tui.widgets.results import ResultsPane
@@ -20,8 +20,11 @@ from .helpers import SIZE, make_app, notifications, paths, search, settle
 from .test_compare_mode import open_compare
 from .test_golden import expected_aggregate, write_golden
 
-HEADINGS = {"dbsf": "Fusion: DBSF (scores by spread)", "relative": "Fusion: relative scores (min-max)",
-            "rrf": "Fusion: RRF"}
+HEADINGS = {
+    "dbsf": "Fusion: DBSF (scores by spread)",
+    "relative": "Fusion: relative scores (min-max)",
+    "rrf": "Fusion: RRF",
+}
 LABELS = {"dbsf": "DBSF", "relative": "relative", "rrf": "RRF"}
 
 
@@ -74,7 +77,10 @@ async def test_select_sets_the_method_of_its_side(tmp_path):
         select = app.screen.query_one("#left-fusion", Select)
         options = select.query_one(OptionList)  # the list the select opens: one option per method, no blank
         assert [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)] == [
-            "DBSF", "relative", "RRF"]
+            "DBSF",
+            "relative",
+            "RRF",
+        ]
         assert "F12" in str(select.tooltip) and all(w in str(select.tooltip) for w in ("DBSF", "relative", "RRF"))
         select.focus()
         await pilot.press("enter")  # opens the list on the current method
@@ -155,7 +161,9 @@ async def test_palette_help_and_keymap(tmp_path):
     eng = FakeEngine(config=cfg)
     app = make_app(tmp_path, eng, config=cfg)
     async with app.run_test(size=SIZE) as pilot:
-        assert ("ctrl+r", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
+        assert ("ctrl+r", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(
+            binding_rows(app)
+        )["Global"]
         await search(app, pilot, "rust")
         await pilot.press("ctrl+r")
         await settle(app, pilot)
@@ -175,7 +183,9 @@ async def test_palette_help_and_keymap(tmp_path):
             assert app.screen.query_one("#left-fusion", Select).value == method
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE):
-        assert ("f12", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(binding_rows(app))["Global"]
+        assert ("f12", "Next fusion method: DBSF → relative → RRF", "search.toggle_fusion") in dict(binding_rows(app))[
+            "Global"
+        ]
 
 
 async def test_golden_metrics_follow_the_method(tmp_path):
@@ -217,8 +227,10 @@ async def test_compare_sides_differ_in_fusion(tmp_path):
         assert label(app, "right").startswith("RIGHT: fusion RRF · MMR λ0.70")
         assert app.screen.comparison is not None  # both sides answered: markers and summary
         # the palette names the focused side and offers its other methods
-        assert set(fusion_commands(app)) == {"search: switch fusion to DBSF (right side)",
-                                             "search: switch fusion to relative (right side)"}
+        assert set(fusion_commands(app)) == {
+            "search: switch fusion to DBSF (right side)",
+            "search: switch fusion to relative (right side)",
+        }
         await pilot.press("ctrl+x")
         await settle(app, pilot)
         assert (app.run_configs["left"].fusion, app.run_configs["right"].fusion) == ("rrf", "dbsf")
@@ -228,8 +240,10 @@ async def test_compare_sides_differ_in_fusion(tmp_path):
         # the presets (palette) set both sides at once: our default on the left, the other method on the right
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
         # (from rrf / dbsf both sides change; then only the right side does, and only it re-runs)
-        for title, right, runs in (("compare: preset fusion DBSF / RRF", "rrf", ["dbsf", "rrf"]),
-                                   ("compare: preset fusion DBSF / relative", "relative", ["relative"])):
+        for title, right, runs in (
+            ("compare: preset fusion DBSF / RRF", "rrf", ["dbsf", "rrf"]),
+            ("compare: preset fusion DBSF / relative", "relative", ["relative"]),
+        ):
             n = len(eng.calls)
             commands[title].callback()
             await settle(app, pilot)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.config import Config, EvalConfig
-from groove_tui.engine.eval import load_golden, normalise_k_values
+from groove_tui.engine.evaluate.golden import load_golden
+from groove_tui.engine.evaluate.metrics import normalise_k_values
+from groove_tui.settings.config import Config, EvalConfig
 from groove_tui.tui.golden import DEFAULT_JUDGMENTS_FILE, eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.metrics import MetricsBar
@@ -200,7 +201,7 @@ async def test_compare_mode_shows_both_sides_metrics(tmp_path):
 def test_run_golden_cancels_between_queries_and_paces():
     import threading
 
-    from groove_tui.engine.eval import parse_golden
+    from groove_tui.engine.evaluate.golden import parse_golden
 
     golden = parse_golden(GOLDEN)
     cancel = threading.Event()
@@ -212,8 +213,9 @@ def test_run_golden_cancels_between_queries_and_paces():
         return FakeEngine().search(q, params)
 
     paced = []
-    out = run_golden(search, golden, eval_params(FakeEngine().default_params(), KS), KS, cancel=cancel,
-                     pace=lambda: paced.append(1))
+    out = run_golden(
+        search, golden, eval_params(FakeEngine().default_params(), KS), KS, cancel=cancel, pace=lambda: paced.append(1)
+    )
     assert out is None and seen == ["rust"] and paced == [1]
 
 
@@ -274,7 +276,9 @@ def test_saving_judgments_edits_the_users_golden_file_in_place(tmp_path):
     s.judge("borrowing rules", "rust/async.md", None, 0)  # a new grade-0 judgment
     s.judge("東京の設定", "ja/設定.md", "東京の設定", 3)
     s.save()
-    assert path.read_text(encoding="utf-8") == """\
+    assert (
+        path.read_text(encoding="utf-8")
+        == """\
 # Golden set for the team notes
 # maintained by hand: keep the comments
 defaults: {limit: 10, rerank: false}
@@ -302,18 +306,22 @@ queries:
       - path: "ja/設定.md"  # grade: 3
         heading: "東京の設定"
 """
+    )
     back = load_golden(path, strict=True)  # still a groove golden file
     assert [(e.path, e.grade) for e in back.find("borrowing rules").expected] == [
-        ("rust/ownership.md", None), ("notes/markup.md", 1)]
+        ("rust/ownership.md", None),
+        ("notes/markup.md", 1),
+    ]
     assert back.find("borrowing rules").judged_irrelevant == (("rust/async.md", None),)
     s.judge("a new query", "rust/async.md", None, 1)  # a query the file does not have: appended
     s.save()
     assert path.read_text(encoding="utf-8").endswith(
-        '  - id: "a new query"\n    query: "a new query"\n    expected:\n      - path: "rust/async.md"  # grade: 1\n')
+        '  - id: "a new query"\n    query: "a new query"\n    expected:\n      - path: "rust/async.md"  # grade: 1\n'
+    )
 
 
 def test_a_new_judgments_file_is_written_in_groove_format(tmp_path):
-    from groove_tui.engine.eval import dump_golden
+    from groove_tui.engine.evaluate.golden import dump_golden
     from groove_tui.tui.golden import GoldenSession
 
     s = GoldenSession.new((1, 10), tmp_path)

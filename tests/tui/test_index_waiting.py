@@ -25,11 +25,15 @@ async def test_a_query_on_a_new_index_says_it_waits_for_the_full_text_phase_and_
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.index_progress is not None, what="the full-text phase")
         app.set_query("borrow")
-        await wait_until(pilot, lambda: "waiting for the full-text index: 0 / 8 files (0 %)" in summary(app),
-                         what="the waiting line")
+        await wait_until(
+            pilot, lambda: "waiting for the full-text index: 0 / 8 files (0 %)" in summary(app), what="the waiting line"
+        )
         steps.release(3)
-        await wait_until(pilot, lambda: "waiting for the full-text index: 3 / 8 files (38 %)" in summary(app),
-                         what="the waiting line to follow the phase")
+        await wait_until(
+            pilot,
+            lambda: "waiting for the full-text index: 3 / 8 files (38 %)" in summary(app),
+            what="the waiting line to follow the phase",
+        )
         assert eng.calls == [] and app.responses["left"] is None  # nothing searched a part of the index
         steps.release(5)
         await wait_until(pilot, lambda: app.responses["left"] is not None, what="the search after phase one")
@@ -89,8 +93,11 @@ async def test_golden_metrics_say_what_they_wait_for_and_are_taken_again_when_th
     async with app.run_test(size=SIZE) as pilot:
         bar = lambda: app.screen.query_one(MetricsBar).plain  # noqa: E731
         steps.release(2)
-        await wait_until(pilot, lambda: "waiting for the full-text index: 2 / 8 files (25 %)" in bar(),
-                         what="the metrics bar's waiting line")
+        await wait_until(
+            pilot,
+            lambda: "waiting for the full-text index: 2 / 8 files (25 %)" in bar(),
+            what="the metrics bar's waiting line",
+        )
         steps.release(6)
         embed_steps.release(4)
         await wait_until(pilot, lambda: app.eval_outcomes["left"] is not None, what="scores during phase two")

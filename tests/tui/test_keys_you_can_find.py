@@ -126,8 +126,11 @@ async def test_footer_keys_are_separated_and_nothing_is_cut(tmp_path, size, scre
         if screen == "compare" and size[0] >= 100:
             assert "f7 f8 f9 Presets" in footer
         palette = next(k for k in app.screen.query(FooterKey) if k.key == app.COMMAND_PALETTE_BINDING)
-        shown = [k for k in app.screen.query(FooterKey) if k.display and k is not palette
-                 and all(a.display for a in k.ancestors_with_self if hasattr(a, "display"))]
+        shown = [
+            k
+            for k in app.screen.query(FooterKey)
+            if k.display and k is not palette and all(a.display for a in k.ancestors_with_self if hasattr(a, "display"))
+        ]
         assert shown and all(visible(app, k) for k in shown)  # a key is shown whole or not at all
         for key in shown:  # "f5 Back", not "f5Back"
             assert not key.description or key.render().plain.strip().endswith(" " + key.description)

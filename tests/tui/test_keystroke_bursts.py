@@ -28,7 +28,9 @@ async def test_a_burst_in_the_glob_and_tag_fields_keeps_every_key(tmp_path):
         assert globs.value == "config"
         await burst(app, pilot, "ctrl+u", *"rust/*.md")
         assert globs.value == "rust/*.md"
-        assert app.run_configs["left"].path_globs == ("rust/*.md",) or app.run_configs["left"].path_globs == ["rust/*.md"]
+        assert app.run_configs["left"].path_globs == ("rust/*.md",) or app.run_configs["left"].path_globs == [
+            "rust/*.md"
+        ]
         tags = app.screen.query_one("#left-tags")
         tags.focus()
         await burst(app, pilot, *"async", ",", "space", *"rust")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groove_tui.config import Config, EmbeddingConfig
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.tui.app import GrooveApp
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.detail import DetailView
@@ -18,16 +18,16 @@ from .helpers import SIZE, TestApp, notifications, paths, search, settle
 
 DOCS = {
     "a1.md": "# Tokio\n\n## Runtime\n\nThe tokio runtime schedules async tasks on worker threads. Tokio runtime "
-             "tasks are cheap.\n",
+    "tasks are cheap.\n",
     "a2.md": "# Tokio again\n\n## Runtime copy\n\nThe tokio runtime schedules async tasks on worker threads. Tokio "
-             "runtime tasks are cheap!\n",
+    "runtime tasks are cheap!\n",
     "b.md": "# Python\n\n## Event loop\n\nPython asyncio has an event loop; the tokio runtime is similar for async "
-            "rust code.\n",
+    "rust code.\n",
     "c.md": "# Notes\n\n## Intro\n\nSome intro text about gardening.\n\n## Middle\n\nThe tokio runtime middle "
-            "section mentions async.\n\n## End\n\nClosing words about soil.\n",
+    "section mentions async.\n\n## End\n\nClosing words about soil.\n",
     "ja.md": "# 東京\n\n## 設定\n\n東京の設定ファイルを編集します。tokio runtime の話。\n",
     "markup.md": "# Odd\n\n## Literal [bold]x[/bold]\n\nA [link=https://e.test]tokio[/link] line with \x1b[31m "
-                 "ANSI tokio.\n",
+    "ANSI tokio.\n",
 }
 
 
@@ -49,8 +49,16 @@ def real_app(tmp_path: Path, kb: Path, **kw) -> GrooveApp:
     def factory():
         return Engine.open(kb, config=cfg, index_dir=idx)
 
-    return TestApp(engine_factory=factory, config=cfg, kb_path=kb, history_path=tmp_path / "h.json",
-                     debounce_ms=0, warmup=False, user_theme_dir=tmp_path / "none", **kw)
+    return TestApp(
+        engine_factory=factory,
+        config=cfg,
+        kb_path=kb,
+        history_path=tmp_path / "h.json",
+        debounce_ms=0,
+        warmup=False,
+        user_theme_dir=tmp_path / "none",
+        **kw,
+    )
 
 
 async def test_real_index_then_search(tmp_path, kb):
@@ -98,11 +106,11 @@ async def test_real_parent_retriever_shading(tmp_path, kb):
         view = app.screen.query_one("#preview", DetailView)
         shade = view.get_component_rich_style("result--expanded", partial=True)
         text = view._body.content
-        shaded = "".join(text.plain[s.start:s.end] for s in text.spans if s.style == shade)
+        shaded = "".join(text.plain[s.start : s.end] for s in text.spans if s.style == shade)
         if hit.expanded_from.hit_start > 0 or hit.expanded_from.hit_end < len(hit.content):
             assert "gardening" in shaded or "soil" in shaded
         match = view.get_component_rich_style("result--match", partial=True)
-        matched = [text.plain[s.start:s.end].lower() for s in text.spans if s.style == match]
+        matched = [text.plain[s.start : s.end].lower() for s in text.spans if s.style == match]
         assert "middle" in matched
     app.engine.close()
 
@@ -158,7 +166,7 @@ async def test_real_missing_kb_reports_error(tmp_path):
 
 
 async def test_real_bad_index_dir_is_one_message_not_a_traceback(tmp_path, kb):
-    """The explorer is one more command a bad --index-dir must not crash (issue 13): a file there."""
+    """The explorer is one more command a bad --index-dir must not crash: a file there."""
     (tmp_path / "idx").write_text("not a directory")
     app = real_app(tmp_path, kb)
     async with app.run_test(size=SIZE) as pilot:

@@ -2,31 +2,50 @@
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from dataclasses import replace
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import ExpandedFrom, Hit, HitTrace, MMRTrace, QueryInfo, SearchResponse, Span
-from groove_tui.tui import render
+from groove_tui.tui import explain_render, render
 
 
 def mkhit(content: str, spans=(), expanded: ExpandedFrom | None = None, **kw) -> Hit:
-    base = dict(chunk_id=1, document_id=1, path="notes/a.md", title="A", heading="Intro", level=2,
-                chunk_index=0, topic=None, category=None, date=None, tags=(), content=content, score=0.5)
+    base = dict(
+        chunk_id=1,
+        document_id=1,
+        path="notes/a.md",
+        title="A",
+        heading="Intro",
+        level=2,
+        chunk_index=0,
+        topic=None,
+        category=None,
+        date=None,
+        tags=(),
+        content=content,
+        score=0.5,
+    )
     base.update(kw)
-    return Hit(**base, match_spans=tuple(Span(s, e) for s, e in spans) if spans is not None else None,
-               expanded_from=expanded)
+    return Hit(
+        **base, match_spans=tuple(Span(s, e) for s, e in spans) if spans is not None else None, expanded_from=expanded
+    )
 
 
 def styled(text: Text, style: str | Style) -> list[str]:
     """The substrings of `text` that carry `style` (by span)."""
     want = Style.parse(style) if isinstance(style, str) else style
-    return [text.plain[s.start:s.end] for s in sorted(text.spans, key=lambda s: s.start)
-            if s.style == want or s.style == str(want)]
+    return [
+        text.plain[s.start : s.end]
+        for s in sorted(text.spans, key=lambda s: s.start)
+        if s.style == want or s.style == str(want)
+    ]
 
 
 MATCH = Style(bold=True, color="red")
@@ -86,7 +105,7 @@ def test_merge_spans_properties(spans, n):
     out = render.merge_spans(spans, n)
     for s, e in out:
         assert 0 <= s < e <= n
-    for (s1, e1), (s2, e2) in zip(out, out[1:]):
+    for (_s1, e1), (s2, _e2) in itertools.pairwise(out):
         assert e1 < s2
 
 
@@ -117,8 +136,11 @@ def test_expanded_from_shading_outside_hit_range():
     content = "BEFORE text. HIT chunk with match. AFTER text."
     hs, he = content.index("HIT"), content.index(" AFTER")
     m = content.index("match")
-    hit = mkhit(content, spans=[(m, m + 5)],
-                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he))
+    hit = mkhit(
+        content,
+        spans=[(m, m + 5)],
+        expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he),
+    )
     t = render.detail_text(hit, MATCH, EXP)
     assert styled(t, EXP) == ["BEFORE text. ", " AFTER text."]
     assert styled(t, MATCH) == ["match"]
@@ -179,14 +201,20 @@ def test_snippet_never_splits_graphemes():
 def test_snippet_without_spans_starts_at_hit_text():
     content = "neighbour before. " * 10 + "THE HIT TEXT" + " after" * 20
     hs = content.index("THE HIT")
-    hit = mkhit(content, spans=None,
-                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=1, hit_start=hs, hit_end=hs + 12))
+    hit = mkhit(
+        content,
+        spans=None,
+        expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=1, hit_start=hs, hit_end=hs + 12),
+    )
     snip = render.snippet_text(hit, 40, MATCH, EXP)
     assert snip.plain.startswith("…THE HIT TEXT")
 
 
-@given(st.text(min_size=0, max_size=200), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200)), max_size=6),
-       st.integers(1, 120))
+@given(
+    st.text(min_size=0, max_size=200),
+    st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200)), max_size=6),
+    st.integers(1, 120),
+)
 def test_snippet_window_in_bounds(content, spans, width):
     merged = render.merge_spans(spans, len(content))
     ws, we = render.snippet_window(content, merged, width)
@@ -213,15 +241,16 @@ ROW_TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from(list("\n\r\t\x00\x1b\x7f\x85\u200d\u202e\u0301\u3000 ab-")),
         st.characters(min_codepoint=0x4E00, max_codepoint=0x4FFF),  # CJK, 2 cells
-        st.sampled_from(["👨", "👩", "👧", "🎉", "\U0001F3FD", "\uFE0F", "ｶ", "Ａ"]),
+        st.sampled_from(["👨", "👩", "👧", "🎉", "\U0001f3fd", "\ufe0f", "ｶ", "Ａ"]),
         st.characters(codec="utf-8"),
     ),
     max_size=300,
 )
 
 
-@given(ROW_TEXT, ROW_TEXT, st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=5),
-       st.integers(20, 160))
+@given(
+    ROW_TEXT, ROW_TEXT, st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=5), st.integers(20, 160)
+)
 def test_every_row_is_two_lines_that_fit_their_width(content, heading, spans, width):
     """One result, one row height: each of the two lines fits the width exactly as the terminal counts
     cells, so no row wraps onto a stray third line (and compare sides stay level)."""
@@ -241,15 +270,26 @@ def test_a_newline_in_the_snippet_takes_its_cell():
 
 
 def _resp(**kw) -> SearchResponse:
-    base = dict(results=(), low_confidence=False, filter_applied={}, timings_ms={"total": 12.0},
-                query=QueryInfo(include=("a",), exclude=(), match_expr='"a"', positive_text="a"))
+    base = dict(
+        results=(),
+        low_confidence=False,
+        filter_applied={},
+        timings_ms={"total": 12.0},
+        query=QueryInfo(include=("a",), exclude=(), match_expr='"a"', positive_text="a"),
+    )
     base.update(kw)
     return SearchResponse(**base)
 
 
 def test_response_summary_flags():
-    t = render.response_summary(_resp(low_confidence=True, filter_applied={"path_globs": ["docs/**"], "tags_any": []},
-                                      pending_embeddings=7, warnings=("w [b]x[/b]",)))
+    t = render.response_summary(
+        _resp(
+            low_confidence=True,
+            filter_applied={"path_globs": ["docs/**"], "tags_any": []},
+            pending_embeddings=7,
+            warnings=("w [b]x[/b]",),
+        )
+    )
     assert "low confidence" in t.plain
     assert "path_globs=docs/**" in t.plain and "tags_any" not in t.plain
     assert "7 chunks awaiting embeddings" in t.plain
@@ -258,40 +298,97 @@ def test_response_summary_flags():
 
 
 def test_explain_text_every_stage():
-    tr = HitTrace(vector_rank=3, vector_distance=0.41, fts_rank=1, fts_bm25=-7.2, rrf_vector=1 / 64,
-                  rrf_fts=1 / 62, rrf_score=0.0317, rrf_rank=1, rerank_score=4.2, rerank_rank=2,
-                  mmr=MMRTrace(pick=2, relevance=0.9, max_similarity=0.3, penalty=0.0, value=0.54),
-                  parent="merged chunks 1-3")
+    tr = HitTrace(
+        vector_rank=3,
+        vector_distance=0.41,
+        fts_rank=1,
+        fts_bm25=-7.2,
+        rrf_vector=1 / 64,
+        rrf_fts=1 / 62,
+        rrf_score=0.0317,
+        rrf_rank=1,
+        rerank_score=4.2,
+        rerank_rank=2,
+        mmr=MMRTrace(pick=2, relevance=0.9, max_similarity=0.3, penalty=0.0, value=0.54),
+        parent="merged chunks 1-3",
+    )
     hit = mkhit("c", trace=tr, expanded=ExpandedFrom(kind="adjacent", from_index=1, to_index=3, hit_start=0, hit_end=1))
-    q = QueryInfo(include=("rust", "tokio spawn"), exclude=("async",), match_expr='"rust" NOT "async"',
-                  positive_text="rust tokio spawn", bigram_expr=None)
-    t = render.explain_text(hit, q, {"fts": 1.5}, rank=2).plain
-    for needle in ("Vector leg", "#3", "0.4100", "Full-text leg", "-7.2000", "RRF", "0.031700", "Reranker",
-                   "4.2000", "MMR", "max similarity", "Parent retriever", "merged chunks 1-3", "1–3",
-                   "tokio spawn", "async", '"rust" NOT "async"', "Timings"):
+    q = QueryInfo(
+        include=("rust", "tokio spawn"),
+        exclude=("async",),
+        match_expr='"rust" NOT "async"',
+        positive_text="rust tokio spawn",
+        bigram_expr=None,
+    )
+    t = explain_render.explain_text(hit, q, {"fts": 1.5}, rank=2).plain
+    for needle in (
+        "Vector leg",
+        "#3",
+        "0.4100",
+        "Full-text leg",
+        "-7.2000",
+        "RRF",
+        "0.031700",
+        "Reranker",
+        "4.2000",
+        "MMR",
+        "max similarity",
+        "Parent retriever",
+        "merged chunks 1-3",
+        "1–3",
+        "tokio spawn",
+        "async",
+        '"rust" NOT "async"',
+        "Timings",
+    ):
         assert needle in t, needle
-    assert "no trace" in render.explain_text(mkhit("c"), None).plain
+    assert "no trace" in explain_render.explain_text(mkhit("c"), None).plain
 
 
 def test_explain_fusion_heading_names_each_method():
-    headings = {"dbsf": "3 · Fusion: DBSF (scores by spread)", "relative": "3 · Fusion: relative scores (min-max)",
-                "rrf": "3 · Fusion: RRF\n"}
+    headings = {
+        "dbsf": "3 · Fusion: DBSF (scores by spread)",
+        "relative": "3 · Fusion: relative scores (min-max)",
+        "rrf": "3 · Fusion: RRF\n",
+    }
     for method, heading in headings.items():
-        tr = HitTrace(vector_rank=1, vector_distance=0.2, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
-                      rrf_score=1.3, rrf_rank=1, fusion=method)
-        t = render.explain_text(mkhit("c", trace=tr), None).plain
+        tr = HitTrace(
+            vector_rank=1,
+            vector_distance=0.2,
+            fts_rank=2,
+            fts_bm25=-3.0,
+            rrf_vector=0.9,
+            rrf_fts=0.4,
+            rrf_score=1.3,
+            rrf_rank=1,
+            fusion=method,
+        )
+        t = explain_render.explain_text(mkhit("c", trace=tr), None).plain
         assert heading in t, method
         assert sum(h in t for h in headings.values()) == 1  # one heading, this method's
 
 
 def test_explain_shows_each_legs_scale_under_a_score_fusion():
-    tr = HitTrace(vector_rank=1, vector_distance=0.6, fts_rank=2, fts_bm25=-3.0, rrf_vector=0.9, rrf_fts=0.4,
-                  rrf_score=1.3, rrf_rank=1, fusion="dbsf", vector_scale=(0.71, 0.93), fts_scale=(1.5, -12.25))
-    t = render.explain_text(mkhit("c", trace=tr), None).plain
+    tr = HitTrace(
+        vector_rank=1,
+        vector_distance=0.6,
+        fts_rank=2,
+        fts_bm25=-3.0,
+        rrf_vector=0.9,
+        rrf_fts=0.4,
+        rrf_score=1.3,
+        rrf_rank=1,
+        fusion="dbsf",
+        vector_scale=(0.71, 0.93),
+        fts_scale=(1.5, -12.25),
+    )
+    t = explain_render.explain_text(mkhit("c", trace=tr), None).plain
     assert "cosine" in t and "0.8200" in t  # 1 - 0.6²/2: the reading dbsf places on the vector scale
     assert "vector scale    cosine 0.7100 → 0, 0.9300 → 1" in t
     assert "fts scale       bm25 1.500 → 0, -12.250 → 1" in t
-    rrf = render.explain_text(mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None).plain
+    rrf = explain_render.explain_text(
+        mkhit("c", trace=replace(tr, fusion="rrf", vector_scale=None, fts_scale=None)), None
+    ).plain
     assert "scale" not in rrf and "cosine" not in rrf
 
 
@@ -299,8 +396,9 @@ def test_empty_pages_and_mmr_order_are_explained():
     none = _resp(results=())
     assert str(render.order_note(none)).startswith("No hits: try other words")
     filtered = _resp(results=(), filter_applied={"path_globs": ["docs/**"], "excluded_terms": ["async"]})
-    assert str(render.order_note(filtered)) == ("No hits: remove a filter or an exclusion (path_globs, "
-                                                "excluded_terms) to widen it.")
+    assert str(render.order_note(filtered)) == (
+        "No hits: remove a filter or an exclusion (path_globs, excluded_terms) to widen it."
+    )
     plain = _resp(results=(mkhit("alpha"),))
     assert render.order_note(plain) is None
     mmr = HitTrace(mmr=MMRTrace(pick=1, relevance=1.0, max_similarity=0.0, penalty=0.0, value=0.7))
@@ -370,9 +468,14 @@ def test_reflow_joins_paragraph_lines_and_keeps_blocks():
     shown, where = render.reflow(REFLOW_SOURCE)
     assert len(where) == len(REFLOW_SOURCE) + 1
     assert "A paragraph hard-wrapped by its editor at forty columns.\n" in shown
-    for kept in ("# Heading\n", "- a list item\n  its continuation\n- another item\n",
-                 "> a quote line\n> and its second line\n", "| a | b |\n|---|---|\n",
-                 "```\ncode line one\ncode line two\n```\n", "    indented code\n    second line\n"):
+    for kept in (
+        "# Heading\n",
+        "- a list item\n  its continuation\n- another item\n",
+        "> a quote line\n> and its second line\n",
+        "| a | b |\n|---|---|\n",
+        "```\ncode line one\ncode line two\n```\n",
+        "    indented code\n    second line\n",
+    ):
         assert kept in shown, kept
     assert "Hard break here  \nnext line 東京の設定 ファイル" in shown  # a hard break stays; the rest joins
 
@@ -384,28 +487,44 @@ def test_reflow_leaves_text_without_soft_breaks_alone():
 
 def test_highlights_land_on_the_same_characters_after_reflow():
     content = REFLOW_SOURCE
-    words = ["editor", "forty", "columns", "continuation", "second", "東京", "ファイル", "👨\u200d👩\u200d👧",
-             "cafe\u0301"]
+    words = [
+        "editor",
+        "forty",
+        "columns",
+        "continuation",
+        "second",
+        "東京",
+        "ファイル",
+        "👨\u200d👩\u200d👧",
+        "cafe\u0301",
+    ]
     spans = [(content.index(w), content.index(w) + len(w)) for w in words]
     across = (content.index("wrapped"), content.index("by its") + 2)  # a span across a joined break
     hs = content.index("A paragraph")
     he = content.index("columns.") + len("columns.")
-    hit = mkhit(content, spans=[*spans, across],
-                expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he))
+    hit = mkhit(
+        content,
+        spans=[*spans, across],
+        expanded=ExpandedFrom(kind="adjacent", from_index=0, to_index=2, hit_start=hs, hit_end=he),
+    )
     t = render.detail_text(hit, MATCH, EXP)
     assert styled(t, MATCH) == ["wrapped by", *words[:4], "second", *words[5:]]
     shaded = styled(t, EXP)
     assert shaded[0] == "# Heading\n" and shaded[1].startswith("\n\n- a list item")
-    assert t.plain[len("# Heading\n"):].startswith("A paragraph hard-wrapped by its editor at forty columns.")
+    assert t.plain[len("# Heading\n") :].startswith("A paragraph hard-wrapped by its editor at forty columns.")
 
 
-@given(st.lists(st.sampled_from(["word", "東京", " ", "  ", "\n", "\n\n", "- ", "> ", "```", "    ", "|", "#"]),
-                max_size=40), st.data())
+@given(
+    st.lists(
+        st.sampled_from(["word", "東京", " ", "  ", "\n", "\n\n", "- ", "> ", "```", "    ", "|", "#"]), max_size=40
+    ),
+    st.data(),
+)
 def test_reflow_keeps_every_shown_character_where_the_spans_say(parts, data):
     text = "".join(parts)
     shown, where = render.reflow(text)
     assert len(where) == len(text) + 1 and where[0] == 0 and where[-1] == len(shown)
-    assert all(a <= b for a, b in zip(where, where[1:]))  # spans keep their order and never invert
+    assert all(a <= b for a, b in itertools.pairwise(where))  # spans keep their order and never invert
     for i, ch in enumerate(text):
         if not ch.isspace():
             assert shown[where[i]] == ch  # every visible character is where the map says

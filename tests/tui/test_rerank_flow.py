@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from groove_tui.config import Config, RerankerConfig
 from groove_tui.engine.types import SearchResponse
+from groove_tui.settings.config import Config, RerankerConfig
 from groove_tui.tui.compare import markers
 from groove_tui.tui.widgets.results import ResultsPane
 
@@ -165,8 +165,9 @@ async def test_a_preset_names_the_reranker_as_pending_until_its_results_are_pain
         await pilot.press("f7")  # reranker off / on: the right side's cross-encoder is held
         await wait_until(pilot, lambda: "rerank on (pending)" in label_text(app, "right"), what="pending")
         assert not app.responses["right"] or not app.responses["right"].reranked
-        await wait_until(pilot, lambda: app.responses["right"] is not None and not app.shown_final["right"],
-                         what="the fused results")
+        await wait_until(
+            pilot, lambda: app.responses["right"] is not None and not app.shown_final["right"], what="the fused results"
+        )
         assert "rerank on (pending)" in label_text(app, "right")  # fused order: still not reranked
         assert "rerank off" in label_text(app, "left") and "pending" not in label_text(app, "left")
         release.set()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from groove_tui.config import Config, TuiConfig
+from groove_tui.settings.config import Config, TuiConfig
 
 from .fakes import FakeEngine
 from .helpers import SIZE, make_app, settle
@@ -76,7 +76,7 @@ def test_snapshot_explain(snap_compare, tmp_path):
     async def run_before(pilot):
         app = pilot.app
         app.set_run_config("left", replace(app.run_configs["left"], mmr=True))
-        await _query(pilot, 'tokio -python')
+        await _query(pilot, "tokio -python")
         await pilot.press("f6")
         await settle(pilot.app, pilot)
 
@@ -97,8 +97,9 @@ def test_snapshot_light_theme(snap_compare, tmp_path):
     async def run_before(pilot):
         await _query(pilot, "rust")
 
-    assert snap_compare(make_app(tmp_path, FakeEngine(config=cfg), config=cfg), terminal_size=SIZE,
-                        run_before=run_before)
+    assert snap_compare(
+        make_app(tmp_path, FakeEngine(config=cfg), config=cfg), terminal_size=SIZE, run_before=run_before
+    )
 
 
 def test_snapshot_golden_metrics(snap_compare, tmp_path):

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import Config, parse_config
-from groove_tui.engine.eval import load_golden
-from groove_tui.engine.winloss import wins_losses
+from groove_tui.engine.evaluate.golden import load_golden
+from groove_tui.engine.evaluate.winloss import wins_losses
+from groove_tui.settings.config import Config, parse_config
 from groove_tui.tui.golden import eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.screens.save_settings import SaveSettingsScreen
@@ -58,8 +58,9 @@ async def _sweep(pilot, widget: str = "#left-lambda"):
     await settle(app, pilot)
     app.screen.query_one(widget).focus()
     await pilot.press("ctrl+r")
-    await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and app.screen.result is not None,
-                     what="the sweep")
+    await wait_until(
+        pilot, lambda: isinstance(app.screen, SweepScreen) and app.screen.result is not None, what="the sweep"
+    )
     await settle(app, pilot)
     app.clear_notifications()  # the golden file's toast names a tmp path
     await pilot.pause()
@@ -154,8 +155,10 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
         screen = await _wins_losses(pilot)
         assert isinstance(screen, WinLossScreen)
         golden = load_golden(app.golden_session.path)
-        want = wins_losses(side_results(_expected(golden, app.run_configs["left"], app.base_params), golden),
-                           side_results(_expected(golden, app.run_configs["right"], app.base_params), golden))
+        want = wins_losses(
+            side_results(_expected(golden, app.run_configs["left"], app.base_params), golden),
+            side_results(_expected(golden, app.run_configs["right"], app.base_params), golden),
+        )
         assert screen.table_data == want
         assert want.improved + want.worsened > 0  # the sides differ on this set
         table = screen.query_one("#winloss-table")
@@ -173,7 +176,7 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
 async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch):
     """No groove.toml in use: the default target is groove.toml in the user config directory (read when
     no other is found), created there, shown in full before it is written."""
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     monkeypatch.chdir(tmp_path)
     app = make_app(tmp_path)
@@ -189,8 +192,12 @@ async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch
         await pilot.press("enter")
         await settle(app, pilot)
         back = parse_config(tomllib.loads(saved.read_text(encoding="utf-8")))
-        assert (back.search.mmr.enabled, back.search.mmr.lambda_, back.search.fusion.method,
-                back.search.parent_retriever.enabled) == (True, 0.35, "rrf", True)
+        assert (
+            back.search.mmr.enabled,
+            back.search.mmr.lambda_,
+            back.search.fusion.method,
+            back.search.parent_retriever.enabled,
+        ) == (True, 0.35, "rrf", True)
         assert not (tmp_path / "groove-tui-settings.toml").exists()  # nothing in the current directory
         await pilot.press("ctrl+f")
         await settle(app, pilot)
@@ -204,8 +211,10 @@ async def test_settings_merge_into_the_groove_toml_in_use_keeping_its_comments(t
     kb.mkdir()
     toml = tmp_path / "conf" / "groove.toml"
     toml.parent.mkdir()
-    original = ('# my settings\nmodel = "bge-small-en-v1.5"  # the English one\n\n[search.mmr]\n'
-                "enabled = false  # off for now\nlambda = 0.5\n")
+    original = (
+        '# my settings\nmodel = "bge-small-en-v1.5"  # the English one\n\n[search.mmr]\n'
+        "enabled = false  # off for now\nlambda = 0.5\n"
+    )
     toml.write_text(original, encoding="utf-8")
     cfg = replace(parse_config(tomllib.loads(original)), source=str(toml))
     app = make_app(tmp_path, FakeEngine(config=cfg), config=cfg)
@@ -227,7 +236,7 @@ async def test_settings_merge_into_the_groove_toml_in_use_keeping_its_comments(t
 
 
 async def test_settings_are_never_written_into_the_kb(tmp_path):
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -259,8 +268,12 @@ async def test_the_settings_dialog_fits_the_terminal(tmp_path, size):
         await settle(app, pilot)
         screen = app.screen
         dialog = screen.query_one("Vertical")
-        for widget in (screen.query_one("#settings-path"), screen.query_one("#settings-target"),
-                       screen.query_one(".dialog-keys"), screen.query_one("#settings-preview")):
+        for widget in (
+            screen.query_one("#settings-path"),
+            screen.query_one("#settings-target"),
+            screen.query_one(".dialog-keys"),
+            screen.query_one("#settings-preview"),
+        ):
             region = widget.region
             assert region.height > 0 and region.y >= 0 and region.bottom <= SIZES[size][1], widget
             assert region.x >= 0 and region.right <= SIZES[size][0], widget

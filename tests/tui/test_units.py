@@ -7,12 +7,19 @@ from dataclasses import replace
 
 import pytest
 
-from groove_tui.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.engine.types import SearchParams
+from groove_tui.settings.config import FUSION_METHODS, Config, TuiConfig
 from groove_tui.tui import themes
 from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.runconfig import (FUSION_HEADINGS, FUSION_LABELS, PRESETS, RunConfig, fusion_label,
-                                      next_fusion, split_list)
+from groove_tui.tui.runconfig import (
+    FUSION_HEADINGS,
+    FUSION_LABELS,
+    PRESETS,
+    RunConfig,
+    fusion_label,
+    next_fusion,
+    split_list,
+)
 from groove_tui.tui.widgets.slider import Slider
 
 from .fakes import FakeEngine
@@ -31,14 +38,17 @@ def test_shipped_themes_load():
     assert not light.dark
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("name = 'x'\nprimary = 'not-a-colour'\n", "not a colour"),
-    ("primary = '#fff'\n", "'name'"),
-    ("name = 'x'\n", "'primary'"),
-    ("name = 'x'\nprimary = '#fff'\nbogus = 1\n", "unknown keys"),
-    ("name = 'x'\nprimary = '#fff'\n[variables]\nrank-up = 'zz'\n", "not a colour"),
-    ("name = = broken", "cannot read theme"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("name = 'x'\nprimary = 'not-a-colour'\n", "not a colour"),
+        ("primary = '#fff'\n", "'name'"),
+        ("name = 'x'\n", "'primary'"),
+        ("name = 'x'\nprimary = '#fff'\nbogus = 1\n", "unknown keys"),
+        ("name = 'x'\nprimary = '#fff'\n[variables]\nrank-up = 'zz'\n", "not a colour"),
+        ("name = = broken", "cannot read theme"),
+    ],
+)
 def test_bad_theme_files(tmp_path, text, msg):
     p = tmp_path / "bad.toml"
     p.write_text(text)

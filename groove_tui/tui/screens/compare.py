@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, ClassVar
+
 from rich.cells import cell_len
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from groove_tui.engine.types import Hit
 from groove_tui.tui.compare import compare
 from groove_tui.tui.footer import FooterOrder, GrooveFooter
 from groove_tui.tui.layout import Responsive
@@ -20,33 +24,53 @@ from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 PRESETS = Binding.Group("Presets", compact=True)
 
 
 class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Compare"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         # f5 first: the footer shows the first key, and F5 is the key that entered compare mode
         Binding("f5,escape", "back", "Back", tooltip="Back to the main screen", id="compare.back"),
         # the presets share one footer label so F12 and ctrl+s still fit; F1 lists each
-        Binding("f7", "app.preset('reranker')", "Preset: reranker off / on", group=PRESETS,
-                id="compare.preset_reranker"),
+        Binding(
+            "f7", "app.preset('reranker')", "Preset: reranker off / on", group=PRESETS, id="compare.preset_reranker"
+        ),
         Binding("f8", "app.preset('mmr')", "Preset: MMR off / on", group=PRESETS, id="compare.preset_mmr"),
         Binding("f9", "app.preset('lambda')", "Preset: λ 0.3 / 0.9", group=PRESETS, id="compare.preset_lambda"),
-        Binding("f10", "toggle_settings", "Settings", tooltip="Show / hide each side's settings",
-                id="compare.settings"),
+        Binding(
+            "f10", "toggle_settings", "Settings", tooltip="Show / hide each side's settings", id="compare.settings"
+        ),
         # below 100 columns one side shows at a time
-        Binding("f6", "other_side", "Other side", tooltip="Show the other side (below 100 columns)",
-                id="compare.other_side"),
-        Binding("ctrl+x", "app.swap_sides", "Swap", tooltip="Swap the sides' settings", show=False,
-                id="compare.swap"),
+        Binding(
+            "f6", "other_side", "Other side", tooltip="Show the other side (below 100 columns)", id="compare.other_side"
+        ),
+        Binding("ctrl+x", "app.swap_sides", "Swap", tooltip="Swap the sides' settings", show=False, id="compare.swap"),
     ]
 
     # two result lists leave no room for everything: leaving, help, the toggles and export come first
-    FOOTER_FIRST = ("back", "help", "toggle('mmr')", "toggle('parent')", "toggle('reranker')", "toggle('fusion')",
-                    "export", "app.preset('reranker')", "app.preset('mmr')", "app.preset('lambda')",
-                    "toggle_settings", "other_side")
+    FOOTER_FIRST = (
+        "back",
+        "help",
+        "toggle('mmr')",
+        "toggle('parent')",
+        "toggle('reranker')",
+        "toggle('fusion')",
+        "export",
+        "app.preset('reranker')",
+        "app.preset('mmr')",
+        "app.preset('lambda')",
+        "toggle_settings",
+        "other_side",
+    )
     comparison = None  # the Comparison shown, None while the sides are not comparable
 
     def compose(self):
@@ -165,11 +189,10 @@ class CompareScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
         rk = [h.chunk_id for h in right.results]
         k = max(app.run_configs["left"].limit, app.run_configs["right"].limit, 1)
         cmp = compare(lk, rk, k=k)
-        lpos = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
-        rpos = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
+        lpos: dict[Hashable, tuple[int, Hit]] = {h.chunk_id: (i, h) for i, h in enumerate(left.results, 1)}
+        rpos: dict[Hashable, tuple[int, Hit]] = {h.chunk_id: (i, h) for i, h in enumerate(right.results, 1)}
         lp.show(left, markers=cmp.left, gone=[(rpos[c][1], rpos[c][0]) for c in cmp.left_gone], note=notes["left"])
-        rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone],
-                note=notes["right"])
+        rp.show(right, markers=cmp.right, gone=[(lpos[c][1], lpos[c][0]) for c in cmp.right_gone], note=notes["right"])
         self.comparison = cmp
         text = Text(cmp.summary.as_text(), style="bold")
         for side, resp in (("left", left), ("right", right)):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 
@@ -11,11 +13,19 @@ from groove_tui.tui.layout import Responsive
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
 
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
+
 
 class DetailScreen(FooterOrder, Responsive, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Detail"
     FOOTER_FIRST = ("app.pop_screen", "help")
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", tooltip="Back to the results", id="detail.back"),
         Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="detail.editor"),
@@ -49,8 +59,11 @@ class DetailScreen(FooterOrder, Responsive, Screen):
         side_name = f" ({self.side})" if self.app.compare_active else ""
         dv.border_subtitle = (row.hit.path + side_name) if row else ""
         self.query_one("#detail-explain", ExplainPanel).show(
-            row.hit if row else None, resp.query if resp else None, resp.timings_ms if resp else None,
-            row.rank if row else None)
+            row.hit if row else None,
+            resp.query if resp else None,
+            resp.timings_ms if resp else None,
+            row.rank if row else None,
+        )
 
     def action_toggle_explain(self) -> None:
         self.toggle_class("-explain")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
@@ -11,7 +13,7 @@ from groove_tui.tui.widgets.field import Field
 
 
 class ExportScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
     DEFAULT_CSS = """
     ExportScreen { align: center middle; }
     ExportScreen > Vertical { width: 80; max-width: 100%; height: auto; border: thick $accent; background: $surface;
@@ -41,7 +43,7 @@ class ExportScreen(ModalScreen[str | None]):
 class PathScreen(ModalScreen[str | None]):
     """Ask for a file path (Enter accepts, Esc cancels)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="path.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="path.cancel")]
     DEFAULT_CSS = """
     PathScreen { align: center middle; }
     PathScreen > Vertical { width: 80; max-width: 100%; height: auto; border: thick $accent; background: $surface;

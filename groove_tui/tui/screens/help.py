@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
-
 
 # Help text for bindings whose definition carries no tooltip (app.py's ctrl+l sits next to the quit
 # binding, which another change owns).
@@ -28,10 +29,17 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
 
     keymap = getattr(app, "_keymap", {}) or {}
     groups = []
-    for title, cls in (("Global", type(app)), ("Main screen", MainScreen), ("Query", QueryInput),
-                       ("Results list", ResultsList), ("Detail screen", DetailScreen),
-                       ("Compare screen", CompareScreen), ("Sweep chart", SweepScreen),
-                       ("Wins and losses", WinLossScreen), ("Sliders", Slider)):
+    for title, cls in (
+        ("Global", type(app)),
+        ("Main screen", MainScreen),
+        ("Query", QueryInput),
+        ("Results list", ResultsList),
+        ("Detail screen", DetailScreen),
+        ("Compare screen", CompareScreen),
+        ("Sweep chart", SweepScreen),
+        ("Wins and losses", WinLossScreen),
+        ("Sliders", Slider),
+    ):
         rows = []
         for b in cls.BINDINGS:
             if not isinstance(b, Binding):
@@ -53,7 +61,7 @@ WIDE_TABLE = 90  # terminal columns from which key, action and binding id fit on
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "app.pop_screen", "Close", id="help.close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: 90%; border: thick $accent;
@@ -89,5 +97,7 @@ class HelpScreen(ModalScreen[None]):
                     table.add_row(Text(keys), action)
             table.add_row("")
         table.add_row(Text("Remap", style="bold underline"))
-        table.add_row(Text("groove.toml"), Text("[tui.keymap] <binding id> = \"<keys>\"  e.g. \"search.toggle_mmr\" = \"ctrl+m\""))
+        table.add_row(
+            Text("groove.toml"), Text('[tui.keymap] <binding id> = "<keys>"  e.g. "search.toggle_mmr" = "ctrl+m"')
+        )
         return table

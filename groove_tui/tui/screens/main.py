@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input
@@ -17,9 +19,20 @@ from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
+if TYPE_CHECKING:
+    from textual import getters
+    from textual.screen import Screen as _ScreenPart
 
-class SearchScreenMixin:
+    from groove_tui.tui.shell import AppShell
+else:
+    _ScreenPart = object
+
+
+class SearchScreenMixin(_ScreenPart):
     """Shared wiring of a screen with a query input and result panes."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
 
     def _query_input(self) -> QueryInput:
         return self.query_one("#query", QueryInput)
@@ -55,12 +68,20 @@ class SearchScreenMixin:
 
 
 class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Main"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "focus_query", "Query", tooltip="Focus the query", id="main.focus_query"),
         Binding("f6", "toggle_explain", "Explain", tooltip="Show / hide the explain panel", id="view.explain"),
-        Binding("f10", "toggle_settings", "Settings", tooltip="Open / close the settings (a drawer below 100 columns)",
-                id="main.settings"),
+        Binding(
+            "f10",
+            "toggle_settings",
+            "Settings",
+            tooltip="Open / close the settings (a drawer below 100 columns)",
+            id="main.settings",
+        ),
     ]
     FOOTER_FIRST = ("help",)  # F1 lists whatever a narrow footer cannot show; then the focused widget's keys
     settings_open = True  # the settings drawer; each width class starts it at its own default
@@ -121,8 +142,11 @@ class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
         self.query_one("#preview", DetailView).show(row.hit if row else None, row.rank if row else None)
         if self.has_class("-explain"):
             self.query_one("#explain", ExplainPanel).show(
-                row.hit if row else None, resp.query if resp else None, resp.timings_ms if resp else None,
-                row.rank if row else None)
+                row.hit if row else None,
+                resp.query if resp else None,
+                resp.timings_ms if resp else None,
+                row.rank if row else None,
+            )
 
     def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:
         self.app.focus_row(event.pane.side, event.row)

@@ -5,9 +5,10 @@ path are shown first, so what is written, and where, is what was read."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
@@ -15,11 +16,12 @@ from textual.widgets import Input, Label, Static
 from groove_tui.tui.render import home_relative
 from groove_tui.tui.widgets.field import Field
 
+
 class SaveSettingsScreen(ModalScreen[None]):
     """Shows the fragment, the file it goes to (in full, before anything is written) and whether it is
     merged into that groove.toml (comments kept) or creates it. Nothing is ever written into the KB."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="settings.cancel"),
         Binding("ctrl+y", "copy", "Copy", tooltip="Copy the fragment to the clipboard", id="settings.copy"),
     ]
@@ -81,7 +83,7 @@ class SaveSettingsScreen(ModalScreen[None]):
         label = self.query_one("#settings-target", Static)
         if refused:
             label.update(Text(f"✗ {refused}"))
-        elif path.is_file():
+        elif path is not None and path.is_file():
             label.update(Text(f"→ {path} (merged in: its other keys and comments stay)"))
         else:
             label.update(Text(f"→ {path} (a new file)"))
@@ -89,8 +91,8 @@ class SaveSettingsScreen(ModalScreen[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        from groove_tui.config import ConfigError
-        from groove_tui.settingsfile import save_fragment
+        from groove_tui.settings.config import ConfigError
+        from groove_tui.settings.fragment import save_fragment
 
         path = self.resolve(event.value)
         refused = self.refusal(path)
@@ -120,7 +122,7 @@ class SaveSettingsScreen(ModalScreen[None]):
 
 def open_save_settings(app) -> None:
     """The current side's live settings (compare mode: the side with the cursor) over the engine's config."""
-    from groove_tui.settingsfile import effective_config, fragment
+    from groove_tui.settings.fragment import effective_config, fragment
 
     side = app.active_side if app.compare_active else "left"
     params = app.run_configs[side].to_params(app.base_params, app.reranker_model, explain=False)
@@ -133,7 +135,7 @@ def default_target(config, kb_path: Path | None) -> Path:
     """The groove.toml the explorer's settings came from, unless it lies inside the KB (nothing is ever
     written there); else groove.toml in groove-tui's user config directory, which is read when no other
     groove.toml is found."""
-    from groove_tui.paths import user_config_dir
+    from groove_tui.settings.paths import user_config_dir
 
     source = getattr(config, "source", None)
     if source:

@@ -9,10 +9,10 @@ value; esc cancels it. `b` jumps the side's setting to the best value, enter to 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -21,10 +21,15 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from textual_plot import HiResMode, PlotWidget
 
 from groove_tui.engine.errors import SearchCancelled
-from groove_tui.engine.knobs import format_value
-from groove_tui.engine.sweep import SweepResult, run_sweep
+from groove_tui.engine.evaluate.knobs import format_value
+from groove_tui.engine.evaluate.sweep import SweepResult, run_sweep
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import SweepTarget, current_value, with_value
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 METRIC_LINES = (("ndcg", "nDCG@{k}", "green"), ("recall", "recall@{k}", "cyan"), ("mrr", "MRR", "magenta"))
 
@@ -46,12 +51,16 @@ class SweepFinished(Message):
 
 
 class SweepScreen(Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Sweep"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back (cancels a running sweep)", id="sweep.back"),
         Binding("b", "apply_best", "Use best", tooltip="Set the side's setting to the best value", id="sweep.best"),
-        Binding("m", "next_metric", "Metric", tooltip="Which metric 'best' means: nDCG → recall → MRR",
-                id="sweep.metric"),
+        Binding(
+            "m", "next_metric", "Metric", tooltip="Which metric 'best' means: nDCG → recall → MRR", id="sweep.metric"
+        ),
     ]
     DEFAULT_CSS = """
     SweepScreen { layout: vertical; }
@@ -84,7 +93,7 @@ class SweepScreen(Screen):
             yield Static("", id="sweep-legend")
             yield ProgressBar(total=None, show_eta=False, id="sweep-progress")
             yield Static("", id="sweep-status")
-        table = DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Text | str] = DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
         yield table
         yield GrooveFooter()
 
@@ -102,7 +111,9 @@ class SweepScreen(Screen):
     # ------------------------------------------------------------ the worker
 
     def _ks(self) -> tuple[int, ...]:
-        return self.app.golden_session.k_values
+        session = self.app.golden_session
+        assert session is not None  # the screen opens only with a golden set loaded
+        return session.k_values
 
     def _sweep(self) -> None:
         from groove_tui.tui.golden import eval_params
@@ -110,6 +121,7 @@ class SweepScreen(Screen):
         app = self.app
         worker = get_current_worker()
         session = app.golden_session
+        assert session is not None  # the screen opens only with a golden set loaded
         rc = app.run_configs[self.side]
         params = eval_params(rc.to_params(app.base_params, app.reranker_model, explain=False), session.k_values)
         step = max(1, len(session.golden.queries) * len(self.target.values) // 100)
@@ -119,8 +131,16 @@ class SweepScreen(Screen):
                 self.post_message(SweepProgressed(done, total))
 
         try:
-            result = run_sweep(app.engine, session.golden, params, (self.target.axis(),), session.k_values,
-                               progress=progress, cancel=worker.cancelled_event, snapshot=False)
+            result = run_sweep(
+                app.engine,
+                session.golden,
+                params,
+                (self.target.axis(),),
+                session.k_values,
+                progress=progress,
+                cancel=worker.cancelled_event,
+                snapshot=False,
+            )
         except SearchCancelled:
             return
         if not worker.is_cancelled:
@@ -184,8 +204,11 @@ class SweepScreen(Screen):
         plot.set_yticks([0.0, 0.5, 1.0])  # more labels crowd and drift at a few rows' height
         plot.set_xlimits(min(xs) - 0.02 * max(1.0, xs[-1] - xs[0]), max(xs) + 0.02 * max(1.0, xs[-1] - xs[0]))
         plot.set_xticks(xs if len(xs) <= 6 else xs[::2])
-        names = "" if all(isinstance(v, (int, float)) for v in self.target.values) else "  (" + ", ".join(
-            f"{i}={v}" for i, v in enumerate(self.target.values)) + ")"
+        names = (
+            ""
+            if all(isinstance(v, (int, float)) for v in self.target.values)
+            else "  (" + ", ".join(f"{i}={v}" for i, v in enumerate(self.target.values)) + ")"
+        )
         plot.set_xlabel(self.target.knob + names)
         plot.show_legend(is_visible=False)  # a legend box covers the lines at 60×20: one line below instead
         self._legend(k, now is not None, best_x is not None and best_x != now)
@@ -216,9 +239,14 @@ class SweepScreen(Screen):
             value = p.settings[0][1]
             mark = "▶ " if p is best else ("· " if value == now else "  ")
             a = p.aggregate
-            table.add_row(Text(mark + format_value(value)), Text(f"{a.ndcg_at_k.get(k, 0.0):.4f}"),
-                          Text(f"{a.recall_at_k.get(k, 0.0):.4f}"), Text(f"{a.mrr:.4f}"),
-                          Text(f"{p.diversity:.2f}"), Text(f"{p.search_ms:.1f}"))
+            table.add_row(
+                Text(mark + format_value(value)),
+                Text(f"{a.ndcg_at_k.get(k, 0.0):.4f}"),
+                Text(f"{a.recall_at_k.get(k, 0.0):.4f}"),
+                Text(f"{a.mrr:.4f}"),
+                Text(f"{p.diversity:.2f}"),
+                Text(f"{p.search_ms:.1f}"),
+            )
         table.move_cursor(row=result.points.index(best))
 
     def _summary(self, result: SweepResult, best) -> Text:
@@ -268,14 +296,18 @@ def open_sweep(app) -> None:
     from groove_tui.tui.tuning import DEFAULT_TARGET, TARGETS, target_for_widget
 
     if app.golden_session is None:
-        app.notify("A sweep scores a golden file: load one first (palette: eval: load golden file…)",
-                   severity="warning", markup=False)
+        app.notify(
+            "A sweep scores a golden file: load one first (palette: eval: load golden file…)",
+            severity="warning",
+            markup=False,
+        )
         return
-    side, target = None, None
+    side: str | None = None
+    target = None
     node = app.focused
     while node is not None and target is None:  # a Select's inner parts report the Select's id
         side, target = target_for_widget(getattr(node, "id", None))
         node = node.parent
     if target is None:
         side, target = (app.active_side if app.compare_active else "left"), TARGETS[DEFAULT_TARGET]
-    app.push_screen(SweepScreen(side, target))
+    app.push_screen(SweepScreen(side or "left", target))

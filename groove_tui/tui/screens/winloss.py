@@ -8,14 +8,21 @@ they move; enter on a row runs that query in both panes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from groove_tui.engine.winloss import WinLoss, metric_label, wins_losses
+from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
 from groove_tui.tui.footer import GrooveFooter
 from groove_tui.tui.tuning import side_results
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 METRICS = ("ndcg", "recall", "mrr")
 
@@ -24,13 +31,17 @@ class QueryTable(DataTable):
     """The per-query table: enter runs the row's query in both panes, and the footer says so (the
     DataTable's own enter binding is hidden)."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Run query", tooltip="Run this query in both panes",
-                        id="winloss.run")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Run query", tooltip="Run this query in both panes", id="winloss.run")
+    ]
 
 
 class WinLossScreen(Screen):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     BINDING_GROUP_TITLE = "Wins and losses"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back", tooltip="Back to compare mode", id="winloss.back"),
         Binding("m", "next_metric", "Metric", tooltip="nDCG@k → recall@k → MRR", id="winloss.metric"),
     ]
@@ -65,7 +76,8 @@ class WinLossScreen(Screen):
     def _sides(self) -> None:
         rcs = self.app.run_configs
         self.query_one("#winloss-sides", Static).update(
-            Text(f"left  {rcs['left'].describe(fusion=True)}\nright {rcs['right'].describe(fusion=True)}"))
+            Text(f"left  {rcs['left'].describe(fusion=True)}\nright {rcs['right'].describe(fusion=True)}")
+        )
 
     def refresh_table(self) -> None:
         app = self.app
@@ -88,16 +100,23 @@ class WinLossScreen(Screen):
         line.append(f"improved {t.improved}", style="green")
         line.append(" · ")
         line.append(f"worsened {t.worsened}", style="red")
-        line.append(f" · unchanged {t.unchanged} · mean {t.mean_left:.4f} → {t.mean_right:.4f} "
-                    f"(Δ {t.mean_delta:+.4f}) · sign test p {t.sign_p:.3g} · bootstrap p {t.bootstrap_p:.3g}")
+        line.append(
+            f" · unchanged {t.unchanged} · mean {t.mean_left:.4f} → {t.mean_right:.4f} "
+            f"(Δ {t.mean_delta:+.4f}) · sign test p {t.sign_p:.3g} · bootstrap p {t.bootstrap_p:.3g}"
+        )
         summary.update(line)
         row = table.cursor_row
         table.clear()
         for r in t.rows:
             style = "green" if r.outcome == "improved" else "red" if r.outcome == "worsened" else "dim"
             delta = "—" if r.outcome == "unchanged" else f"{r.delta:+.4f}"
-            table.add_row(Text(delta, style=style, justify="right"), Text(f"{r.left:.4f}"), Text(f"{r.right:.4f}"),
-                          Text(" ".join(r.query.split())), key=r.query)
+            table.add_row(
+                Text(delta, style=style, justify="right"),
+                Text(f"{r.left:.4f}"),
+                Text(f"{r.right:.4f}"),
+                Text(" ".join(r.query.split())),
+                key=r.query,
+            )
         if t.rows:
             table.move_cursor(row=min(row, len(t.rows) - 1))
 
@@ -118,11 +137,15 @@ class WinLossScreen(Screen):
 
 def open_wins_losses(app) -> None:
     if not app.compare_active:
-        app.notify("Wins and losses compare the two sides: enter compare mode first (F5)", severity="warning",
-                   markup=False)
+        app.notify(
+            "Wins and losses compare the two sides: enter compare mode first (F5)", severity="warning", markup=False
+        )
         return
     if app.golden_session is None:
-        app.notify("Wins and losses need a golden file: load one first (palette: eval: load golden file…)",
-                   severity="warning", markup=False)
+        app.notify(
+            "Wins and losses need a golden file: load one first (palette: eval: load golden file…)",
+            severity="warning",
+            markup=False,
+        )
         return
     app.push_screen(WinLossScreen())

@@ -4,14 +4,20 @@ on the app (which publishes it and re-runs the search, debounced)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Switch
 
-from groove_tui.config import FUSION_METHODS
+from groove_tui.settings.config import FUSION_METHODS
 from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 NO_RERANKER_TIP = (
     "No reranker installed. Get the English one with:\n  groove-tui models pull ms-marco-l12\nor set "
@@ -34,6 +40,9 @@ def state_label(what: str, on: bool, *, available: bool = True) -> str:
 
 
 class ConfigPane(VerticalScroll):
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
     DEFAULT_CSS = """
     ConfigPane { padding: 0 1; }
     ConfigPane .row { height: 1; margin: 1 0 0 0; }
@@ -70,15 +79,26 @@ class ConfigPane(VerticalScroll):
             yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
         model = self.app.reranker_model  # configured, or pulled
         with Horizontal(classes="row"):
-            yield Label(state_label("reranker", rc.reranker and bool(model), available=bool(model)),
-                        id=f"{s}-reranker-label")
-            yield Switch(rc.reranker and bool(model), id=f"{s}-reranker", disabled=not model,
-                         tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP)
+            yield Label(
+                state_label("reranker", rc.reranker and bool(model), available=bool(model)), id=f"{s}-reranker-label"
+            )
+            yield Switch(
+                rc.reranker and bool(model),
+                id=f"{s}-reranker",
+                disabled=not model,
+                tooltip=f"Cross-encoder reranker: {model}" if model else NO_RERANKER_TIP,
+            )
         with Horizontal(classes="row"):
             yield Label("Fusion", id=f"{s}-fusion-label")
             # one line, like the switches; its list opens over the pane
-            yield Select([(fusion_label(m), m) for m in FUSION_METHODS], value=rc.fusion, allow_blank=False,
-                         compact=True, id=f"{s}-fusion", tooltip=FUSION_TIP)
+            yield Select(
+                [(fusion_label(m), m) for m in FUSION_METHODS],
+                value=rc.fusion,
+                allow_blank=False,
+                compact=True,
+                id=f"{s}-fusion",
+                tooltip=FUSION_TIP,
+            )
         yield Label("limit", classes="field-label")
         yield Field(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
@@ -105,7 +125,10 @@ class ConfigPane(VerticalScroll):
         calls subscribers at once) while newer keystrokes may already be in the field: comparing against
         the field's text would write the older value over them and lose keys."""
         old, self._shown = self._shown, rc
-        changed = (lambda name: old is None or getattr(old, name) != getattr(rc, name))
+
+        def changed(name: str) -> bool:
+            return old is None or getattr(old, name) != getattr(rc, name)
+
         s = self.side
         with self.prevent(Switch.Changed, Select.Changed, Slider.Changed, Input.Changed):
             if changed("mmr"):
@@ -143,12 +166,13 @@ class ConfigPane(VerticalScroll):
         for what in ("mmr", "parent", "reranker"):
             sw = self.query_one(f"#{self.side}-{what}", Switch)
             self.query_one(f"#{self.side}-{what}-label", Label).update(
-                state_label(what, sw.value, available=not sw.disabled))
+                state_label(what, sw.value, available=not sw.disabled)
+            )
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
         self._label_states()
-        what = event.switch.id.split("-", 1)[1]
+        what = str(event.switch.id).split("-", 1)[1]
         key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
 
@@ -159,12 +183,12 @@ class ConfigPane(VerticalScroll):
 
     def on_slider_changed(self, event: Slider.Changed) -> None:
         event.stop()
-        key = {"lambda": "lam", "penalty": "same_doc_penalty"}[event.slider.id.split("-", 1)[1]]
+        key = {"lambda": "lam", "penalty": "same_doc_penalty"}[str(event.slider.id).split("-", 1)[1]]
         self._set(**{key: event.value})
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        what = event.input.id.split("-", 1)[1]
+        what = str(event.input.id).split("-", 1)[1]
         if what == "limit":
             try:
                 limit = int(event.value)

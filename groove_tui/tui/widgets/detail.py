@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -11,7 +13,7 @@ from groove_tui.tui import render
 
 
 class DetailView(VerticalScroll):
-    COMPONENT_CLASSES = {"result--match", "result--expanded", "detail--header"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"result--match", "result--expanded", "detail--header"}
     DEFAULT_CSS = """
     DetailView { height: 1fr; padding: 0 1; }
     DetailView > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
@@ -56,8 +58,11 @@ class DetailView(VerticalScroll):
         if ef is not None:
             header.append("\n")
             header.append("  context  ", style=expanded)
-            desc = (f" parent retriever merged chunks {ef.from_index}–{ef.to_index}" if ef.kind == "adjacent"
-                    else f" parent retriever merged the whole document ({ef.total_chunks} chunks)")
+            desc = (
+                f" parent retriever merged chunks {ef.from_index}–{ef.to_index}"
+                if ef.kind == "adjacent"
+                else f" parent retriever merged the whole document ({ef.total_chunks} chunks)"
+            )
             header.append(desc, style="dim")
         header.append("\n\n")
         header.append_text(render.detail_text(hit, match, expanded))

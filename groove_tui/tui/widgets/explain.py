@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from groove_tui.engine.types import Hit, QueryInfo
-from groove_tui.tui import render
+from groove_tui.tui import explain_render
 
 
 class ExplainPanel(VerticalScroll):
-    COMPONENT_CLASSES = {"explain--heading"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"explain--heading"}
     DEFAULT_CSS = """
     ExplainPanel { height: 1fr; padding: 0 1; }
     ExplainPanel > .explain--heading { color: $accent; text-style: bold; }
@@ -26,12 +27,17 @@ class ExplainPanel(VerticalScroll):
     def compose(self):
         yield self._body
 
-    def show(self, hit: Hit | None, query: QueryInfo | None, timings: Mapping[str, float] | None = None,
-             rank: int | None = None) -> None:
+    def show(
+        self,
+        hit: Hit | None,
+        query: QueryInfo | None,
+        timings: Mapping[str, float] | None = None,
+        rank: int | None = None,
+    ) -> None:
         self._args = (hit, query, timings, rank)
         self.refresh_content()
 
     def refresh_content(self) -> None:
         hit, query, timings, rank = self._args
         style = self.get_component_rich_style("explain--heading", partial=True)
-        self._body.update(render.explain_text(hit, query, timings, rank=rank, head_style=style))
+        self._body.update(explain_render.explain_text(hit, query, timings, rank=rank, head_style=style))

@@ -3,12 +3,20 @@ the previous value), the current query's own scores, and the judgment state. Hid
 
 from __future__ import annotations
 
+import io
+from typing import TYPE_CHECKING, ClassVar
+
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from groove_tui.engine.eval import Aggregate, QueryMetrics
+from groove_tui.engine.evaluate.metrics import Aggregate, QueryMetrics
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 EPS = 0.0005  # deltas below this print as unchanged
 
@@ -35,7 +43,10 @@ class MetricsBar(Static):
     side, one row per side for the current query (from the hits shown). `*` after the file name marks
     unsaved judgments."""
 
-    COMPONENT_CLASSES = {"metric--up", "metric--down", "metric--label", "metric--title"}
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"metric--up", "metric--down", "metric--label", "metric--title"}
     DEFAULT_CSS = """
     MetricsBar { height: auto; max-height: 6; padding: 0 1; background: $panel; display: none; }
     MetricsBar.-active { display: block; }
@@ -74,13 +85,16 @@ class MetricsBar(Static):
     def _table(self) -> Table:
         app = self.app
         session = app.golden_session
+        assert session is not None  # the bar is drawn only while a golden set is loaded
         st = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         ks = session.k_values
         names = [f"R@{k}" for k in ks] + ["MRR"] + [f"nDCG@{k}" for k in ks]
-        table = Table(box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"],
-                      expand=False)
-        title = Text(f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q",
-                     style=st["metric--title"])
+        table = Table(
+            box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"], expand=False
+        )
+        title = Text(
+            f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q", style=st["metric--title"]
+        )
         p = app.index_progress
         if p is not None and p.phase == "embed" and p.total:
             # scores of a partly embedded index: they move as vectors arrive and are taken again at the end
@@ -102,8 +116,13 @@ class MetricsBar(Static):
             prev = app.eval_previous.get(side)
             values = _values(outcome.aggregate, ks)
             before = _values(prev, ks) if prev is not None else [None] * len(values)
-            table.add_row(label, *[cell(v, b, up=st["metric--up"], down=st["metric--down"],
-                                        dim=progress is not None) for v, b in zip(values, before)])
+            table.add_row(
+                label,
+                *[
+                    cell(v, b, up=st["metric--up"], down=st["metric--down"], dim=progress is not None)
+                    for v, b in zip(values, before, strict=True)
+                ],
+            )
         query = app.query_text
         q = session.golden.find(query) if query.strip() else None
         if q is None:
@@ -126,7 +145,7 @@ def _values(m: Aggregate | QueryMetrics, ks: tuple[int, ...]) -> list[float]:
     return [v for _name, v in metric_items(m, ks)]
 
 
-class _Null:
+class _Null(io.StringIO):
     def write(self, _s: str) -> int:
         return 0
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.widgets.field import Field
 
 
 class QueryInput(Field):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "history_previous", "Previous query", show=False, id="query.history_previous"),
         Binding("down", "history_next", "Next query", show=False, id="query.history_next"),
     ]

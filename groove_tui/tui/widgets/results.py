@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -17,6 +18,11 @@ from textual.widgets.option_list import Option
 from groove_tui.engine.types import Hit, SearchResponse
 from groove_tui.tui import render
 from groove_tui.tui.compare import Marker
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +34,11 @@ class Row:
 
 
 class ResultsList(OptionList):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the detail view (or double-click)", id="results.detail"),
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
         Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
-        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False,
-                id="results.copy_content"),
+        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False, id="results.copy_content"),
         Binding("j", "cursor_down", "Down", show=False, id="results.down"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up"),
         Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
@@ -62,8 +67,17 @@ class ResultsList(OptionList):
             # …and again once the layout pass has settled (a scrollbar may come or go with the new rows).
             self.call_after_refresh(self.parent.fit_width)
 
-    COMPONENT_CLASSES = {"result--match", "result--expanded", "rank--up", "rank--down", "rank--same",
-                         "rank--new", "rank--gone", "judged--relevant", "judged--irrelevant"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "result--match",
+        "result--expanded",
+        "rank--up",
+        "rank--down",
+        "rank--same",
+        "rank--new",
+        "rank--gone",
+        "judged--relevant",
+        "judged--irrelevant",
+    }
     DEFAULT_CSS = """
     ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }
     ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
@@ -80,6 +94,9 @@ class ResultsList(OptionList):
 
 class ResultsPane(Vertical):
     """One side's results. Posts `HitHighlighted` / `HitSelected` for the screen to route."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
 
     DEFAULT_CSS = """
     ResultsPane { height: 1fr; }
@@ -134,13 +151,19 @@ class ResultsPane(Vertical):
             self.summary.set_class(False, "-error")
             self.summary.update(Text(render.one_line(waiting) if waiting else "searching…", style="italic"))
 
-    def show(self, response: SearchResponse | None, *, markers: Sequence[Marker] | None = None,
-             gone: Sequence[tuple[Hit, int]] = (), extra: Text | None = None, note: Text | None = None) -> None:
+    def show(
+        self,
+        response: SearchResponse | None,
+        *,
+        markers: Sequence[Marker] | None = None,
+        gone: Sequence[tuple[Hit, int]] = (),
+        extra: Text | None = None,
+        note: Text | None = None,
+    ) -> None:
         """Show a response (None clears). `gone` lists (hit, rank on the other side); `note` is a line
         under the summary that can change on its own (the reranker's progress)."""
         self._note = note
-        same_query = (response is not None and self.response is not None
-                      and response.query == self.response.query)
+        same_query = response is not None and self.response is not None and response.query == self.response.query
         keep = self.highlighted_row.hit.chunk_id if (self.highlighted_row and same_query) else None
         self.response = response
         rows: list[Row] = []
@@ -171,8 +194,7 @@ class ResultsPane(Vertical):
         s = render.response_summary(self.response, warn_style=self.app.current_theme.warning or "yellow")
         empty = render.order_note(self.response)
         if empty is not None and getattr(self.app, "indexing", False):
-            empty = Text("No hits yet: the index is still being built, and results fill in as it goes.",
-                         style="italic")
+            empty = Text("No hits yet: the index is still being built, and results fill in as it goes.", style="italic")
         for line in (self._extra, self._note, empty):
             if line is not None:
                 s.append("\n")
@@ -185,8 +207,9 @@ class ResultsPane(Vertical):
             self.list.highlighted = index
 
     def _marker_text(self, m: Marker) -> Text:
-        cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new",
-               "gone": "rank--gone"}[m.kind]
+        cls = {"up": "rank--up", "down": "rank--down", "same": "rank--same", "new": "rank--new", "gone": "rank--gone"}[
+            m.kind
+        ]
         return Text(f"{m.label:<4}", style=self.list.get_component_rich_style(cls, partial=True))
 
     def _render_rows(self) -> None:
@@ -206,8 +229,15 @@ class ResultsPane(Vertical):
             if row.gone:
                 prompt = render.gone_row(row.hit, row.rank, width, marker or Text("gone"))
             else:
-                prompt = render.hit_row(row.rank, row.hit, width, marker=marker, match_style=match,
-                                        expanded_style=expanded, badge=self._badge(row) if judging else None)
+                prompt = render.hit_row(
+                    row.rank,
+                    row.hit,
+                    width,
+                    marker=marker,
+                    match_style=match,
+                    expanded_style=expanded,
+                    badge=self._badge(row) if judging else None,
+                )
             options.append(Option(prompt, id=f"row-{i}"))
         with self.list.prevent(OptionList.OptionHighlighted):
             self.list.set_options(options)

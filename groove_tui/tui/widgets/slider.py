@@ -5,8 +5,10 @@ Posts `Slider.Changed(slider, value)`; renders `label ━━━━━●──�
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
@@ -18,21 +20,41 @@ class Slider(Widget, can_focus=True):
     _STEP = Binding.Group("Step", compact=True)
     _COARSE = Binding.Group("Coarse", compact=True)
     _ENDS = Binding.Group("Min/max")
-    BINDINGS = [
-        Binding("left", "step(-1)", "Decrease", tooltip="Decrease by one step (0.01)", group=_STEP,
-                id="slider.decrease"),
-        Binding("right", "step(1)", "Increase", tooltip="Increase by one step (0.01)", group=_STEP,
-                id="slider.increase"),
-        Binding("shift+left,pagedown", "step(-10)", "Decrease (coarse)", tooltip="Decrease by ten steps (0.1)",
-                group=_COARSE, id="slider.decrease_coarse"),
-        Binding("shift+right,pageup", "step(10)", "Increase (coarse)", tooltip="Increase by ten steps (0.1)",
-                group=_COARSE, id="slider.increase_coarse"),
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "left", "step(-1)", "Decrease", tooltip="Decrease by one step (0.01)", group=_STEP, id="slider.decrease"
+        ),
+        Binding(
+            "right", "step(1)", "Increase", tooltip="Increase by one step (0.01)", group=_STEP, id="slider.increase"
+        ),
+        Binding(
+            "shift+left,pagedown",
+            "step(-10)",
+            "Decrease (coarse)",
+            tooltip="Decrease by ten steps (0.1)",
+            group=_COARSE,
+            id="slider.decrease_coarse",
+        ),
+        Binding(
+            "shift+right,pageup",
+            "step(10)",
+            "Increase (coarse)",
+            tooltip="Increase by ten steps (0.1)",
+            group=_COARSE,
+            id="slider.increase_coarse",
+        ),
         Binding("home", "to_min", "Minimum", group=_ENDS, id="slider.min"),
         Binding("end", "to_max", "Maximum", group=_ENDS, id="slider.max"),
     ]
     BINDING_GROUP_TITLE = "Slider"
 
-    COMPONENT_CLASSES = {"slider--bar", "slider--fill", "slider--knob", "slider--label", "slider--value"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "slider--bar",
+        "slider--fill",
+        "slider--knob",
+        "slider--label",
+        "slider--value",
+    }
 
     DEFAULT_CSS = """
     Slider {
@@ -61,9 +83,20 @@ class Slider(Widget, can_focus=True):
         def control(self) -> Slider:
             return self.slider
 
-    def __init__(self, value: float = 0.0, *, min: float = 0.0, max: float = 1.0, step: float = 0.01,
-                 label: str = "", label_width: int = 0, name: str | None = None, id: str | None = None,
-                 classes: str | None = None, disabled: bool = False) -> None:
+    def __init__(
+        self,
+        value: float = 0.0,
+        *,
+        min: float = 0.0,
+        max: float = 1.0,
+        step: float = 0.01,
+        label: str = "",
+        label_width: int = 0,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+        disabled: bool = False,
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.min = min
         self.max = max

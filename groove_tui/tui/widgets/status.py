@@ -3,15 +3,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
 from groove_tui.engine.types import IndexProgress
-from groove_tui.progress import embed_speed
+from groove_tui.output.progress import embed_speed
 
-PHASES = {"scan": "Scanning", "fulltext": "Indexing full text (1/2)", "embed": "Embedding (2/2) — search works",
-          "done": "Index ready"}
+if TYPE_CHECKING:
+    from textual import getters
+
+    from groove_tui.tui.shell import AppShell
+
+PHASES = {
+    "scan": "Scanning",
+    "fulltext": "Indexing full text (1/2)",
+    "embed": "Embedding (2/2) — search works",
+    "done": "Index ready",
+}
 
 
 class IndexStatusBar(Horizontal):
@@ -47,6 +58,9 @@ class IndexStatusBar(Horizontal):
 
 class OrientationHeader(Static):
     """One line on top of each search screen: which KB, which model, what the index holds, which reranker."""
+
+    if TYPE_CHECKING:
+        app = getters.app(AppShell)
 
     DEFAULT_CSS = """
     OrientationHeader { height: 1; padding: 0 1; background: $panel; color: $foreground; text-wrap: nowrap;

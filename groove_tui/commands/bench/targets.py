@@ -1,0 +1,62 @@
+"""The targets bench figures are judged against, and the verdict on each figure a run produced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TARGETS = {
+    "total_minus_embed_p50_ms": 20.0,
+    "total_minus_embed_p95_ms": 50.0,
+    "warm_rerun_p50_ms": 5.0,
+    "mmr_250_to_10_p50_ms": 5.0,
+    "parent_10_hits_p50_ms": 5.0,
+    "cancel_p50_ms": 50.0,
+    "throughput_ratio": 0.85,
+    "phase_one_s": 15.0,
+    "no_change_reindex_s": 3.0,
+    "cli_help_s": 0.3,
+    "scale_total_minus_embed_p50_ms": 150.0,
+    "rerank_p50_ms": 1500.0,
+    "rerank_cached_p50_ms": 5.0,
+    "readers_failed": 0,
+}
+
+
+def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each measured target: value, target, met."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def put(name: str, value: float | None) -> None:
+        if value is None:
+            return
+        target = TARGETS[name]
+        met = value >= target if name == "throughput_ratio" else value <= target
+        out[name] = {"value": value, "target": target, "met": met}
+
+    s = result.get("search")
+    if s:
+        put("total_minus_embed_p50_ms", s["total_minus_embed_ms"]["p50"])
+        put("total_minus_embed_p95_ms", s["total_minus_embed_ms"]["p95"])
+        put("warm_rerun_p50_ms", s["warm_rerun_ms"]["p50"])
+        put("mmr_250_to_10_p50_ms", s["mmr_250_to_10_ms"]["p50"])
+        put("parent_10_hits_p50_ms", s["parent_on"]["parent_stage_ms"]["p50"])
+        put("cancel_p50_ms", s["cancellation"]["p50"])
+    i = result.get("index")
+    if i:
+        put("throughput_ratio", i["phase_two"]["ratio"])
+        put("phase_one_s", i["phase_one"]["seconds"])
+        if i.get("no_change_reindex"):
+            put("no_change_reindex_s", i["no_change_reindex"]["seconds"])
+    if result.get("cli_help"):
+        put("cli_help_s", result["cli_help"]["seconds"])
+    sc = result.get("scale")
+    if sc:
+        put("scale_total_minus_embed_p50_ms", sc["search"]["total_minus_embed_ms"]["p50"])
+    rr = result.get("rerank")
+    if rr and rr["per_query_ms"]["n"]:
+        put("rerank_p50_ms", rr["per_query_ms"]["p50"])
+        put("rerank_cached_p50_ms", rr["cached_rerank_ms"]["p50"])
+    rd = result.get("readers")
+    if rd:
+        put("readers_failed", sum(rd[k]["failed"] for k in ("idle", "other_index_busy", "indexing")))
+    return out

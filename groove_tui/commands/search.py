@@ -1,0 +1,63 @@
+"""`groove-tui search KB QUERY`: one search, printed as groove's JSON response or as readable text (titles
+from the opening H1 where a note has no title, highlights on a terminal)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from groove_tui.commands.common import UsageError, load_engine, params_for, require_index
+
+
+def run(args: argparse.Namespace) -> int:
+    check_query(args.query)
+    with load_engine(args, readonly=True) as engine:
+        require_index(engine, args)
+        params = params_for(engine, args)
+        from dataclasses import replace
+
+        params = replace(params, explain=args.explain)
+        resp = engine.search(args.query, params)
+        documents = _document_openings(engine, resp.results) if args.format == "text" else {}
+    if args.format == "json":
+        print(resp.to_json())
+    else:
+        from groove_tui.output.textout import format_response, use_color
+
+        sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain, documents=documents))
+    return 0
+
+
+def check_query(query: str) -> None:
+    """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
+    which would print "no results" as if the KB held nothing, and one made only of exclusions."""
+    from groove_tui.engine.analysis.query import QueryError, parse_query
+
+    if not query.strip():
+        raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
+    try:
+        parse_query(query)
+    except QueryError as exc:
+        if query.strip().startswith("-") and "exclusion" in str(exc):
+            q = query.strip()
+            first = q.split()[0]
+            raise UsageError(
+                f"the query {q!r} only excludes words: there is nothing positive to search for; "
+                f'add a word to find ("word {q}"), or put a leading hyphen inside quotes '
+                f"('\"{first}\"') to search for it literally"
+            ) from None
+        raise
+
+
+def _document_openings(engine, hits) -> dict[int, str]:
+    """The first chunk's text of each hit's document that has no title and does not itself open with an
+    H1: where text output finds the H1 a note opens with, as its title."""
+    from groove_tui.output.textout import display_title
+
+    out: dict[int, str] = {}
+    for hit in hits:
+        if hit.document_id in out or display_title(hit) is not None:
+            continue
+        rows = engine.store.document_chunks(hit.document_id)
+        out[hit.document_id] = rows[0][4] if rows else ""
+    return out

@@ -1,0 +1,644 @@
+"""Walk, hash, diff, write, embed: the incremental two-phase indexer.
+
+Phase one writes documents, chunks and full-text rows (the trigram table and the CJK bigram side table)
+for every changed file, one transaction per document, so keyword search works within seconds. Phase two embeds
+the chunks that still lack a vector, in batches, outside write transactions, committing each batch — an
+interrupted phase two resumes where it stopped. Nothing is ever written into the KB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlean
+
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.engine.errors import EngineError
+from groove_tui.engine.index import phrase_stats
+from groove_tui.engine.index.markdown import parse_markdown
+from groove_tui.engine.index.store import BIGRAM_DDL, Store, to_blob
+from groove_tui.engine.index.throughput import RateMeter, pending_in_order
+from groove_tui.engine.index.walk import (
+    DiskFile,
+    decode_markdown,
+    name_is_utf8,
+    printable_name,
+    read_file,
+    walk_kb,
+)
+from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
+from groove_tui.settings.config import Config
+
+if TYPE_CHECKING:
+    from groove_tui.engine.types import Embedder
+
+log = logging.getLogger(__name__)
+
+
+ProgressFn = Callable[[IndexProgress], None]
+
+
+# index_meta: documents added, updated or deleted since the full-text segments were last merged.
+UNMERGED_KEY = "fulltext_unmerged_changes"
+CHUNK_CAP_KEY = "max_chunk_bytes"  # the cap the chunks were cut with
+
+
+class IndexCancelled(EngineError):
+    """The cancel event was set; everything committed so far stays valid."""
+
+
+# Models read at most 512 tokens (a few thousand characters) and truncate the rest, but tokenising a
+# 5 MB chunk first took 18 GB with USE: what a model is handed is cut here. Far above any chunk the
+# default cap (3000 bytes) makes, so it only bites on huge `max_chunk_bytes` or an uncapped index.
+MODEL_INPUT_MAX_CHARS = 8192
+
+
+def embedding_input(content: str, context: str | None, contextual: bool) -> str:
+    """What the embedder (and the reranker) sees: breadcrumb + content in static mode (groove §A.8)."""
+    if contextual and context and context.strip():
+        content = f"{context}\n\n{content}"
+    return content[:MODEL_INPUT_MAX_CHARS]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------- locking
+
+
+@contextlib.contextmanager
+def writer_lock(index_dir: Path) -> Iterator[None]:
+    """One indexer per index at a time (advisory lock; a killed holder releases it)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory lock, SQLite's own locking still protects the data
+        yield
+        return
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        fh = open(index_dir / "index.lock", "w")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise EngineError(f"cannot use the index directory {index_dir}: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise EngineError(
+                f"another groove-tui process is indexing this KB (lock: {index_dir / 'index.lock'})"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- the indexer
+
+
+@dataclass(slots=True)
+class _Counts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    metadata_only: int = 0
+    embedded: int = 0
+    embed_batch_seconds: float = 0.0  # time spent in embedding batches (model loading excluded)
+    skipped: list[FileIssue] = field(default_factory=list)
+    degraded: list[FileIssue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Indexer:
+    clock = staticmethod(time.perf_counter)  # times the embedding batches (tests drive it)
+
+    def __init__(
+        self,
+        store: Store,
+        kb: Path,
+        config: Config,
+        model_id: str,
+        load_embedder: Callable[[], Embedder],
+    ) -> None:
+        self.store = store
+        self.kb = kb
+        self.config = config
+        self.model_id = model_id
+        self._load_embedder = load_embedder
+
+    # ------------------------------------------------------------ entry
+
+    def run(
+        self,
+        progress: ProgressFn | None = None,
+        force: bool = False,
+        cancel: threading.Event | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
+        started = time.perf_counter()
+        report = _Counts()
+        notify = progress or (lambda _p: None)
+        if force:
+            self._reset()
+        else:
+            self._repair_fulltext(notify, cancel)
+            self._migrate_bigram(notify, cancel)
+        contextual = self._resolve_context_mode(force)
+        self._fulltext_phase(report, notify, cancel, force, contextual)
+        self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
+        fulltext_done = time.perf_counter()
+        if embed:
+            self._embed_phase(report, notify, cancel, contextual)
+        embed_done = time.perf_counter()
+        _docs, chunks, pending = self.store.counts()
+        notify(IndexProgress("done", chunks - pending, chunks))
+        if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
+            self._phrase_statistics(cancel)
+        end = time.perf_counter()
+        return IndexReport(
+            added=report.added,
+            updated=report.updated,
+            unchanged=report.unchanged,
+            renamed=report.renamed,
+            deleted=report.deleted,
+            skipped=tuple(report.skipped),
+            degraded=tuple(report.degraded),
+            metadata_only=report.metadata_only,
+            chunks=chunks,
+            embedded=report.embedded,
+            pending_embeddings=pending,
+            seconds=end - started,
+            fulltext_seconds=fulltext_done - started,
+            embed_seconds=embed_done - fulltext_done,  # (`seconds` includes the phrase statistics)
+            embed_rate=(
+                report.embedded / report.embed_batch_seconds
+                if report.embedded and report.embed_batch_seconds > 0
+                else None
+            ),
+            notes=tuple(report.notes),
+        )
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def _reset(self) -> None:
+        with self.store.transaction() as conn:
+            # Recreated, not emptied: a DELETE leaves the old rows in the bm25 totals.
+            self.store.recreate_fulltext(conn)  # empty, hence current (both versions recorded)
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM documents")
+            conn.execute("DROP TABLE IF EXISTS vec_chunks")
+            for key in ("embedding_model", "embedding_dim", "context_mode"):
+                conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
+            self.store.bump_generation(conn)
+
+    def _repair_fulltext(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Rebuild both full-text tables of an index made before FULLTEXT_VERSION, whose bm25 totals may
+        have drifted with every delete: one transaction, so search sees the old tables or the new."""
+        if self.store.fulltext_current():
+            return
+        conn = self.store.conn()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        notify(IndexProgress("fulltext", 0, total))
+        with self.store.transaction() as wconn:
+            self.store.recreate_fulltext(wconn)
+            last_id, done = -1, 0
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled while repairing the full-text index")
+                rows = wconn.execute(
+                    "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500",
+                    (last_id,),
+                ).fetchall()
+                if not rows:
+                    break
+                self.store.insert_fulltext(rows, wconn)
+                done += len(rows)
+                last_id = rows[-1][0]
+                notify(IndexProgress("fulltext", done, total))
+            self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # whole new tables: merge them next
+            self.store.bump_generation(wconn)
+
+    def _migrate_bigram(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Build the bigram table for an index made before it existed or with an older segmentation.
+
+        Batched commits; the version is recorded last, so an interrupted build restarts from scratch
+        and search keeps using the trigram table until it is complete.
+        """
+        if self.store.bigram_ready():
+            return
+        conn = self.store.conn()
+        with self.store.transaction() as wconn:
+            wconn.execute("DROP TABLE IF EXISTS fts_bigram")
+            wconn.execute(BIGRAM_DDL)
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        done, last_id = 0, -1
+        notify(IndexProgress("fulltext", 0, total))
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled while building the bigram index")
+            rows = conn.execute(
+                "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
+            ).fetchall()
+            if not rows:
+                break
+            with self.store.transaction() as wconn:
+                wconn.executemany(
+                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    [(cid, segment(h), segment(ctx), segment(body)) for cid, h, ctx, body in rows],
+                )
+            done += len(rows)
+            last_id = rows[-1][0]
+            notify(IndexProgress("fulltext", done, total))
+        with self.store.transaction() as wconn:
+            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, wconn)
+            self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # a whole new table: merge it next
+            self.store.bump_generation(wconn)
+
+    def _phrase_statistics(self, cancel: threading.Event | None) -> None:
+        """Store the full-text leg's statistics of the corpus' common phrases for this index generation
+        (engine/retrieve/fulltext.py: a new session then starts with the lists that cost most to fetch).
+        Only for tables big enough to prune, and once per generation (a run that changed nothing finds
+        them current). Best effort: the leg is exact without them, only slower."""
+        f = self.config.search.fusion
+        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        try:
+            phrase_stats.store_common_phrases(self.store.conn(), weights, cancel=cancel)
+        except sqlean.Error as exc:
+            if self.store.conn().in_transaction:
+                self.store.conn().execute("ROLLBACK")
+            log.warning("phrase statistics not stored: %s", exc)
+
+    def _compact_fulltext(self, changed: int, cancel: threading.Event | None) -> None:
+        """Merge the full-text segments once a tenth of the documents changed since the last merge.
+
+        FTS5's automerge bounds the segments small edits leave, so re-merging the whole index after each
+        of them would cost more than it saves; a bulk index, a forced rebuild or a bigram migration
+        crosses the threshold. An index that has never been merged counts as entirely changed."""
+        docs = self.store.counts()[0]
+        recorded = self.store.get_meta(UNMERGED_KEY)
+        pending = (int(recorded) if recorded and recorded.isdigit() else docs) + changed
+        if docs and pending * 10 >= docs:
+            if cancel is not None and cancel.is_set():  # the merge itself cannot be interrupted
+                raise IndexCancelled("indexing cancelled before merging the full-text index")
+            self.store.optimize_fulltext()
+            pending = 0
+        if str(pending) != recorded:  # a run that changed nothing writes nothing
+            with self.store.transaction() as conn:
+                self.store.set_meta(UNMERGED_KEY, str(pending), conn)
+
+    def _resolve_context_mode(self, force: bool) -> bool:
+        """groove §B.4: the recorded mode wins unless the index is empty or rebuilt."""
+        desired = "static" if self.config.contextual else "off"
+        with self.store.transaction() as conn:
+            recorded = self.store.get_meta("context_mode", conn)
+            has_chunks = conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
+            mode = desired if (force or recorded is None or not has_chunks) else recorded
+            if recorded is None and has_chunks:
+                mode = "off"
+            self.store.set_meta("context_mode", mode, conn)
+            if self.store.get_meta("embedding_model", conn) is None:
+                self.store.set_meta("embedding_model", self.model_id, conn)
+        return mode == "static"
+
+    # ------------------------------------------------------------ phase one
+
+    def _fulltext_phase(
+        self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, force: bool, contextual: bool
+    ) -> None:
+        conn = self.store.conn()
+        notify(IndexProgress("scan", 0, 0))
+        walk_issues: list[FileIssue] = []
+        paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
+        report.skipped.extend(walk_issues)
+        unreadable = tuple(
+            "" if i.path == "./" else i.path for i in walk_issues if i.reason.startswith("unreadable directory")
+        )
+        stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+
+        disk: dict[str, DiskFile] = {}
+        # Under an unreadable directory, as for an unreadable file: neither deleted nor taken as moved.
+        skipped_paths: set[str] = {p for p in stored if (p + "/").startswith(unreadable)} if unreadable else set()
+        for n, rel in enumerate(paths):
+            if not name_is_utf8(rel):
+                report.skipped.append(
+                    FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it")
+                )
+                skipped_paths.add(rel)
+                continue
+            result = read_file(self.kb, rel)
+            if isinstance(result, FileIssue):
+                report.skipped.append(result)
+                skipped_paths.add(rel)
+            else:
+                if not force and rel in stored and stored[rel][1] == result.content_hash:
+                    result.raw = None  # unchanged: no need to keep the bytes
+                disk[rel] = result
+            if n % 200 == 0:
+                notify(IndexProgress("scan", n, len(paths), printable_name(rel)))
+
+        rechunk = self._chunk_cap_changed(conn, force, report)
+        renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
+        reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
+        if not force:
+            renamed_to, reparse = self._detect_renames(stored, disk, skipped_paths, report, contextual)
+            stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+
+        total = len(disk)
+        for n, (rel, f) in enumerate(sorted(disk.items())):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled")
+            notify(IndexProgress("fulltext", n, total, rel))
+            existing = stored.get(rel)
+            if (
+                existing is not None
+                and existing[1] == f.content_hash
+                and not force
+                and not rechunk
+                and rel not in reparse
+            ):
+                if rel not in renamed_to:
+                    report.unchanged += 1
+                continue
+            if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                again = read_file(self.kb, rel)
+                if isinstance(again, FileIssue):
+                    report.skipped.append(again)
+                    skipped_paths.add(rel)
+                    continue
+                f = again
+            try:
+                text = decode_markdown(f.raw or b"")
+            except ValueError as exc:
+                report.skipped.append(FileIssue(rel, str(exc)))
+                skipped_paths.add(rel)
+                continue
+            doc = parse_markdown(
+                rel,
+                text,
+                exclude_headings=self.config.exclude_headings,
+                max_chunk_bytes=self.config.chunking.max_chunk_bytes,
+                contextual=contextual,
+            )
+            f.raw = None
+            for warning in doc.warnings:
+                report.degraded.append(FileIssue(rel, warning))
+            if not doc.chunks:
+                # An emptied file must not keep serving its old text (groove keeps it; we do not).
+                report.skipped.append(FileIssue(rel, "no text to index"))
+                if existing is not None:
+                    self._delete_documents([existing[0]])
+                    report.deleted += 1
+                skipped_paths.add(rel)
+                continue
+            outcome = self._write_document(doc, f, existing[0] if existing else None, contextual)
+            if outcome == "added":
+                report.added += 1
+            elif rel in renamed_to:
+                pass  # counted as renamed already
+            else:
+                report.updated += 1
+                if outcome == "metadata":
+                    report.metadata_only += 1
+        notify(IndexProgress("fulltext", total, total))
+        if rechunk:  # only now are all chunks cut with the new cap (a run stopped before cuts again)
+            self.store.set_meta(CHUNK_CAP_KEY, str(self.config.chunking.max_chunk_bytes))
+
+        gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
+        if gone:
+            self._delete_documents(gone)
+            report.deleted += len(gone)
+
+    def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:
+        """Whether every document must be cut again: `[chunking] max_chunk_bytes` differs from the cap the
+        index was cut with (an index from before the cap was recorded counts as changed). Unchanged files
+        are otherwise never re-read, so a new cap would apply only to the files edited since. The cut is
+        cheap; chunks whose text comes out the same keep their vectors (see `_write_document`)."""
+        cap = str(self.config.chunking.max_chunk_bytes)
+        recorded = self.store.get_meta(CHUNK_CAP_KEY, conn)
+        if recorded == cap:
+            return False
+        if force or conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None:
+            # Every chunk this run writes is cut with the cap: record it now, so a run killed halfway
+            # does not make the next one cut the finished documents again.
+            self.store.set_meta(CHUNK_CAP_KEY, cap)
+            return False
+        if recorded is None:
+            report.notes.append(
+                f"the index now records its chunk size cap ({int(cap):,} bytes): every document "
+                "was cut again once; chunks that came out the same kept their vectors"
+            )
+        else:
+            report.notes.append(
+                f"the chunk size cap changed ({recorded} → {cap} bytes): every document was cut "
+                "again; chunks that came out the same kept their vectors"
+            )
+        return True
+
+    def _detect_renames(
+        self,
+        stored: dict[str, tuple[int, str]],
+        disk: dict[str, DiskFile],
+        skipped: set[str],
+        report: _Counts,
+        contextual: bool,
+    ) -> tuple[set[str], set[str]]:
+        """groove §B.2.5: a vanished path and a new path with the same hash are one document moved."""
+        vanished = sorted(p for p in stored if p not in disk and p not in skipped)
+        new_by_hash: dict[str, list[str]] = {}
+        for rel in sorted(disk):
+            if rel not in stored:
+                new_by_hash.setdefault(disk[rel].content_hash, []).append(rel)
+        moves: list[tuple[int, str]] = []
+        for old in vanished:
+            doc_id, digest = stored[old]
+            candidates = new_by_hash.get(digest)
+            if candidates:
+                moves.append((doc_id, candidates.pop(0)))
+        if not moves:
+            return set(), set()
+        with self.store.transaction() as conn:
+            for doc_id, new in moves:
+                cat, topic = _path_category_topic(new)
+                conn.execute(
+                    "UPDATE documents SET path = ?, category = ?, "
+                    "topic = CASE WHEN topic IS NULL OR topic = ? THEN ? ELSE topic END, last_indexed = ? WHERE id = ?",
+                    (new, cat, _old_topic(conn, doc_id), topic, _now(), doc_id),
+                )
+            self.store.bump_generation(conn)
+        report.renamed += len(moves)
+        moved = {new for _id, new in moves}
+        # In static mode the file name feeds the breadcrumb: re-index the moved documents.
+        return moved, (moved if contextual else set())
+
+    def _write_document(self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool) -> str:
+        tags = json.dumps(list(doc.tags), ensure_ascii=False)
+        meta = (
+            doc.title,
+            doc.topic,
+            doc.category,
+            doc.depth,
+            tags,
+            doc.date,
+            f.content_hash,
+            _now(),
+            f.size,
+            f.mtime_ns,
+        )
+        with self.store.transaction() as conn:
+            reuse: dict[str, bytes] = {}
+            if doc_id is not None:
+                old = conn.execute(
+                    (
+                        "SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
+                        "document_id = ? ORDER BY chunk_index"
+                    ),
+                    (doc_id,),
+                ).fetchall()
+                same = len(old) == len(doc.chunks) and all(
+                    o[1] == c.heading and o[2] == c.content and (not contextual or o[3] == c.context)
+                    for o, c in zip(old, doc.chunks, strict=True)
+                )
+                conn.execute(
+                    "UPDATE documents SET title=?, topic=?, category=?, depth=?, tags=?, date=?, content_hash=?, "
+                    "last_indexed=?, size_bytes=?, mtime_ns=? WHERE id = ?",
+                    (*meta, doc_id),
+                )
+                if same:
+                    conn.executemany(
+                        "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
+                        [
+                            (c.line, c.part, c.level, c.quality_score, o[0])
+                            for o, c in zip(old, doc.chunks, strict=True)
+                        ],
+                    )
+                    self.store.bump_generation(conn)
+                    return "metadata"
+                # Keep vectors of chunks whose embedding input did not change: editing one section of a
+                # long note re-embeds that section only.
+                embedded_ids = [o[0] for o in old if o[4]]
+                if embedded_ids and self.store.has_vec_table(conn):
+                    inputs = {o[0]: embedding_input(o[2], o[3], contextual) for o in old}
+                    for cid, vec in self.store.embeddings_for(embedded_ids).items():
+                        reuse[inputs[cid]] = to_blob(vec)
+                self.store.delete_chunks_of(doc_id, conn)
+                outcome = "updated"
+            else:
+                doc_id = conn.execute(
+                    "INSERT INTO documents(title, topic, category, depth, tags, date, content_hash, last_indexed, "
+                    "size_bytes, mtime_ns, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (*meta, doc.path),
+                ).lastrowid
+                outcome = "added"
+            for c in doc.chunks:
+                context = c.context if contextual else None
+                blob = reuse.get(embedding_input(c.content, context, contextual))
+                cid = conn.execute(
+                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, quality_score, "
+                    "context_text, line, part, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        doc_id,
+                        c.index,
+                        c.heading,
+                        c.level,
+                        c.content,
+                        c.token_count,
+                        c.quality_score,
+                        context,
+                        c.line,
+                        c.part,
+                        1 if blob is not None else 0,
+                    ),
+                ).lastrowid
+                self.store.insert_fulltext([(cid, c.heading, context, c.content)], conn)
+                if blob is not None:
+                    conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
+            self.store.bump_generation(conn)
+        return outcome
+
+    def _delete_documents(self, doc_ids: list[int]) -> None:
+        with self.store.transaction() as conn:
+            for doc_id in doc_ids:
+                self.store.delete_chunks_of(doc_id, conn)
+                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+            self.store.bump_generation(conn)
+
+    # ------------------------------------------------------------ phase two
+
+    def _embed_phase(
+        self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, contextual: bool
+    ) -> None:
+        conn = self.store.conn()
+        pending = pending_in_order(conn, contextual)  # most likely searched first (engine/index/throughput.py)
+        if not pending:
+            return
+        embedder = self._load_embedder()
+        with self.store.transaction() as wconn:
+            self.store.ensure_vec_table(embedder.dim, wconn)
+        batch_size = self.config.embedding.batch_size
+        total = len(pending)
+        remaining = sum(p.work for p in pending)
+        meter = RateMeter()
+        notify(IndexProgress("embed", 0, total))
+        if not getattr(embedder, "ready", True):  # built on first use (multilingual-e5-small-int8): say so
+            built: Any = embedder  # an embedder with a build step (E5Int8Embedder), beyond the protocol
+            notify(IndexProgress("building model", 0, 1, built.build_notice))
+            built.prepare()
+            notify(IndexProgress("building model", 1, 1, built.build_notice))
+            notify(IndexProgress("embed", 0, total))
+        last = self.clock()
+        for start in range(0, total, batch_size):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
+            batch = pending[start : start + batch_size]
+            ids = [p.id for p in batch]
+            marks = ",".join("?" * len(ids))
+            found = {
+                r[0]: r
+                for r in conn.execute(
+                    f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids
+                )
+            }
+            rows = [found[i] for i in ids if i in found]
+            if rows:
+                vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
+                with self.store.transaction() as wconn:
+                    for (cid, _content, _ctx), vec in zip(rows, vectors, strict=True):
+                        wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+                        wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
+                    wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])
+                    self.store.bump_generation(wconn)
+                report.embedded += len(rows)
+            now = self.clock()
+            work = sum(p.work for p in batch)
+            remaining -= work
+            meter.add(len(rows), work, now - last)
+            report.embed_batch_seconds += now - last
+            last = now
+            notify(
+                IndexProgress(
+                    "embed", min(start + batch_size, total), total, rate=meter.rate, eta_seconds=meter.eta(remaining)
+                )
+            )
+
+
+def _path_category_topic(rel: str) -> tuple[str | None, str | None]:
+    parts = rel.split("/")
+    return (parts[0] if len(parts) >= 2 else None, parts[1] if len(parts) >= 3 else None)
+
+
+def _old_topic(conn: sqlite3.Connection, doc_id: int) -> str | None:
+    """The path-derived topic the document had before the move (frontmatter topics are kept)."""
+    row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    return _path_category_topic(row[0])[1] if row else None

@@ -1,0 +1,770 @@
+"""Exact top-k for the full-text leg without scoring every matching row (MaxScore over FTS5).
+
+The plain statement `SELECT rowid, bm25(t, wh, wc, wb) AS s FROM t WHERE t MATCH ? ORDER BY s LIMIT ?`
+makes FTS5 score every row that matches any phrase; groove's compiler turns every 3+-letter word into a
+phrase, so "the" alone matches nearly the whole table. `PrunedFulltext.ranked` returns **exactly** that
+statement's rows — ids, scores to the last bit, tie order — while computing full scores only for rows that
+could reach the k-th place.
+
+Why it is exact (fts5_aux.c, SQLite 3.50, `fts5Bm25Function`):
+
+    score(d) = -( Σ_i idf_i · (f_i·(k1+1)) / (f_i + k1·(1 - b + b·D/avgdl)) ),  k1 = 1.2, b = 0.75
+
+summed left to right over the expression's phrases i, where idf_i = log((N - n_i + 0.5) / (n_i + 0.5)),
+clamped to 1e-6 when ≤ 0 (n_i = rows matching phrase i alone, N = rows in the table), f_i = the sum of the
+column weights over phrase i's instances in d, D = d's token count, avgdl = the table's tokens / N.
+A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a matching row), so
+
+* a row's score is the same left-to-right sum of the same terms. A term is either read from FTS5's bm25
+  of that phrase alone (its `0.0 + idf_i·(…)` from the same n_i, N, avgdl, f_i and D: the same double,
+  negated exactly), or `_Scorer._term` evaluates the expression above in the same order in IEEE doubles
+  (Python floats, no fused multiply-add) from the same integers — N and the token total from the table's
+  averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text folded as
+  the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`). Either
+  way the result is bit-identical; `calibrated()` checks that on this platform before the path is used.
+* every term is < (k1+1)·idf_i, so a row that matches none of the phrases in a set E scores at most
+  Σ_{i∉E} (k1+1)·idf_i. Phrases are taken rarest first (largest bound), each with its impact list: the
+  rows it matches and the term it adds to each, read from FTS5's bm25 of the phrase alone (minus the term
+  itself: same idf, frequency and length). A row's taken terms summed are a lower bound of its score's
+  magnitude, so θ, the k-th best such sum, is no more than the final k-th score. Once the bound of the
+  phrases not yet taken is below θ, no row outside the taken phrases' rows can reach the final k-th
+  score or tie it; inside them, a row whose taken sum plus that bound is below θ cannot either. Every
+  other row is scored exactly (taken terms from the lists, the rest from the text, summed in expression
+  order), and the result is sorted as the statement sorts: score, then rowid (SQLite's sorter keeps
+  scan order, which is rowid order, for ties — checked by the tests).
+
+Bounds are compared with a relative margin (1e-9), far wider than the rounding of a sum of ≤ 64 terms, so
+float rounding can only make the pruning more conservative. The bigram table's tokenizer (unicode61 over
+bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
+lists: still exact, pruned only in that FTS5 never scores the full expression on every match. Whenever
+the shape of the query or the cost makes this pointless or unsafe — an expression that is not an OR of
+phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a zero column
+weight, a table under MIN_ROWS rows, a large limit, too many rows to score, a transaction open on the
+connection — `ranked` returns None and the caller runs the plain statement.
+
+Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
+the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
+recur across queries. The index database also stores them for the corpus' common words
+(`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
+lists that cost most to fetch. A stored row is FTS5's own answer at one generation and is read only at
+that generation; its terms are kept as the frequencies they come from only where recomputing them
+(`tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
+give FTS5's doubles back bit for bit. Lists at hand are taken to the end: a taken phrase's terms are
+FTS5's, so rows need their text only for the phrases left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import sqlean as sqlite3
+
+from groove_tui.engine.index.phrase_stats import (
+    FOLD,
+    K1,
+    LENGTHS,
+    MIN_ROWS,
+    TRIGRAM_TOKENIZE,
+    B,
+    Inconsistent,
+    idf_of,
+    tf_terms,
+    unpack_rowids,
+    unpack_terms,
+    varints,
+    weights_key,
+)
+
+__all__ = ["PrunedFulltext", "calibrated", "parse_or_expression"]
+
+MARGIN = 1e-9  # relative slack on every bound comparison (see the module docstring)
+MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything here
+MAX_SCORED = 6000  # rows scored exactly before giving up on pruning (then the plain statement runs)
+MAX_PHRASES = 64
+LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 bytes each)
+TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
+EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
+TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
+TABLES = ("fts_chunks", "fts_bigram")
+
+
+_PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
+_OR_LIST = re.compile(rf"{_PHRASE}(?: OR {_PHRASE})*")
+_PHRASE_RE = re.compile(_PHRASE)
+
+
+@dataclass(frozen=True, slots=True)
+class OrExpression:
+    """`"a" OR "b" …`, optionally `(…) NOT (…)`: the shapes query.py and bigram.py compile. Each phrase
+    is kept as written (quoted, with its ` *` if a prefix), so it can be matched on its own."""
+
+    positive: tuple[str, ...]
+    negative: tuple[str, ...]
+
+
+def unquote(term: str) -> str | None:
+    """The text of a quoted phrase (None for a prefix phrase)."""
+    return None if term.endswith("*") else term[1:-1].replace('""', '"')
+
+
+def parse_or_expression(expr: str) -> OrExpression | None:
+    """The phrases of an expression of exactly the form the compilers build, else None (no pruning)."""
+    if _OR_LIST.fullmatch(expr):
+        return OrExpression(tuple(_PHRASE_RE.findall(expr)), ())
+    if expr.startswith("(") and expr.endswith(")") and ") NOT (" in expr:
+        # The positive side cannot contain ") NOT (" outside a phrase: try every split point.
+        for m in re.finditer(r"\) NOT \(", expr):
+            pos, neg = expr[1 : m.start()], expr[m.end() : -1]
+            if _OR_LIST.fullmatch(pos) and _OR_LIST.fullmatch(neg):
+                return OrExpression(tuple(_PHRASE_RE.findall(pos)), tuple(_PHRASE_RE.findall(neg)))
+    return None
+
+
+def _self_overlapping(s: str) -> bool:
+    """Two instances of `s` can overlap (a prefix is also a suffix): str.count would miss one."""
+    return any(s[:k] == s[-k:] for k in range(1, len(s)))
+
+
+class _LRU:
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable, value: Any, size: int = 1) -> None:
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.used -= old[1]
+            self._data[key] = (value, size)
+            self.used += size
+            while self.used > self.budget and len(self._data) > 1:
+                _k, (_v, s) = self._data.popitem(last=False)
+                self.used -= s
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.used = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Phrase:
+    slot: int  # position in the expression: the order of bm25's sum
+    raw: str  # as written in the expression (quoted)
+    key: str  # what the caches know it by: its folded text on the trigram table, else `raw`
+    text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
+    idf: float
+    bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
+    overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
+
+
+class PrunedFulltext:
+    """Exact top-k of the trigram table's bm25 statement (see the module docstring). One per Searcher;
+    thread-safe (its caches lock; each call uses the caller's connection)."""
+
+    def __init__(self) -> None:
+        self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
+        self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
+        self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0}
+        self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
+        self.check_platform = True  # False only for the calibration itself, which is that check
+
+    def clear(self) -> None:
+        for cache in (self.df_cache, self.impacts_cache, self.excluded_cache):
+            cache.clear()
+
+    # ------------------------------------------------------------ entry
+
+    def ranked(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        expr: str,
+        weights: Sequence[float],
+        limit: int,
+        generation: int | None = None,
+    ) -> list[tuple[int, float]] | None:
+        """The plain statement's first `limit` rows, or None when the caller should run it instead.
+        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see."""
+        if table not in TABLES or not 0 < limit <= MAX_LIMIT or min(weights) <= 0:
+            return None  # (a zero weight lets a matching row score 0, which the pool below leaves out)
+        parsed = parse_or_expression(expr)
+        if parsed is None or len(parsed.positive) + len(parsed.negative) > MAX_PHRASES:
+            return None
+        folded: list[str | None] = [None] * len(parsed.positive)  # None: terms from FTS5 only, never text
+        if table == "fts_chunks":
+            texts = [unquote(p) for p in parsed.positive]
+            if any(t is None for t in texts):
+                return None
+            folded_texts = [FOLD.fold(t) for t in texts if t is not None]
+            if any(len(p) < 3 for p in folded_texts):
+                return None  # a phrase of < 3 characters has no trigram: FTS5's rules for it are not emulated
+            folded = list(folded_texts)
+        if conn.in_transaction:
+            return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
+        conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
+        out: list[tuple[int, float]] | None
+        try:
+            if generation is None:
+                row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+                generation = int(row[0]) if row else 0
+            out = self._ranked(conn, table, parsed, folded, tuple(float(w) for w in weights), limit, generation)
+        except Inconsistent:
+            out = None
+        finally:
+            if conn.in_transaction:  # an interrupted statement may have ended it already
+                conn.execute("COMMIT")
+        self.stats["pruned" if out is not None else "fallback"] += 1
+        return out
+
+    # ------------------------------------------------------------ the algorithm
+
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        parsed: OrExpression,
+        folded: list[str | None],
+        weights: tuple[float, ...],
+        limit: int,
+        gen: int,
+    ) -> list[tuple[int, float]] | None:
+        n_rows, n_tokens = self._totals(conn, table)
+        if n_rows == 0:
+            return []
+        if n_rows < (MIN_ROWS if self.min_rows is None else self.min_rows):
+            return None  # small tables: the plain statement is as fast, and faster for a query's first search
+        if self.check_platform and not calibrated():  # asked here: a KB too small to prune never pays for it
+            return None
+        avgdl = float(n_tokens) / float(n_rows)
+        # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
+        stored = self._stored(
+            conn,
+            table,
+            weights,
+            gen,
+            {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))},
+        )
+        phrases = []
+        groups = _column_groups(weights)
+        sizes: dict[str, int] = {}
+        for slot, (raw, text) in enumerate(zip(parsed.positive, folded, strict=True)):
+            overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
+            # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
+            # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
+            # rows with the same frequencies: the same row count and the same terms, bit for bit.
+            key = text if text is not None else raw
+            if (
+                text is not None
+                and len(text) >= EAGER_CHARS
+                and "" in stored
+                and key not in stored
+                and self.df_cache.get((table, key, gen)) is None
+            ):
+                # A phrase the index holds no statistics for is rare (the common ones are stored), and
+                # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
+                # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
+                self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl)
+            idf, sizes[raw] = self._idf(
+                conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl, stored
+            )
+            if idf is None:
+                continue  # matches nothing
+            phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
+        if not phrases:
+            return []
+        excluded = None
+        if parsed.negative:
+            excluded = self._excluded(conn, table, " OR ".join(parsed.negative), gen)
+
+        # Rarest first. rest[j] bounds what the phrases order[j:] can add to any row's score.
+        order = sorted(phrases, key=lambda p: (-p.bound, p.slot))
+        rest = [0.0] * (len(order) + 1)
+        for j in range(len(order) - 1, -1, -1):
+            rest[j] = (rest[j + 1] + order[j].bound) * (1.0 + MARGIN)
+
+        # The pool: rows matching a phrase taken so far, each with the sum of those phrases' terms (a
+        # lower bound of its score's magnitude: every term is >= 0). θ, the limit-th best of these sums,
+        # is then no more than the final limit-th score; once the phrases not taken cannot add up to θ,
+        # no row outside the pool can reach the final list or tie its last row. Past that point a phrase
+        # whose list is cached is still taken while the bound of the rest is loose (it is free, and every
+        # row left within reach of θ must be scored from its text).
+        size = self._max_rowid(conn, gen) + 1
+        acc = np.zeros(size, dtype=np.float64)
+        taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
+        theta = 0.0
+        j = 0
+        for j, phrase in enumerate(order):
+            # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
+            safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
+            cached = self.impacts_cache.get((table, phrase.key, weights, gen))
+            # A list in memory or in the index database costs little to take, and a phrase taken is
+            # one no row has to be scored for from its text: such lists are taken to the end.
+            cheap = cached is not None or phrase.key in stored
+            if safe and not cheap and rest[j] < TIGHT * theta:
+                break
+            # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
+            # an uncached list is fetched only while it would leave many rows to score.
+            if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
+                break
+            rows, terms = (
+                cached[0]
+                if cached is not None
+                else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen, stored, n_rows, avgdl)
+            )
+            if excluded is not None and len(excluded):
+                keep = ~np.isin(rows, excluded, assume_unique=True)
+                rows, terms = rows[keep], terms[keep]
+            if len(rows) and rows[-1] >= size:  # rows added since the size was read: cannot happen in
+                return None  # one snapshot, but never index out of bounds
+            acc[rows] += terms
+            taken[phrase.slot] = (rows, terms)
+            sums = acc[acc > 0.0]  # (partitioning the zeros too is many times slower)
+            if len(sums) >= limit:
+                theta = max(theta, _kth(sums, limit))
+            nxt = order[j + 1] if j + 1 < len(order) else None
+            if (
+                nxt is not None
+                and nxt.text is not None
+                and rest[j + 1] >= theta
+                and len(sums) >= limit
+                and len(scorer.exact) < 2 * limit
+                and nxt.key not in stored
+                and self.impacts_cache.get((table, nxt.key, weights, gen)) is None
+            ):
+                # The rows' full scores are far above their partial sums (the common phrases add up):
+                # scoring the most promising ones from their text raises θ, so fewer phrases need a walk
+                # (when the next list is at hand, taking it is cheaper than scoring from text).
+                pool = np.flatnonzero(acc)
+                scorer.score(pool[np.argsort(-acc[pool], kind="stable")][:limit])
+                theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
+        else:
+            j = len(order)
+        if j == len(order) and rest[j] >= theta:
+            theta = 0.0  # never safe before every phrase was taken: the pool is every matching row
+        left = rest[j]
+        pool = np.flatnonzero(acc)
+        upper = acc[pool] + left
+        hopeful = pool[upper >= theta]
+        if len(hopeful) > MAX_SCORED:
+            return None
+        upper = acc[hopeful] + left
+        hopeful = hopeful[np.argsort(-upper, kind="stable")]
+        upper = upper[np.argsort(-upper, kind="stable")]
+        step = max(limit // 2, 16)
+        for start in range(0, len(hopeful), step):
+            if len(scorer.exact) >= limit and upper[start] < theta:
+                break
+            scorer.score(hopeful[start : start + step])
+            theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
+        self.stats["scored"] += len(scorer.exact)
+        return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
+
+    def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
+        cached = self.df_cache.get(("max rowid", gen))
+        if cached is not None:
+            return int(cached[0])
+        value = int(conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0])
+        self.df_cache.put(("max rowid", gen), value)
+        return value
+
+    # ------------------------------------------------------------ statistics (cached per generation)
+
+    def _totals(self, conn: sqlite3.Connection, table: str) -> tuple[int, int]:
+        """N and the token total bm25 reads: FTS5's averages record (rowid 1 of the %_data table)."""
+        row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+        if row is None or not row[0]:
+            return 0, 0
+        values = varints(row[0])
+        return values[0], sum(values[1:])
+
+    def _idf(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        pkey: str,
+        text: str | None,
+        overlaps: re.Pattern[str] | None,
+        weights: tuple[float, ...],
+        groups: list[tuple[int, int, float]],
+        gen: int,
+        n_rows: int,
+        avgdl: float,
+        stored: dict[str, int],
+    ) -> tuple[float | None, int]:
+        """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
+        matches, estimated when only the idf was needed)."""
+        key = (table, pkey, gen)
+        cached = self.df_cache.get(key)
+        if cached is not None:
+            return cast(tuple[float | None, int], cached[0])
+        value: tuple[float | None, int] | None
+        impacts = self.impacts_cache.get((table, pkey, weights, gen))
+        if impacts is not None:
+            df = len(impacts[0][0])
+            value = (idf_of(n_rows, df) if df else None, df)
+        elif pkey in stored:
+            # FTS5's own row count for this phrase, stored at this very generation: the same n_i its
+            # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
+            df = stored[pkey]
+            value = (idf_of(n_rows, df), df)
+        else:
+            value = (
+                self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
+                if text
+                else None
+            )
+            if value is None:
+                df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
+                value = (idf_of(n_rows, df), df)
+        self.df_cache.put(key, value)
+        return value
+
+    def _idf_from_one_row(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        text: str,
+        overlaps: re.Pattern[str] | None,
+        weights: tuple[float, ...],
+        groups: list[tuple[int, int, float]],
+        n_rows: int,
+        avgdl: float,
+    ) -> tuple[float | None, int] | None:
+        """The idf FTS5 uses, read back from its bm25 of one matching row: `count(*)` would walk every
+        match through the VDBE (~10× slower for a phrase such as "the"), while bm25 counts them inside
+        FTS5. The row's term is idf · q with q from its text; the idf is taken only if recomputing
+        idf · q from it (from a row count, or the 1e-6 floor) gives FTS5's double back bit for bit."""
+        first = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", (phrase,)).fetchone()
+        if first is None:
+            return None, 0
+        rid = first[0]
+        (s,) = conn.execute(
+            f"SELECT bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ? AND rowid = ?", (*weights, phrase, rid)
+        ).fetchone()
+        row = conn.execute(
+            f"SELECT c.heading, c.context_text, c.content, d.sz FROM chunks c JOIN {table}_docsize d ON d.id = c.id "
+            "WHERE c.id = ?",
+            (rid,),
+        ).fetchone()
+        if row is None:
+            return None
+        texts = _group_texts(row[:3], groups)
+        q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(varints(row[3]))), avgdl)
+        y = -s
+        if not q > 0.0 or not y > 0.0:
+            return None
+        if 1e-6 * q == y:
+            return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
+        e = math.exp(y / q)
+        guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
+        for df in sorted({guess + d for d in range(-3, 4)}):
+            if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
+                return idf_of(n_rows, df), df
+        return None
+
+    def _impacts(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        pkey: str,
+        weights: tuple[float, ...],
+        gen: int,
+        stored: dict[str, int] | None = None,
+        n_rows: int = 0,
+        avgdl: float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
+        phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
+        key = (table, pkey, weights, gen)
+        cached = self.impacts_cache.get(key)
+        if cached is not None:
+            return cast(tuple[np.ndarray, np.ndarray], cached[0])
+        if stored and pkey in stored:
+            row = conn.execute(
+                "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
+                "AND generation = ?",
+                (table, weights_key(weights), pkey, gen),
+            ).fetchone()
+            if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
+                rows = unpack_rowids(row[0], row[2])
+                # Frequencies become terms as at storing, from the same N, token total, row count and
+                # lengths (same generation): the doubles that were checked equal to FTS5's then.
+                lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, gen)
+                terms = unpack_terms(row[1], rows, lengths, n_rows, avgdl)
+                if terms is not None:
+                    value = (rows, terms)
+                    self.impacts_cache.put(key, value, max(1, len(rows)))
+                    self.stats["stored_lists"] += 1
+                    return value
+        found = conn.execute(
+            f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, phrase)
+        ).fetchall()
+        rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
+        terms = np.fromiter((-s for _, s in found), dtype=np.float64, count=len(found))
+        order = np.argsort(rows, kind="stable")
+        value = (rows[order], terms[order])
+        self.impacts_cache.put(key, value, max(1, len(found)))
+        return value
+
+    def _lengths(self, conn: sqlite3.Connection, table: str, gen: int) -> np.ndarray | None:
+        """The rows' lengths stored with the lists at this generation (None: not stored)."""
+        cached = self.df_cache.get(("lengths", table, gen))
+        if cached is not None:
+            return cast(np.ndarray, cached[0])
+        row = conn.execute(
+            "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?", (table + LENGTHS, gen)
+        ).fetchone()
+        value = None
+        if row is not None and len(row[1]) in (2 * row[0], 4 * row[0]):
+            value = np.frombuffer(row[1], dtype="<u2" if len(row[1]) == 2 * row[0] else "<u4").astype(np.float64)
+        self.df_cache.put(("lengths", table, gen), value)
+        return value
+
+    def _stored(
+        self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], gen: int, keys: set[str]
+    ) -> dict[str, int]:
+        """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
+        generation and these weights, with their row counts; read inside the snapshot the search reads,
+        by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
+        out: dict[str, int] = {}
+        missing = []
+        for k in keys:
+            cached = self.df_cache.get(("stored", table, weights, gen, k))
+            if cached is None:
+                missing.append(k)
+            elif cached[0] >= 0:
+                out[k] = cached[0]
+        if missing:
+            found: dict[str, int] = {}
+            with contextlib.suppress(sqlite3.OperationalError):  # an index from before the table existed
+                found = dict(
+                    conn.execute(
+                        "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
+                        f"({','.join('?' * len(missing))}) AND generation = ?",
+                        (table, weights_key(weights), *missing, gen),
+                    )
+                )
+            for k in missing:
+                self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
+            out.update(found)
+        return out
+
+    def _excluded(self, conn: sqlite3.Connection, table: str, expr: str, gen: int) -> np.ndarray:
+        key = (table, expr, gen)
+        cached = self.excluded_cache.get(key)
+        if cached is not None:
+            return cast(np.ndarray, cached[0])
+        found = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,)).fetchall()
+        rows = np.sort(np.fromiter((r for (r,) in found), dtype=np.int64, count=len(found)))
+        self.excluded_cache.put(key, rows, max(1, len(rows)))
+        return rows
+
+
+def _kth(values: np.ndarray, k: int) -> float:
+    """The k-th largest value less the margin (0.0 when there are fewer than k): a lower bound of the
+    final k-th score whenever `values` are lower bounds of some rows' scores."""
+    if len(values) < k:
+        return 0.0
+    return float(np.partition(values, len(values) - k)[len(values) - k]) / (1.0 + MARGIN)
+
+
+def _column_groups(weights: tuple[float, ...]) -> list[tuple[int, int, float]]:
+    """(first column, last column, weight) of runs of adjacent columns with equal weights: counted as one
+    text (see _group_texts), FTS5 adding that weight once per instance either way."""
+    groups: list[tuple[int, int, float]] = []
+    for col, w in enumerate(weights):
+        if groups and groups[-1][2] == w:
+            groups[-1] = (groups[-1][0], col, w)
+        else:
+            groups.append((col, col, w))
+    return groups
+
+
+def _group_texts(columns: Sequence[str | None], groups: list[tuple[int, int, float]]) -> list[str]:
+    # Folded first, then joined: NUL folds away, so a folded phrase never holds one and cannot match
+    # across the join (joined before folding, the columns would run together).
+    return ["\0".join(FOLD.fold(c) for c in columns[a : b + 1] if c) for a, b, _w in groups]
+
+
+def _frequency(
+    texts: list[str], phrase: str, overlaps: re.Pattern[str] | None, groups: list[tuple[int, int, float]]
+) -> float:
+    """f: the column weight summed over the phrase's instances, added in column order as FTS5 adds it."""
+    if overlaps is None:
+        counts = [t.count(phrase) for t in texts]
+    else:
+        counts = [sum(1 for _ in overlaps.finditer(t)) for t in texts]
+    f = 0.0
+    for n, (_a, _b, w) in zip(counts, groups, strict=True):
+        if n and w == int(w) and abs(w) < 2**20:
+            f += n * w  # integers: exact, whatever the order
+        else:
+            for _ in range(n):
+                f += w
+    return f
+
+
+def _tf_part(f: float, D: float, avgdl: float) -> float:
+    """fts5Bm25Function's factor of idf, in its order of operations."""
+    return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * D / avgdl))
+
+
+def _merge(pool: np.ndarray, partial: np.ndarray, rows: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pool with `rows` added, each one's partial sum increased by its term."""
+    ids, inverse = np.unique(np.concatenate([pool, rows]), return_inverse=True)
+    return ids, np.bincount(inverse, weights=np.concatenate([partial, terms]), minlength=len(ids))
+
+
+class _Scorer:
+    """Exact bm25 of single rows, as fts5Bm25Function computes it (module docstring): the terms of the
+    taken phrases come from FTS5 itself (their impact lists), the others from the row's folded text."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrases: list[_Phrase],
+        weights: tuple[float, ...],
+        avgdl: float,
+        taken: dict[int, tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        self.conn = conn
+        self.table = table
+        self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
+        self.taken = taken  # filled as phrases are taken: looked up at each call
+        self.groups = _column_groups(weights)
+        self.avgdl = avgdl
+        self.exact: dict[int, float] = {}
+
+    def score(self, rowids: np.ndarray) -> None:
+        rowids = np.asarray([r for r in rowids.tolist() if r not in self.exact], dtype=np.int64)
+        if not len(rowids):
+            return
+        # Each row's taken terms, per phrase in expression order (0.0 where the phrase is absent).
+        known = {}
+        for slot, (rows, terms) in self.taken.items():
+            if not len(rows):
+                known[slot] = np.zeros(len(rowids))
+                continue
+            pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
+            known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
+        missing = [p for p in self.phrases if p.slot not in known]
+        if missing:
+            texts: dict[int, list[str]] = {}
+            lengths: dict[int, int] = {}
+            ids = rowids.tolist()
+            for start in range(0, len(ids), 500):
+                batch = ids[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                for rid, heading, context, content, sz in self.conn.execute(
+                    f"SELECT c.id, c.heading, c.context_text, c.content, d.sz FROM chunks c "
+                    f"JOIN {self.table}_docsize d ON d.id = c.id WHERE c.id IN ({marks})",
+                    batch,
+                ):
+                    texts[rid] = _group_texts((heading, context, content), self.groups)
+                    lengths[rid] = sum(varints(sz))
+            if len(texts) < len(ids):
+                raise Inconsistent("a full-text row without its chunk")
+            rows_texts = [texts[rid] for rid in ids]
+            D = np.array([float(lengths[rid]) for rid in ids], dtype=np.float64)
+            # Elementwise IEEE doubles (tf_terms): every element is the double _tf_part computes for
+            # that row, which the calibration checks against FTS5.
+            integral = all(w == int(w) and abs(w) < 2**20 for _a, _b, w in self.groups)
+            for p in missing:
+                text = cast(str, p.text)  # only trigram phrases are scored from text, and they have it
+                if integral and p.overlaps is None:
+                    # f = Σ count·weight over the column groups: integers, exact in any order.
+                    f = np.zeros(len(ids), dtype=np.float64)
+                    for g, (_a, _b, w) in enumerate(self.groups):
+                        f += np.fromiter((t[g].count(text) for t in rows_texts), dtype=np.float64, count=len(ids)) * w
+                else:
+                    f = np.fromiter(
+                        (_frequency(t, text, p.overlaps, self.groups) for t in rows_texts),
+                        dtype=np.float64,
+                        count=len(ids),
+                    )
+                # f = 0 gives 0 / (positive) = +0.0 and idf * +0.0 = +0.0: what an absent phrase adds.
+                known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
+        # bm25's sum, left to right in expression order (adding +0.0 leaves a sum as it is).
+        score = np.zeros(len(rowids), dtype=np.float64)
+        for p in self.phrases:
+            score = score + known[p.slot]
+        self.exact.update(zip(rowids.tolist(), (-1.0 * score).tolist(), strict=True))
+
+
+_CALIBRATED: bool | None = None
+
+
+def calibrated() -> bool:
+    """Whether `_Scorer` reproduces this platform's FTS5 bm25 bit for bit (a C compiler that fuses
+    multiply-adds would round differently): checked once per process on a small random table."""
+    global _CALIBRATED
+    if _CALIBRATED is None:
+        _CALIBRATED = _calibrate()
+    return _CALIBRATED
+
+
+def _calibrate() -> bool:
+    import random
+
+    rng = random.Random(16)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "the", "and", "zeta", "theta", "iota", "kappa"]
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, context_text TEXT, content TEXT)")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='', "
+            f"tokenize='{TRIGRAM_TOKENIZE}')"
+        )
+        rows = []
+        for i in range(1, 301):
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 60)))
+            rows.append((i, rng.choice(words).title(), None, text))
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", rows)
+        conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", rows)
+        conn.execute("COMMIT")
+        pruned = PrunedFulltext()
+        pruned.min_rows = 0
+        pruned.check_platform = False
+        for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
+            for q in (
+                '"the" OR "alpha" OR "eta"',
+                '"kappa" OR "and" OR "zeta" OR "eta"',
+                '("gamma" OR "delt") NOT ("iota")',
+            ):
+                plain = conn.execute(
+                    (
+                        "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks "
+                        "WHERE fts_chunks MATCH ? ORDER BY s LIMIT 40"
+                    ),
+                    (*weights, q),
+                ).fetchall()
+                if pruned.ranked(conn, "fts_chunks", q, weights, 40, 0) != [tuple(r) for r in plain]:
+                    return False
+        return True
+    finally:
+        conn.close()

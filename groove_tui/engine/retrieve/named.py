@@ -1,0 +1,164 @@
+"""Named sections: a query that is a section's heading or a note's title asks for that section, so it is
+looked up in the index and pinned first (`heading_key` says how headings, titles and queries compare)."""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from collections.abc import Callable, Sequence
+
+import sqlean as sqlite3
+
+from groove_tui.engine.analysis.bigram import segment
+from groove_tui.engine.analysis.query import ParsedQuery, fts_phrase
+from groove_tui.engine.index.store import CandidateRow, Store
+from groove_tui.engine.retrieve.candidates import _Candidate
+from groove_tui.engine.retrieve.filters import DocFilter
+from groove_tui.settings.config import Config
+
+log = logging.getLogger("groove_tui.search")
+
+
+# A query longer than this is a passage, not a heading: no named-section lookup.
+HEADING_KEY_MAX = 200
+
+
+# Rows of the heading/breadcrumb phrase lookup read at most (a phrase in thousands of breadcrumbs names none).
+NAMED_SCAN_MAX = 2000
+
+
+_EDGE_PUNCT = " \t\r\n.,:;!?¡¿-–—_*`'\"“”‘’()[]{}<>#=~|/\\。、．，：；！？「」『』（）【】"
+
+
+def heading_key(text: str) -> str:
+    """How a heading, a title and a query compare: NFKC, case-folded, inner whitespace collapsed, Markdown
+    emphasis and punctuation at either end dropped (a heading `tar:` in backticks names the same section as
+    `tar`), and a leading English article too: "The parent retriever" is what "parent retriever" names."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(_EDGE_PUNCT)
+    head, _, rest = folded.partition(" ")
+    return rest.strip(_EDGE_PUNCT) if head in _ARTICLES and rest else folded
+
+
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+def _opening_h1(content: str) -> str:
+    """The text of the H1 a chunk opens with ("" when its first line is not one)."""
+    first = content.lstrip().split("\n", 1)[0]
+    return first[2:] if first.startswith("# ") else ""
+
+
+def _pin(items: list[_Candidate], named: Sequence[tuple[int, CandidateRow]]) -> tuple[list[_Candidate], int]:
+    """The named sections first, then the rest in their order. Among the named, headings come before
+    titles, then the better score (the pipeline's own opinion), then path and position; a named section
+    the pool does not hold joins with a score of 0. With merged parts a section is one candidate: the one
+    whose row belongs to the named section stands for it."""
+    by_chunk = {c.row.chunk_id: c for c in items}
+    by_section = {_section(c.row): c for c in items}
+    chosen: dict[int, tuple[int, _Candidate]] = {}
+    for rank, row in named:
+        c = by_chunk.get(row.chunk_id) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
+        if id(c) not in chosen or rank < chosen[id(c)][0]:
+            chosen[id(c)] = (rank, c)
+    front = [
+        c
+        for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path, rc[1].row.chunk_index))
+    ]
+    for c in front:
+        c.trace["named"] = True
+    return front + [c for c in items if id(c) not in chosen], len(front)
+
+
+def _section(row: CandidateRow) -> tuple[int, int]:
+    """A section's identity: its document and the chunk_index of its part 0."""
+    return row.document_id, row.chunk_index - row.part
+
+
+def look_up_named(
+    store: Store,
+    config: Config,
+    pq: ParsedQuery,
+    doc_filter: DocFilter,
+    excluded: frozenset[int],
+    accept: Callable[[CandidateRow | None, DocFilter], bool],
+) -> tuple[tuple[int, CandidateRow], ...]:
+    """Chunks the query names, as (0 for a heading or 1 for a title, row): a section whose heading
+    equals the query, or the first section of a note whose title does (its frontmatter title, else the
+    H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
+    section; ranking it below passages that merely mention the words is the one answer they know to be
+    wrong. The chunks are looked up in the index, so a section no leg ranked high enough is still
+    found. Pure leg runs (`legs` vector or fts) rank by their leg alone."""
+    wanted = heading_key(pq.positive_text)
+    if not wanted:
+        return ()
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in pq.positive_text).split())  # FTS5 ends at NUL
+    if not text:
+        return ()
+    conn = store.conn()
+    lookups: list[tuple[str, str, str | tuple[str, ...]]] = []  # (kind, statement, arguments): candidates,
+    # each checked exactly below
+    if config.search.cjk_bigram and store.bigram_ready():
+        words = (segment(text) or "").split()
+        if words:
+            lookups.append(
+                (
+                    "heading",
+                    f"SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                    "{heading} : " + fts_phrase(" ".join(words)),
+                )
+            )
+    elif len(text) >= 3:
+        lookups.append(
+            (
+                "heading",
+                f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                "{heading} : " + fts_phrase(text),
+            )
+        )
+    # An H1 stays in its chunk's text (groove's chunking): "# <query>" as a trigram phrase finds it,
+    # with or without the article heading_key ignores ("# The parent retriever").
+    for opening in ("# ", "# the "):
+        lookups.append(
+            (
+                "h1",
+                f"SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? LIMIT {NAMED_SCAN_MAX}",
+                "{content} : " + fts_phrase(opening + text),
+            )
+        )
+    titles = (text, *(f"{article} {text}" for article in sorted(_ARTICLES)))
+    lookups.append(
+        (
+            "title",
+            "SELECT c.id FROM documents d JOIN chunks c ON c.document_id = d.id WHERE "
+            f"d.title COLLATE NOCASE IN ({','.join('?' * len(titles))}) LIMIT {NAMED_SCAN_MAX}",
+            titles,
+        )
+    )
+    found: list[tuple[str, int]] = []
+    for kind, sql, arg in lookups:
+        try:
+            found += [(kind, r[0]) for r in conn.execute(sql, arg if isinstance(arg, tuple) else (arg,))]
+        except sqlite3.OperationalError as exc:  # a lookup that cannot run names nothing; the search goes on
+            log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
+    if not found:
+        return ()
+    rows = store.rows_by_ids(list({cid for _, cid in found}))
+    best: dict[tuple[int, int], tuple[int, CandidateRow]] = {}  # per section or note: (kind order, first part)
+    for kind, cid in found:
+        row = rows.get(cid)
+        if row is None or cid in excluded or not accept(row, doc_filter):
+            continue
+        if kind == "heading" and heading_key(row.heading or "") == wanted:
+            key, rank = _section(row), 0
+        elif (kind == "h1" and heading_key(_opening_h1(row.content)) == wanted) or (
+            kind == "title" and heading_key(row.title or "") == wanted
+        ):
+            key, rank = (row.document_id, -1), 1
+        else:
+            continue
+        kept = best.get(key)
+        if kept is None or row.chunk_index < kept[1].chunk_index:
+            best[key] = (rank, row)
+    if not best:
+        return ()
+    return tuple(best.values())

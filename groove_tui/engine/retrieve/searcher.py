@@ -1,0 +1,897 @@
+"""The search pipeline: parse → (vector leg ∥ FTS leg) → filters → fusion → reranker → MMR → parent → spans.
+
+One concern: the `Searcher` runs one search through every step and keeps the caches between searches. What
+it calls lives beside it: the fusion arithmetic (`fusion`), limits and value checks (`params`), the cached
+shapes (`candidates`), the named-section lookup (`named`), and the legs (`fulltext`, `vector_scan`).
+
+Follows groove (reference §C–§H); deviations are listed in DESIGN.md. Each optional stage is skipped
+entirely when off, so the output is identical to the pipeline without it. Retrieval results are cached per
+(query, filters, pool size, index generation), so changing λ, MMR, the reranker or the parent retriever
+re-runs only the later stages — that is what makes the explorer's λ slider live.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import sqlean as sqlite3
+
+from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
+from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
+from groove_tui.engine.errors import ParamError, SearchCancelled
+from groove_tui.engine.index.indexer import embedding_input
+from groove_tui.engine.index.store import CandidateRow, Store, to_blob
+from groove_tui.engine.retrieve import fulltext
+from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
+from groove_tui.engine.retrieve.filters import DocFilter
+from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, _scale, _terms
+from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _pin, _section, heading_key, look_up_named
+from groove_tui.engine.retrieve.params import (
+    KNN_MAX,
+    LIMIT_MAX,
+    OVERFETCH_CAP,
+    _check_number,
+    check_bool,
+    check_limit,
+    first_page,
+    page_tiers,
+    pool,
+)
+from groove_tui.engine.retrieve.vector_scan import VectorScan
+from groove_tui.engine.stages.mmr import mmr_select_traced
+from groove_tui.engine.stages.parent import ChunkRow, expand_hit
+from groove_tui.engine.stages.rerank import blend_scores
+from groove_tui.engine.stages.spans import match_spans
+from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, SearchResponse, Span
+from groove_tui.settings.config import Config, check_fusion_method, check_unit
+
+if TYPE_CHECKING:
+    from groove_tui.engine.stages.rerank import Reranker
+    from groove_tui.engine.types import Embedder
+
+log = logging.getLogger("groove_tui.search")
+
+
+# How a CJK query's bigram leg joins the pipeline: "replace" the trigram full-text leg, or run as a
+# "third" fused leg beside it. Chosen by measurement on jsquad (docs/evaluation.md).
+BIGRAM_MODE = "replace"
+
+
+RerankProgress = Callable[[str, int, int], None]  # (stage, done, total)
+# What fusion sums scores under: a chunk id, or with merged parts a section's (document id, first part).
+FuseKey = Any
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+class Searcher:
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        contextual: Callable[[], bool],
+        get_embedder: Callable[[], Embedder],
+        get_reranker: Callable[[str], Reranker],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self._contextual = contextual
+        self._get_embedder = get_embedder
+        self._get_reranker = get_reranker
+        # Big enough for a golden set's queries, so the explorer's live metrics re-rank from cache.
+        # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
+        self.legs_cache: LRU[Legs] = LRU(1024)
+        self.named_cache: LRU[tuple[tuple[int, CandidateRow], ...]] = LRU(1024)  # see _named_sections
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-vector")
+        self._embed_lock = threading.Lock()
+        self.query_vectors: LRU[np.ndarray] = LRU(256)
+        self.rerank_scores: LRU[float] = LRU(20_000)
+        self.embeddings: LRU[np.ndarray] = LRU(20_000)
+        self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
+        self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
+
+    # ------------------------------------------------------------ entry
+
+    def search(
+        self,
+        query: str,
+        params: SearchParams,
+        cancel: threading.Event | None = None,
+        progress: RerankProgress | None = None,
+    ) -> SearchResponse:
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        if not isinstance(query, str):
+            raise QueryError("the query must be a string")
+        pq = parse_query(query)
+        limit = min(check_limit(params.limit), LIMIT_MAX)  # over the maximum: clamped, as groove does
+        for key in ("mmr", "parent_retriever", "explain"):
+            check_bool(key, getattr(params, key))
+        if params.reranker is not None and not isinstance(params.reranker, str):
+            raise ParamError(f"reranker = {params.reranker!r} is invalid: expected a model name or None")
+        try:  # config's checks word the message; a caller catches the engine's own error for them too
+            lam = check_unit("mmr_lambda", params.mmr_lambda)
+            penalty = check_unit("mmr_same_doc_penalty", params.mmr_same_doc_penalty)
+            method = (
+                self.config.search.fusion.method
+                if params.fusion is None
+                else check_fusion_method("fusion", params.fusion)
+            )
+        except ValueError as exc:
+            raise ParamError(str(exc)) from None
+        mmr_cfg = self.config.search.mmr
+        if not params.mmr and (lam != mmr_cfg.lambda_ or penalty != mmr_cfg.same_doc_penalty):
+            log.warning("mmr_lambda / mmr_same_doc_penalty given while MMR is off: ignored")
+        min_quality = self._min_quality(params.min_quality)
+        doc_filter = DocFilter.build(
+            path_globs=params.path_globs,
+            tags_any=params.tags_any,
+            tags_all=params.tags_all,
+            date_from=params.date_from,
+            date_to=params.date_to,
+            category=params.category,
+            topic=params.topic,
+            min_quality=min_quality,
+        )
+        ratio = self._confidence_ratio(params.min_confidence_ratio)
+        echo = dict(doc_filter.echo())
+        if params.min_confidence_ratio is not None:
+            echo["min_confidence_ratio"] = params.min_confidence_ratio
+        if pq.exclude:
+            echo["excluded_terms"] = list(pq.exclude)
+        bq, bigram_warning = self._bigram_query(query)
+        info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text, bq.explain if bq else None)
+        warnings: tuple[str, ...] = (
+            ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
+        )
+        warnings += bigram_warning
+
+        if limit == 0 or not pq.positive_text.strip():
+            return SearchResponse(
+                results=(),
+                low_confidence=False,
+                filter_applied=echo,
+                timings_ms={"total": 0.0},
+                query=info,
+                pending_embeddings=self.store.pending_count(),
+                warnings=warnings,
+                explain=params.explain,
+            )
+
+        reranker, rerank_skipped, failed = self._reranker_for(params.reranker, pq.positive_text)
+        if failed and rerank_skipped is not None:
+            warnings += (rerank_skipped,)
+
+        conn = self.store.conn()
+        if cancel is not None:
+            # Lets a long FTS/KNN statement stop as soon as the caller gives up on it.
+            conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
+        try:
+            if params.legs not in ("hybrid", "vector", "fts"):
+                raise ParamError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
+            # Pages are prefixes: the results up to 10 are ranked as for a page of 10, the next up to 20
+            # as for a page of 20 (less those already placed), and so on, so a larger page only adds hits
+            # below the ones a smaller page shows (pools grow with the page, and a deeper pool can reorder
+            # its top). A page of 10 or fewer is exactly groove's ranking for 10.
+            fused: list[_Candidate] = []
+            placed: set[int] = set()
+            first: _Ranked | None = None
+            t = time.perf_counter()
+            named = self._named_sections(pq, doc_filter, params.legs) if self.config.search.heading_first else ()
+            timings["named"] = _ms(t)
+            for tier in page_tiers(limit):
+                ranked = self._ranked(
+                    pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel, progress, timings, named
+                )
+                if first is None:
+                    first = ranked
+                elif ranked.warnings:
+                    warnings += tuple(w for w in ranked.warnings if w not in warnings)
+                for c in ranked.candidates:
+                    if len(fused) == min(tier, limit):
+                        break
+                    if c.row.chunk_id not in placed:
+                        placed.add(c.row.chunk_id)
+                        fused.append(c)
+            assert first is not None
+            legs, reranked = first.legs, first.reranked
+            warnings += first.warnings
+            if first.rerank_failed is not None:
+                rerank_skipped = first.rerank_failed
+
+            if method == "dbsf" and not reranked:
+                full = _fused_weight(legs, self.config.search.fusion)
+                low_confidence = _dbsf_low_confidence([c.score for c in fused], full, ratio)
+            else:
+                low_confidence = _low_confidence([c.score for c in fused], ratio)
+
+            hits = [self._to_hit(c, params.explain) for c in fused]
+            if params.parent_retriever and hits:
+                t = time.perf_counter()
+                hits = [self._expand(h) for h in hits]
+                timings["parent"] = _ms(t)
+                _check(cancel)
+
+            t = time.perf_counter()
+            cjk_spans = bq is not None and bq.positive_expr is not None
+            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans)) for h in hits]
+            timings["spans"] = _ms(t)
+        except sqlite3.OperationalError as exc:
+            if cancel is not None and cancel.is_set():
+                raise SearchCancelled("search cancelled") from None
+            # SQLite's wording means nothing to a user: it goes to the log, the query to the message.
+            log.warning("full-text statement failed for %r: %s", query, exc)
+            raise QueryError(f"the full-text index could not run the query {query!r}; please report it") from None
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
+
+        timings["total"] = _ms(t0)
+        return SearchResponse(
+            results=tuple(hits),
+            low_confidence=low_confidence,
+            filter_applied=echo,
+            timings_ms=timings,
+            query=info,
+            pending_embeddings=self.store.pending_count(),
+            vector_share=legs.vector_share,
+            reranked=reranked,
+            rerank_skipped=rerank_skipped,
+            warnings=warnings,
+            explain=params.explain,
+        )
+
+    def _ranked(
+        self,
+        pq: ParsedQuery,
+        bq: BigramQuery | None,
+        doc_filter: DocFilter,
+        limit: int,
+        params: SearchParams,
+        reranker: Reranker | None,
+        method: str,
+        lam: float,
+        penalty: float,
+        cancel: threading.Event | None,
+        progress: RerankProgress | None,
+        timings: dict[str, float],
+        named: tuple[tuple[int, CandidateRow], ...],
+    ) -> _Ranked:
+        """The first `limit` candidates of the pipeline up to MMR, for a page of `limit` (timings added up)."""
+        if reranker is not None:
+            # One pool with and without MMR (ours; groove reranks MMR's whole union): toggling MMR, λ or
+            # the parent retriever then re-ranks from the score cache with no new model calls.
+            per_leg, fused_size = pool(pool(limit)), max(self.config.reranker.pool, limit)
+        elif params.mmr:
+            per_leg, fused_size = pool(limit), None
+        else:
+            per_leg, fused_size = pool(limit), limit
+        legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
+        for key, value in (("embed", legs.embed_ms), ("vector", legs.vector_ms), ("fts", legs.fts_ms)):
+            timings[key] = timings.get(key, 0.0) + value
+        if bq is not None and bq.positive_expr is not None:
+            timings["bigram"] = timings.get("bigram", 0.0) + legs.bigram_ms
+        _check(cancel)
+
+        t = time.perf_counter()
+        fused = self._fuse(
+            legs,
+            fused_size,
+            params.explain,
+            bigram_leg=bq is not None and bq.positive_expr is not None,
+            method=method,
+        )
+        timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
+        _check(cancel)
+
+        failed: str | None = None
+        warnings: tuple[str, ...] = ()
+        reranked = False
+        if reranker is not None and fused:
+            t = time.perf_counter()
+            try:
+                fused = self._rerank(reranker, pq.positive_text, fused, limit, params.mmr, cancel, progress)
+                reranked = True
+            except SearchCancelled:
+                raise
+            except Exception as exc:  # a reranker never breaks a search: the fused order stands
+                log.warning("reranker %s failed: %s", reranker.model_id, exc)
+                failed = f"reranker {reranker.model_id} failed: {_one_line(exc)}"
+                warnings += (failed + "; showing the fused order",)
+                fused = fused if params.mmr else fused[:limit]
+            timings["rerank"] = timings.get("rerank", 0.0) + _ms(t)
+            _check(cancel)
+
+        pinned = 0
+        if named:
+            fused, pinned = _pin(fused, named)
+        if params.mmr and fused:
+            t = time.perf_counter()
+            fused = self._mmr(fused, limit, lam, penalty, pinned)
+            timings["mmr"] = timings.get("mmr", 0.0) + _ms(t)
+            _check(cancel)
+        return _Ranked(fused[:limit], legs, reranked, failed, warnings)
+
+    def _named_sections(
+        self, pq: ParsedQuery, doc_filter: DocFilter, which: str
+    ) -> tuple[tuple[int, CandidateRow], ...]:
+        """Cached per (query, filters, index generation), so a settings change costs no lookup."""
+        if which != "hybrid" or len(heading_key(pq.positive_text)) > HEADING_KEY_MAX:
+            return ()
+        key = (pq.positive_text, pq.negative_expr, doc_filter, self.store.generation())
+        cached = self.named_cache.get(key)
+        if cached is None:
+            cached = look_up_named(self.store, self.config, pq, doc_filter, self._excluded_ids(pq), self._accept)
+            self.named_cache.put(key, cached)
+        return cached
+
+    # ------------------------------------------------------------ settings
+
+    def _reranker_for(self, name: str | None, text: str) -> tuple[Reranker | None, str | None, bool]:
+        """The reranker to run for this query, or None with the reason it does not run and whether that
+        is a failure (not loadable) rather than the guard (the query's script outside its languages).
+        Decided before retrieval, so a skipped rerank gives exactly the results of no reranker."""
+        if name is None:
+            return None, None, False
+        from groove_tui.engine.analysis.scripts import uncovered_reason
+        from groove_tui.engine.stages.rerank import reranker_enabled
+
+        if not reranker_enabled(name):  # groove's "none" / "off": no stage, and no warning about it
+            return None, None, False
+
+        try:
+            reranker = self._get_reranker(name)
+        except Exception as exc:  # ModelUnavailable above all; never a failed search
+            return None, f"reranker unavailable: {_one_line(exc)}", True
+        languages = self.config.reranker.languages
+        if languages is None:
+            languages = getattr(reranker, "languages", ())
+        if languages != ("any",):
+            reason = uncovered_reason(text, tuple(languages), reranker.model_id)
+            if reason is not None:
+                return None, f"not reranked: {reason}", False
+        return reranker, None, False
+
+    def _min_quality(self, value: float | None) -> float:
+        # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's
+        # mistake, and the CLI, the explorer and the Python API must all say so the same way.
+        if value is None:
+            return self.config.quality_filter.effective
+        return float(_check_number("min_quality", value, 0.0, 1.0, "a number in [0, 1]"))
+
+    def _confidence_ratio(self, value: float | None) -> float:
+        if value is None:
+            return self.config.search.min_confidence_ratio
+        return float(_check_number("min_confidence_ratio", value, 0.0, math.inf, "a finite number >= 0"))
+
+    def _bigram_query(self, query: str) -> tuple[BigramQuery | None, tuple[str, ...]]:
+        """The bigram side of a CJK query (None: flag off, or no CJK in it), and a warning when the
+        index has no complete bigram table yet (then groove's trigram path serves the query)."""
+        if not self.config.search.cjk_bigram:
+            return None, ()
+        bq = compile_bigram(query)
+        if bq is None:
+            return None, ()
+        if not self.store.bigram_ready():
+            return None, (
+                "the CJK bigram index is not built yet (run `groove-tui index`); "
+                "Japanese text was searched with the trigram index only",
+            )
+        return bq, ()
+
+    # ------------------------------------------------------------ retrieval
+
+    def _retrieve(
+        self,
+        pq: ParsedQuery,
+        doc_filter: DocFilter,
+        per_leg: int,
+        cancel: threading.Event | None,
+        which: str = "hybrid",
+        bq: BigramQuery | None = None,
+    ) -> Legs:
+        generation = self.store.generation()
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq, generation)
+        cached = self.legs_cache.get(key)
+        if cached is not None:
+            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
+        rows: dict[int, CandidateRow] = {}
+        bigram_excluded = self._bigram_excluded_ids(bq)
+        excluded = self._excluded_ids(pq) | bigram_excluded
+        # The vector side (query embedding, then the KNN) runs on its own thread and connection while the
+        # full-text legs run on this one; the model and SQLite release the GIL, so a keystroke costs
+        # max(vector side, full text) rather than their sum.
+        vector_side = (
+            self._pool.submit(self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, generation, cancel)
+            if which != "fts" and self.store.has_vec_table()
+            else None
+        )
+        bigram_expr = bq.match_expr if bq is not None else None
+        # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
+        trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
+        t = time.perf_counter()
+        fts: Sequence[tuple[int, float]] = (
+            self._fts_leg(pq.match_expr or "", doc_filter, per_leg, rows, excluded=bigram_excluded) if trigram else ()
+        )
+        fts_ms = _ms(t)
+        _check(cancel)
+        t = time.perf_counter()
+        bigram: Sequence[tuple[int, float]] = ()
+        if bigram_expr is not None and which != "vector":
+            bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
+        bigram_ms = _ms(t)
+        vector, embed_ms, vector_ms = (), 0.0, 0.0
+        if vector_side is not None:
+            vector, vector_rows, embed_ms, vector_ms = _await(vector_side, cancel)
+            rows.update(vector_rows)
+        kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
+        rows = {cid: row for cid, row in rows.items() if cid in kept}
+        nothing_pending: tuple[float, frozenset[int]] = (1.0, frozenset())
+        share, unembedded = self._vector_share(fts, bigram) if vector else nothing_pending
+        legs = Legs(
+            tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms, share, unembedded
+        )
+        self.legs_cache.put(key, legs)
+        return legs
+
+    def _vector_share(
+        self, fts: Sequence[tuple[int, float]], bigram: Sequence[tuple[int, float]]
+    ) -> tuple[float, frozenset[int]]:
+        """The share of the full-text candidates that have a vector (1.0 when nothing is pending), and
+        those that have none yet.
+
+        While the embedding phase runs, the vector leg ranks only the chunks embedded so far, and a chunk
+        it never saw earns no vector term: fusion scales the vector weight by the share and lets the
+        full text's reading stand in for the missing terms (`_fuse`): the full text's ranking at 0 %,
+        the configured fusion at 100 %. With no full-text candidates, the share of the whole index stands in."""
+        waiting = self.store.pending_count()
+        if waiting == 0:
+            return 1.0, frozenset()
+        ids = sorted({cid for leg in (fts, bigram) for cid, _ in leg})
+        conn = self.store.conn()
+        if not ids:
+            total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            return (1.0 - waiting / total if total else 1.0), frozenset()
+        pending: set[int] = set()
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            pending.update(
+                r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch)
+            )
+        return 1.0 - len(pending) / len(ids), frozenset(pending)
+
+    def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
+        """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
+        if bq is None or not bq.negative_expr:
+            return frozenset()
+        rows = self.store.conn().execute("SELECT rowid FROM fts_bigram WHERE fts_bigram MATCH ?", (bq.negative_expr,))
+        return frozenset(r[0] for r in rows)
+
+    def _excluded_ids(self, pq: ParsedQuery) -> frozenset[int]:
+        if not pq.negative_expr:
+            return frozenset()
+        rows = self.store.conn().execute("SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ?", (pq.negative_expr,))
+        return frozenset(r[0] for r in rows)
+
+    def _vector_side(
+        self,
+        text: str,
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
+        generation: int,
+        cancel: threading.Event | None,
+    ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
+        """Embed the query (cached per text) and run the vector leg, on a pool thread."""
+        t = time.perf_counter()
+        vec = self.query_vectors.get(text)
+        if vec is None:
+            with self._embed_lock:  # one query embedding at a time: two panes share the model
+                vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
+            self.query_vectors.put(text, vec)
+        embed_ms = _ms(t)
+        _check(cancel)
+        conn = self.store.conn()
+        if cancel is not None:
+            conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
+        try:
+            t = time.perf_counter()
+            rows: dict[int, CandidateRow] = {}
+            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation)
+            return vector, rows, embed_ms, _ms(t)
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
+
+    def _accept(self, row: CandidateRow | None, doc_filter: DocFilter) -> bool:
+        return row is not None and doc_filter.accepts(
+            row.path, row.tags, row.date, row.category, row.topic, row.quality_score
+        )
+
+    def _vector_leg(
+        self,
+        qvec: np.ndarray,
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
+        rows: dict[int, CandidateRow],
+        generation: int,
+    ) -> list[tuple[int, float]]:
+        narrowing = doc_filter.has_any or bool(excluded)
+        cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
+        conn = self.store.conn()
+        blob = to_blob(qvec)
+        first = (
+            max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
+        )
+        k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
+        scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
+        while True:
+            found = self.vectors.knn(qvec, k, generation) if scan else None
+            if found is None:  # sqlite-vec's own scan: the same rows (engine/retrieve/vector_scan.py says why)
+                found = conn.execute(
+                    "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                    (blob, k),
+                ).fetchall()
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < k or k >= KNN_MAX:
+                return kept
+            # Short after filters: take groove's full over-fetch, then (ours, and groove's rule for
+            # exclusions, §C.7) keep doubling until the page is full or sqlite-vec's k limit is reached.
+            k = min(cap if k < cap else k * 2, KNN_MAX)
+
+    def _fts_leg(
+        self,
+        expr: str,
+        doc_filter: DocFilter,
+        per_leg: int,
+        rows: dict[int, CandidateRow],
+        *,
+        excluded: frozenset[int] = frozenset(),
+        table: str = "fts_chunks",
+    ) -> list[tuple[int, float]]:
+        """bm25-ranked rows of `table` (fts_chunks or fts_bigram); `excluded` are dropped on top of the
+        expression's own NOT (exclusions judged by the other table)."""
+        cap = min(per_leg * 10, OVERFETCH_CAP) if doc_filter.has_any or excluded else per_leg
+        # Merging parts, a section's parts count once: one note split into hundreds of matching parts
+        # must not fill the pool, so the leg reads on (4× a page) until it has per_leg sections.
+        merge = self.config.search.merge_parts
+        most = OVERFETCH_CAP if merge else cap
+        # The first page is 2× when merging: the statement's cost is ranking every match, not the LIMIT,
+        # so a few extra rows are far cheaper than a second statement when two parts share the page.
+        limit = max(first_page(per_leg, cap), 2 * per_leg) if merge else first_page(per_leg, cap)
+        while True:
+            found = self.ranked_fulltext(table, expr, limit)
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            if units >= per_leg or len(found) < limit or limit >= most:
+                return kept
+            limit = cap if limit < cap else min(limit * 4, most)
+
+    def ranked_fulltext(self, table: str, expr: str, limit: int) -> list[tuple[int, float]]:
+        """The first `limit` rows of `table`'s bm25 statement for `expr`: (rowid, bm25), best first.
+
+        Pruned (engine/retrieve/fulltext.py) when that is possible and on, which gives the very same rows,
+        scores and tie order; else the plain statement, the one definition of the leg's ranking."""
+        f = self.config.search.fusion
+        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        conn = self.store.conn()
+        if self.config.search.fulltext_pruning:
+            found = self.pruned.ranked(conn, table, expr, weights, limit)
+            if found is not None:
+                return found
+        plain: list[tuple[int, float]] = conn.execute(
+            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
+            (*weights, expr, limit),
+        ).fetchall()
+        return plain
+
+    def _keep(
+        self,
+        found: list[tuple[int, float]],
+        doc_filter: DocFilter,
+        per_leg: int,
+        excluded: frozenset[int],
+        rows: dict[int, CandidateRow],
+    ) -> tuple[list[tuple[int, float]], int]:
+        """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
+        — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
+        (candidates or sections) that is."""
+        rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
+        accepted = [(cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)]
+        if not self.config.search.merge_parts:
+            return accepted[:per_leg], min(len(accepted), per_leg)
+        sections: set[tuple[int, int]] = set()
+        kept = []
+        for cid, raw in accepted:
+            key = _section(rows[cid])
+            if key not in sections:
+                if len(sections) == per_leg:
+                    break
+                sections.add(key)
+            kept.append((cid, raw))
+        return kept, len(sections)
+
+    # ------------------------------------------------------------ fusion and later stages
+
+    def _fuse(
+        self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False, method: str = "rrf"
+    ) -> list[_Candidate]:
+        """Combine the legs into one ranking (ties by chunk id; the vector term is added first).
+
+        "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
+        far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
+        legs' scores normalised over their top SCORE_WINDOW candidates (clamped at 0 below). "dbsf"
+        (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
+        the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
+        leg is a full-text leg: it carries the full-text weight and its term comes last.
+        With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
+        candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
+        part the legs liked best stands for the section. Without split sections this changes nothing."""
+        f = self.config.search.fusion
+        rows = legs.rows
+        merge = self.config.search.merge_parts
+        scores: dict[FuseKey, np.float32] = {}
+        traces: dict[FuseKey, dict[str, Any]] = {}
+        part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
+        ties: dict[FuseKey, np.float32] = {}
+        scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
+        stand_in: dict[FuseKey, tuple[np.float32, np.float32 | None]] = {}  # no vector yet: full-text reading
+        seen_by_vector: set[FuseKey] = set()
+        raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
+        wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+        if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
+            wv = F32(wv * F32(legs.vector_share))
+        for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
+            if merge:
+                for cid, term in zip(
+                    (c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True
+                ):
+                    part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
+                leg = _best_part_per_section(leg, rows)
+            # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
+            rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
+            terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
+            if explain:
+                scales[f"{name}_scale"] = _scale(method, leg, name == "vector")
+            for rank, ((cid, raw), term) in enumerate(zip(leg, terms, strict=True)):
+                key = _section(rows[cid]) if merge else cid
+                scores[key] = scores.get(key, F32(0.0)) + term
+                if name == "vector":
+                    seen_by_vector.add(key)
+                elif cid in legs.unembedded and weight > 0:  # the leg's reading on its own 0..1 scale
+                    reading = F32(term / weight)
+                    if reading > stand_in.get(key, (F32(-1.0),))[0]:
+                        stand_in[key] = (reading, rrf_terms[rank] / weight if rrf_terms is not None else None)
+                if rrf_terms is not None:
+                    ties[key] = ties.get(key, F32(0.0)) + rrf_terms[rank]
+                if explain:
+                    tr = traces.setdefault(key, {})
+                    tr[f"{name}_rank"] = rank + 1
+                    tr[raw_name[name]] = float(raw)
+                    tr[f"rrf_{name}"] = float(term)
+        # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
+        # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
+        # leg has not looked, take it to agree with the full text: the candidate's best full-text reading
+        # stands in for its vector reading. Unembedded candidates then keep the full-text order among
+        # themselves and meet embedded ones on equal terms. The leg's weight still follows the share of
+        # the full-text candidates it has seen: the nearest of a small sample read far above the leg's
+        # window and would outvote the full text on the few chunks embedded first. Nothing is imputed or
+        # scaled once every chunk has a vector.
+        for key, (reading, rrf_reading) in stand_in.items():
+            if key in seen_by_vector:  # merged parts: another part of the section has a vector term
+                continue
+            term = F32(wv * reading)
+            scores[key] = scores[key] + term
+            if rrf_reading is not None:
+                ties[key] = ties.get(key, F32(0.0)) + F32(wv * rrf_reading)
+            if explain:
+                traces.setdefault(key, {})["rrf_vector"] = float(term)
+                traces[key]["vector_imputed"] = True
+        if merge:
+            parts: dict[FuseKey, list[int]] = {}
+            for cid in part_scores:
+                parts.setdefault(_section(rows[cid]), []).append(cid)
+            face = {key: min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index)) for key, cids in parts.items()}
+        else:
+            face = {cid: cid for cid in scores}
+        # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
+        # index updated in place must rank a tie exactly as a fresh build of the same notes does.
+        order = sorted(
+            scores,
+            key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), rows[face[key]].path, rows[face[key]].chunk_index),
+        )
+        if size is not None:
+            order = order[:size]
+        out = []
+        for rank, key in enumerate(order):
+            trace = traces.get(key, {})
+            if explain:
+                trace.update(scales)  # the legs' scales, also for a hit a leg did not find
+                trace["fusion"] = method
+                trace["rrf_score"] = float(scores[key])
+                trace["rrf_rank"] = rank + 1
+                trace["bigram_leg"] = bigram_leg
+                if legs.vector_share < 1.0:
+                    trace["vector_share"] = legs.vector_share
+                if merge and len(parts[key]) > 1:
+                    trace["merged_parts"] = tuple(sorted(rows[c].part for c in parts[key]))
+            out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
+        return out
+
+    def _rerank(
+        self,
+        reranker: Reranker,
+        query: str,
+        pool_items: list[_Candidate],
+        limit: int,
+        keep_all: bool,
+        cancel: threading.Event | None,
+        progress: RerankProgress | None,
+    ) -> list[_Candidate]:
+        contextual = self._contextual()
+        gen = self.store.generation()
+        max_tokens = self.config.reranker.max_tokens  # truncation changes the scores: part of the key
+        scores: list[float | None] = []
+        missing: list[int] = []
+        for i, c in enumerate(pool_items):
+            cached = self.rerank_scores.get((reranker.model_id, max_tokens, query, c.row.chunk_id, gen))
+            scores.append(cached)
+            if cached is None:
+                missing.append(i)
+        if progress is not None:
+            progress("rerank", 0, len(missing))
+        if missing:
+            docs = [embedding_input(pool_items[i].row.content, pool_items[i].row.context, contextual) for i in missing]
+            report = None if progress is None else (lambda done, total: progress("rerank", done, total))
+            fresh = reranker.score(query, docs, progress=report, cancel=cancel)
+            for i, s in zip(missing, fresh, strict=True):
+                scores[i] = float(s)
+                self.rerank_scores.put(
+                    (reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s)
+                )
+        final = blend_scores(cast(list[float], scores), [c.score for c in pool_items], self.config.reranker.blend)
+        order = sorted(range(len(pool_items)), key=lambda i: -final[i])  # stable: ties keep the fused order
+        out = []
+        for rank, i in enumerate(order):
+            c = pool_items[i]
+            c.trace["rerank_score"] = scores[i]
+            c.trace["rerank_rank"] = rank + 1
+            c.trace["rerank_blend"] = self.config.reranker.blend
+            out.append(_Candidate(c.row, float(F32(final[i])), c.trace))
+        return out if keep_all else out[:limit]
+
+    def _mmr(
+        self, items: list[_Candidate], limit: int, lam: float, penalty: float, pinned: int = 0
+    ) -> list[_Candidate]:
+        embs = self._embeddings([c.row.chunk_id for c in items])
+        kept = [c for i, c in enumerate(items) if c.row.chunk_id in embs]  # groove drops candidates without a vector
+        pinned = sum(1 for c in items[:pinned] if c.row.chunk_id in embs)
+        items = kept
+        if not items:
+            return []
+        matrix = np.stack([embs[c.row.chunk_id] for c in items])
+        picks, traces = mmr_select_traced(
+            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty, pinned
+        )
+        out = []
+        for i, tr in zip(picks, traces, strict=True):
+            items[i].trace["mmr"] = tr
+            out.append(items[i])
+        return out
+
+    def _embeddings(self, ids: list[int]) -> dict[int, np.ndarray]:
+        gen = self.store.generation()
+        out: dict[int, np.ndarray] = {}
+        missing = []
+        for cid in ids:
+            v = self.embeddings.get((cid, gen))
+            if v is None:
+                missing.append(cid)
+            else:
+                out[cid] = v
+        for cid, v in self.store.embeddings_for(missing).items():
+            self.embeddings.put((cid, gen), v)
+            out[cid] = v
+        return out
+
+    def _to_hit(self, c: _Candidate, explain: bool) -> Hit:
+        r = c.row
+        trace = None
+        if explain:
+            t = c.trace
+            # The trace keys are HitTrace field names, filled stage by stage.
+            trace = HitTrace(**{k: v for k, v in t.items() if k in _TRACE_FIELDS})
+        return Hit(
+            chunk_id=r.chunk_id,
+            document_id=r.document_id,
+            path=r.path,
+            title=r.title,
+            heading=r.heading,
+            level=r.level,
+            chunk_index=r.chunk_index,
+            topic=r.topic,
+            category=r.category,
+            date=r.date,
+            tags=r.tags,
+            content=r.content,
+            score=c.score,
+            line=r.line,
+            context=r.context,
+            trace=trace,
+            part=r.part,
+        )
+
+    def _expand(self, hit: Hit) -> Hit:
+        cfg = self.config.search.parent_retriever
+        try:
+            rows = [ChunkRow(*r) for r in self.store.document_chunks(hit.document_id)]
+        except sqlite3.Error:
+            return hit  # groove: any DB error leaves the hit unchanged
+        expansion = expand_hit(
+            hit.chunk_index,
+            rows,
+            whole_doc_threshold_tokens=cfg.whole_doc_threshold_tokens,
+            max_expanded_tokens=cfg.max_expanded_tokens,
+        )
+        if expansion is None:
+            return hit
+        trace = hit.trace
+        if trace is not None:
+            trace = replace(trace, parent=expansion.description)
+        return replace(hit, content=expansion.content, expanded_from=expansion.expanded_from, trace=trace)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+_TRACE_FIELDS = frozenset(f.name for f in fields(HitTrace))
+
+
+def _best_part_per_section(
+    leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]
+) -> tuple[tuple[int, float], ...]:
+    """The leg with only the first (best) part of each section, in order."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for cid, raw in leg:
+        key = _section(rows[cid])
+        if key not in seen:
+            seen.add(key)
+            out.append((cid, raw))
+    return tuple(out)
+
+
+def _await(future: Future[Any], cancel: threading.Event | None) -> Any:
+    """The future's result, giving up as soon as the caller cancels (the worker notices on its own)."""
+    while True:
+        try:
+            return future.result(timeout=0.005)
+        except FutureTimeout:
+            _check(cancel)
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise SearchCancelled("search cancelled")
+
+
+def _ms(t: float) -> float:
+    return (time.perf_counter() - t) * 1000.0
+
+
+def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ...] | None:
+    spans = match_spans(query, content, cjk_bigram=cjk_bigram)
+    return None if spans is None else tuple(Span(s, e) for s, e in spans)

@@ -1,0 +1,199 @@
+"""`match_spans`: where the query's terms occur in a hit's content (reference §H), in CHARACTER offsets.
+
+For ASCII terms over ASCII content the result is groove's exactly (its byte offsets equal our character
+offsets there). Our deliberate deviation (DESIGN.md, "Highlights for every language"): groove returns
+None as soon as a term is non-ASCII; we highlight every script. Terms and content are compared after
+`fold`, which imitates the FTS5 trigram tokenizer with `case_sensitive 0 remove_diacritics 1`, so a
+highlight appears where the full-text leg matched:
+
+* case: simple case folding per code point (`Σ`/`ς` → `σ`, `İ` → `i`, but `ß` stays `ß`: FTS5 does not
+  expand it to `ss`);
+* diacritics: a Latin letter whose NFD form is an ASCII letter plus combining marks folds to that letter
+  (`É` → `e`); the combining diacritics FTS5 drops (`_DROPPED_MARKS`) fold to nothing, so decomposed
+  `e` + U+0301 also reads as `e`;
+* everything else (CJK, emoji, ZWJ, other marks) is kept as is.
+
+Measured against SQLite 3.50's tokenizer over every code point, the fold differs only for letters whose
+case pairs are newer than SQLite's Unicode tables (Cherokee, Georgian Mtavruli, Osage, Adlam, …: we fold
+them, FTS5 does not), the Cyrillic letter variants U+1C80–1C88 (we fold `ᲀ` to `в`) and `ǡ`/`Ǡ`.
+
+Because a folded character may come from several original ones (a letter and the marks that folded
+away), matching runs on the folded copy and every span is mapped back through a per-character index
+table; a span's end includes the marks that folded away after it. For ASCII terms over non-ASCII content
+this can differ from groove on purpose: `cafe` also highlights `CAFÉ`, as the FTS leg matched it.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+from groove_tui.engine.analysis.bigram import cjk_terms, nfkc
+from groove_tui.engine.analysis.query import split_terms, trim
+
+__all__ = ["MATCH_SPAN_MAX_CONTENT_BYTES", "MATCH_SPAN_MAX_TERMS", "fold", "match_spans"]
+
+MATCH_SPAN_MAX_TERMS = 100
+MATCH_SPAN_MAX_CONTENT_BYTES = 262_144
+_SPAN_BUDGET = 100  # spans shared out between the terms
+
+# The combining diacritics FTS5's remove_diacritics=1 removes (measured with SQLite 3.50.4).
+_DROPPED_MARKS = frozenset(
+    [*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x311, 0x31B, *range(0x323, 0x329), 0x32D, 0x32E, 0x330, 0x331]
+)
+
+
+@lru_cache(maxsize=8192)
+def _fold_char(c: str) -> str:
+    """Fold one code point to at most one code point ("" when FTS5 would skip it)."""
+    if c < "\x80":
+        return c.lower()
+    if ord(c) in _DROPPED_MARKS:
+        return ""
+    low = c.lower()
+    if len(low) != 1:  # only U+0130 İ: full lower-casing adds a combining dot, the simple mapping is 'i'
+        low = low[0]
+    folded = low.casefold()
+    if len(folded) == 1 and folded != low and folded.islower():  # ς→σ, ſ→s, µ→μ; not Cherokee (folds up)
+        low = folded
+    decomposed = unicodedata.normalize("NFD", low)
+    if (
+        len(decomposed) > 1
+        and decomposed[0].isascii()
+        and decomposed[0].isalpha()
+        and all(unicodedata.combining(m) for m in decomposed[1:])
+    ):
+        return decomposed[0]
+    return low
+
+
+def fold(text: str) -> str:
+    """`text` case- and diacritic-folded like the FTS5 index (see the module docstring)."""
+    if text.isascii():
+        return text.lower()
+    return "".join(map(_fold_char, text))
+
+
+def _fold_with_map(text: str) -> tuple[str, list[int] | None]:
+    """The folded text and, for each folded character, the index of the original character it came
+    from (None when folding kept a one-to-one correspondence, the common case)."""
+    if text.isascii():
+        return text.lower(), None
+    parts = [_fold_char(c) for c in text]
+    folded = "".join(parts)
+    if len(folded) == len(text) and all(parts):
+        return folded, None
+    source = [i for i, part in enumerate(parts) for _ in part]
+    return folded, source
+
+
+_VOICED_MARKS = ("\u3099", "\u309a")  # what NFKC makes of half-width ﾞ ﾟ: compose with the kana before
+
+
+@lru_cache(maxsize=8192)
+def _nfkc_fold_char(c: str) -> str:
+    return "".join(map(_fold_char, unicodedata.normalize("NFKC", c)))
+
+
+def _compose_voiced(parts: list[str]) -> None:
+    """Merge a lone voiced mark into the kana before it (ｶﾞ → カ + ゙ → ガ), in place."""
+    prev = None  # index of the last non-empty part
+    for i, part in enumerate(parts):
+        if part in _VOICED_MARKS and prev is not None:
+            composed = unicodedata.normalize("NFC", parts[prev][-1] + part)
+            if len(composed) == 1:
+                parts[prev] = parts[prev][:-1] + composed
+                parts[i] = ""
+                continue
+        if part:
+            prev = i
+
+
+def _fold_with_map_nfkc(text: str) -> tuple[str, list[int] | None]:
+    """Like `_fold_with_map`, after NFKC per character (the bigram table's normalisation), so ｶﾞｲﾄﾞ
+    reads as ガイド and ＡＢＣ as abc."""
+    if text.isascii():
+        return text.lower(), None
+    parts = list(map(_nfkc_fold_char, text))
+    folded = "".join(parts)
+    if "\u3099" in folded or "\u309a" in folded:
+        _compose_voiced(parts)
+        folded = "".join(parts)
+    if len(folded) == len(text) and all(parts):
+        return folded, None
+    return folded, [i for i, part in enumerate(parts) for _ in part]
+
+
+def _to_original(start: int, end: int, source: list[int] | None, n_folded: int, n_text: int) -> tuple[int, int]:
+    """Map a folded span [start, end) back to the original characters."""
+    if source is None:
+        return start, end
+    o_start = source[start]
+    if end >= n_folded:
+        o_end = n_text  # also takes the marks that folded away at the very end
+    elif source[end] == source[end - 1]:
+        o_end = source[end - 1] + 1  # the match ends inside one character's expansion
+    else:
+        o_end = source[end]  # up to the next kept character: includes marks folded away in between
+    return o_start, o_end
+
+
+def _terms(query: str, cjk_bigram: bool = False) -> list[str]:
+    """Folded, sorted, deduplicated, capped: sorting before the cap keeps spans word-order independent.
+
+    With `cjk_bigram` the query is NFKC-normalised and its CJK terms (runs of 1-2 characters, bigrams of
+    longer runs: what the bigram leg matched) join groove's phrases."""
+    if cjk_bigram:
+        query = nfkc(query)
+    folded = {fold(t) for t in (*split_terms(query), *(cjk_terms(query) if cjk_bigram else ()))}
+    folded.discard("")
+    return sorted(folded)[:MATCH_SPAN_MAX_TERMS]
+
+
+def _occurrences(haystack: str, term: str, budget: int) -> list[tuple[int, int]]:
+    """The first `budget` non-overlapping occurrences, left to right (Rust `match_indices`)."""
+    out: list[tuple[int, int]] = []
+    pos = haystack.find(term)
+    while pos >= 0 and len(out) < budget:
+        out.append((pos, pos + len(term)))
+        pos = haystack.find(term, pos + len(term))
+    return out
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sort and merge overlapping spans; merely adjacent spans stay separate."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start < out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def match_spans(query: str, content: str, *, cjk_bigram: bool = False) -> list[tuple[int, int]] | None:
+    """Character spans of `query`'s terms in `content` (§H); callers pass the query's positive text.
+
+    None when the query is blank or the content is over 262,144 UTF-8 bytes; [] when nothing matched.
+    `cjk_bigram` (search passes it for queries the bigram leg served) also highlights CJK words under
+    3 characters and the bigrams of longer CJK runs, comparing NFKC-normalised text.
+    """
+    q = trim(query)
+    if not q:
+        return None
+    if len(content) * 4 > MATCH_SPAN_MAX_CONTENT_BYTES and len(content.encode("utf-8", "surrogatepass")) > (
+        MATCH_SPAN_MAX_CONTENT_BYTES
+    ):
+        return None
+    terms = _terms(q, cjk_bigram)
+    if not terms:
+        return []
+    budget = max(1, _SPAN_BUDGET // len(terms))
+    folded, source = _fold_with_map_nfkc(content) if cjk_bigram else _fold_with_map(content)
+    spans: list[tuple[int, int]] = []
+    for term in terms:
+        spans.extend(_occurrences(folded, term, budget))
+    if source is not None:
+        spans = [_to_original(s, e, source, len(folded), len(content)) for s, e in spans]
+    return _merge(spans)

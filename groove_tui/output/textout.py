@@ -1,0 +1,257 @@
+"""Plain-text renderings for the headless commands: readable, highlighted on a TTY, safe always.
+
+Document text is never allowed to reach the terminal as control codes: every C0/C1 control character
+except newline and tab is replaced before printing.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+from groove_tui.engine.index.throughput import format_rate
+from groove_tui.engine.types import FileIssue, Hit, HitTrace, IndexReport, SearchResponse, Span
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BOLD_MATCH = "\x1b[1;33m"
+DIM = "\x1b[2m"
+RESET = "\x1b[0m"
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR or TERM=dumb."""
+    import os
+
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def sanitize(text: str) -> str:
+    """Replace terminal control characters (ESC, BEL, CSI, …) with U+FFFD; keep \\n and \\t."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+# A name (path, title, heading) is one line of output: every control, line separator and bidi control in
+# it is shown as an escape, so a file name cannot forge a line ("…\nrank: 1") or reverse what follows.
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def escape_name(text: str) -> str:
+    """A path, title or heading for display on one line, its controls visible as escapes (\\n, \\u202e)."""
+    return _NAME_UNSAFE.sub(_escape, text)
+
+
+# An ATX level-1 heading (`# Title`, `# Title #`), up to three spaces in, as CommonMark reads one.
+_H1 = re.compile(r" {0,3}#(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
+
+
+def h1_title(text: str | None) -> str | None:
+    """The H1 on the first non-blank line of `text`, else None."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            m = _H1.fullmatch(line)
+            title = (m.group(1) or "").strip() if m else ""
+            return title or None
+    return None
+
+
+def display_title(hit: Hit, document_text: str | None = None) -> str | None:
+    """The title a person reads: groove's `title` (frontmatter) when it has one, else the H1 a note opens
+    with (in the hit's own text, or `document_text`: the start of its document). JSON keeps groove's
+    `title`, which has no such fallback for Markdown."""
+    if hit.title and hit.title.strip():
+        return hit.title
+    return h1_title(hit.content) or h1_title(document_text)
+
+
+# A hit's text as printed: an expansion is at most 8192 tokens (~32 KB), so this only cuts a huge chunk
+# of an uncapped index; --format json still carries the whole text.
+BODY_MAX_CHARS = 32_768
+
+
+def bounded(text: str, spans: Sequence[Span] | None) -> tuple[str, Sequence[Span] | None]:
+    """The text cut at BODY_MAX_CHARS (with a note saying how much was left out) and the spans inside it."""
+    if len(text) <= BODY_MAX_CHARS:
+        return text, spans
+    note = f"\n… [{len(text) - BODY_MAX_CHARS:,} more characters; --format json has the whole text]"
+    kept = tuple(s for s in spans or () if s.end <= BODY_MAX_CHARS)
+    return text[:BODY_MAX_CHARS] + note, kept
+
+
+def highlight(text: str, spans: Sequence[Span] | None, color: bool) -> str:
+    if not color or not spans:
+        return sanitize(text)
+    out, pos = [], 0
+    for s in spans:
+        out.append(sanitize(text[pos : s.start]))
+        out.append(BOLD_MATCH + sanitize(text[s.start : s.end]) + RESET)
+        pos = s.end
+    out.append(sanitize(text[pos:]))
+    return "".join(out)
+
+
+def snippets(hit: Hit, max_snippets: int = 3, radius: int = 40) -> list[str]:
+    """Up to three short quotes around match spans, each from a different part of the text."""
+    out: list[str] = []
+    covered = -1
+    for s in hit.match_spans or ():
+        if s.start < covered:
+            continue  # already inside the previous quote
+        start, end = max(0, s.start - radius), min(len(hit.content), s.end + radius)
+        piece = " ".join(hit.content[start:end].split())
+        out.append(("…" if start else "") + piece + ("…" if end < len(hit.content) else ""))
+        covered = end
+        if len(out) == max_snippets:
+            break
+    return out
+
+
+def format_response(
+    resp: SearchResponse, *, color: bool, explain: bool = False, documents: Mapping[int, str] | None = None
+) -> str:
+    """groove's text output. `documents`: the opening text of a hit's document (by document id), where
+    the title fallback finds the H1 when the hit's own text does not start with it."""
+    lines: list[str] = []
+    if resp.low_confidence:
+        lines.append("[low_confidence: no result stands out — the first hit may well be wrong]")
+    if resp.filter_applied:
+        lines.append("filters: " + ", ".join(f"{k}={v}" for k, v in resp.filter_applied.items()))
+    if resp.pending_embeddings:
+        lines.append(f"[{resp.pending_embeddings} chunks not embedded yet: vector results are partial]")
+    for w in resp.warnings:
+        lines.append(f"[warning: {sanitize(w)}]")
+    if resp.rerank_skipped and resp.rerank_skipped not in " ".join(resp.warnings):
+        lines.append(f"[{sanitize(resp.rerank_skipped)}]")  # the language guard: not a failure
+    if explain:
+        q = resp.query
+        none = "(no trigram expression)" if q.bigram_expr else "(no full-text expression: vector only)"
+        lines.append(f"compiled: {q.match_expr or none}")
+        if q.bigram_expr:
+            lines.append(f"bigram:   {q.bigram_expr}")
+        if q.exclude:
+            lines.append(f"excluded: {', '.join(q.exclude)}")
+        lines.append("timings:  " + "  ".join(f"{k} {v:.1f}ms" for k, v in resp.timings_ms.items()))
+        trace = resp.results[0].trace if resp.results else None
+        if trace is not None:
+            legs = [f"{leg} {scale_text(reads, scale)}" for leg, reads, scale in trace.scales() if scale]
+            if trace.vector_share is not None:
+                legs.append(
+                    f"vector weight × {trace.vector_share:.2f} ({trace.vector_share:.0%} of full-text hits "
+                    "embedded, the others' vector terms are their full-text readings)"
+                )
+            lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
+    if not resp.results:
+        lines.append("no results")
+    blocks = ["\n".join(lines)] if lines else []
+    for rank, hit in enumerate(resp.results, 1):
+        title = display_title(hit, (documents or {}).get(hit.document_id))
+        head = [
+            f"# {escape_name(title) if title else '(no title)'}",
+            escape_name(hit.path) + (f"#{escape_name(hit.heading)}" if hit.heading else "") + hit.part_label,
+            f"rank: {rank}  score: {hit.score:.4f}",
+        ]
+        if hit.tags:
+            head.append("tags: " + ", ".join(escape_name(t) for t in hit.tags))
+        if hit.expanded_from is not None:
+            ef = hit.expanded_from
+            head.append(
+                f"expanded: whole document ({ef.total_chunks} chunks)"
+                if ef.kind == "whole_document"
+                else f"expanded: chunks {ef.from_index}–{ef.to_index}"
+            )
+        for snip in snippets(hit):
+            head.append(f'  "{sanitize(snip)}"')
+        if explain and hit.trace is not None:
+            head.append(_trace_line(hit.trace))
+        body = highlight(*bounded(hit.content, hit.match_spans), color)
+        if color:
+            head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
+        blocks.append("\n".join(head) + "\n\n" + body)
+    return "\n---\n".join(blocks) + "\n"
+
+
+def scale_text(reads: str, scale: tuple[float, float]) -> str:
+    """A score fusion's scale for one leg: the scores it maps to term 0 and to term 1."""
+    digits = 3 if reads == "bm25" else 4
+    return f"{reads} {scale[0]:.{digits}f} → 0, {scale[1]:.{digits}f} → 1"
+
+
+def _trace_line(t: HitTrace) -> str:
+    parts = [
+        f"vector #{t.vector_rank} d={t.vector_distance:.4f}"
+        if t.vector_rank
+        else "vector pending (full-text reading)"
+        if t.vector_imputed
+        else "vector —",
+        f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
+        f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
+    ]
+    if t.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
+        parts[1:3] = [
+            parts[1],
+            f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",
+            f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
+        ]
+    if t.merged_parts:
+        parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")
+    if t.named:
+        parts.append("named: the query is its heading or title, ranked first")
+    if t.rerank_score is not None:
+        blend = f", blend {t.rerank_blend:g}" if t.rerank_blend is not None and t.rerank_blend < 1 else ""
+        parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank}{blend})")
+    if t.mmr is not None:
+        m = t.mmr
+        parts.append(f"mmr pick {m.pick}: rel {m.relevance:.3f} sim {m.max_similarity:.3f} pen {m.penalty:.2f}")
+    if t.parent:
+        parts.append(f"parent: {t.parent}")
+    return "explain: " + " | ".join(parts)
+
+
+def format_index_report(r: IndexReport) -> str:
+    r = _names_escaped(r)
+    lines = [
+        f"added {r.added}, updated {r.updated} ({r.metadata_only} metadata only), unchanged {r.unchanged}, "
+        f"renamed {r.renamed}, deleted {r.deleted}, skipped {len(r.skipped)}",
+        f"{r.chunks:,} chunks; embedded {r.embedded:,} this run"
+        + (f" at {format_rate(r.embed_rate)}" if r.embed_rate is not None else "")
+        + (f"; {r.pending_embeddings:,} still without a vector" if r.pending_embeddings else ""),
+        f"{r.seconds:.2f} s (full text {r.fulltext_seconds:.2f} s, embeddings {r.embed_seconds:.2f} s)",
+    ]
+    for issue in r.skipped:
+        lines.append(f"skipped  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+    for issue in r.degraded:
+        lines.append(f"warning  {sanitize(issue.path)}: {sanitize(issue.reason)}")
+    lines += [sanitize(note) for note in r.notes]
+    return "\n".join(lines)
+
+
+def _names_escaped(r: IndexReport) -> IndexReport:
+    """The report with each skipped or degraded file's name (and reason) escaped onto one line."""
+    from dataclasses import replace
+
+    def esc(issues: tuple[FileIssue, ...]) -> tuple[FileIssue, ...]:
+        return tuple(type(i)(escape_name(i.path), escape_name(i.reason)) for i in issues)
+
+    return replace(r, skipped=esc(r.skipped), degraded=esc(r.degraded))
+
+
+def index_command(args: Any, kb: object, *extra: str, model: str | None = None) -> str:
+    """`groove-tui index KB` with the user's own --config / --index-dir / --model-dir / --model (or
+    `model` instead), so the command an error suggests is the one that fixes it (without them it would
+    build another index)."""
+    words = ["groove-tui index", shlex.quote(str(kb))]
+    words += [
+        f"--{name.replace('_', '-')} {shlex.quote(str(getattr(args, name)))}"
+        for name in ("config", "index_dir", "model_dir")
+        if getattr(args, name, None)
+    ]
+    words += extra
+    model = model or getattr(args, "model", None)
+    return " ".join(words + ([f"--model {shlex.quote(model)}"] if model else []))
