@@ -4,6 +4,7 @@ full-text candidate with no vector yet takes its full-text reading as its vector
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,54 +153,21 @@ def test_a_share_outside_zero_to_one_is_refused(full, tmp_path: Path):
             copy_with_share(eng.store.db_path, tmp_path / "x" / DB_NAME, bad, 0)  # type: ignore[arg-type]
 
 
+def _eval_at_share(eng: Engine, index_dir: Path, golden: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "groove_tui.cli", "eval", str(eng.kb_path), "--index-dir", str(index_dir)]
+    argv += ["--model", "hashing-64", "--golden", str(golden), *extra]
+    return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
 def test_eval_at_a_share_leaves_the_index_untouched(full, tmp_path: Path):
     eng, root = full
     golden = tmp_path / "golden.yml"
     golden.write_text("queries:\n  - id: q1\n    query: garden soil\n    expected:\n      - path: garden/n1.md\n")
     before = eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "groove_tui.cli",
-            "eval",
-            str(eng.kb_path),
-            "--index-dir",
-            str(root / "idx"),
-            "--model",
-            "hashing-64",
-            "--golden",
-            str(golden),
-            "--embedded-share",
-            "0.3",
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
-    )
+    run = _eval_at_share(eng, root / "idx", golden, "--embedded-share", "0.3", "--format", "json")
     assert run.returncode == 0, run.stderr
     assert "pending" in run.stderr and "not recorded" in run.stderr
     assert json.loads(run.stdout)["aggregate"]["query_count"] == 1
     assert (eng.store.db_path.stat().st_mtime_ns, eng.store.pending_count()) == before
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "groove_tui.cli",
-            "eval",
-            str(eng.kb_path),
-            "--index-dir",
-            str(root / "idx"),
-            "--model",
-            "hashing-64",
-            "--golden",
-            str(golden),
-            "--embedded-share",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    bad = _eval_at_share(eng, root / "idx", golden, "--embedded-share", "2")
     assert bad.returncode == 2 and "--embedded-share: '2' is invalid: expected a number from 0 to 1" in bad.stderr
