@@ -53,3 +53,21 @@ def no_waiting(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     return seen
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Run `groove-tui ARGS` in-process from a scratch directory with its indexes under it and no user
+    config: returns (exit code, stdout, stderr)."""
+    from groove_tui.cli import main
+
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

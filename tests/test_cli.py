@@ -9,21 +9,11 @@ import sys
 
 import pytest
 
-from groove_tui.cli import main
-
 
 @pytest.fixture
-def cli(kb, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
-    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+def cli(kb, cli):
+    """The shared runner, with the sample KB written under the scratch directory."""
+    return cli
 
 
 def test_index_json_report_then_status(cli, kb):
@@ -195,16 +185,9 @@ def test_a_model_mismatch_offers_both_ways_with_the_users_own_flags(cli, kb, tmp
 
 
 @pytest.fixture
-def run_cli(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # no directory named like a command here
-    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+def run_cli(cli):
+    """The shared runner, with no KB written: a directory named like a command must not exist here."""
+    return cli
 
 
 def test_a_mistyped_command_is_named_with_a_suggestion(run_cli):

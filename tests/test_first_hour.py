@@ -6,29 +6,13 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
 
-from groove_tui.cli import main
 from groove_tui.settings.config import ConfigError, parse_config
 
 from helpers import SAMPLE_KB, write_kb
 from tinymodels import build_tiny_embedder
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
-    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
-    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
 
 
 def one_line(err: str) -> str:

@@ -231,22 +231,6 @@ def test_cli_index_force_with_a_model_typo_keeps_the_index(tmp_path, monkeypatch
 # ---------------------------------------------------------------- clean errors on the command line
 
 
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    from groove_tui.cli import main
-
-    monkeypatch.delenv("GROOVE_TUI_INDEX_DIR", raising=False)
-    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
-
-
 def _commands(kb: Path, index_dir: str) -> list[list[str]]:
     common = ["--index-dir", index_dir, "--model", "hashing"]
     return [
