@@ -31,8 +31,8 @@ demo: setup
 
 # Lint, format and types first (seconds), then the suite and the import contracts.
 test: setup
-	$(BIN)/ruff check groove_tui tests
-	$(BIN)/ruff format --check groove_tui tests
+	$(BIN)/ruff check groove_tui tests benchmarks
+	$(BIN)/ruff format --check groove_tui tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports

