@@ -1,4 +1,4 @@
-"""The CJK character-bigram side index (DESIGN.md deviation 6): segmentation, query compilation, the
+"""The CJK character-bigram side index (docs/groove-compatibility.md, 6): segmentation, query compilation, the
 bigram full-text leg, exclusions, spans, index consistency, migration and `cjk_bigram = false`."""
 
 from __future__ import annotations

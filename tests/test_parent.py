@@ -1,4 +1,4 @@
-"""Level-aware parent retriever (DESIGN.md deviation 3; groove §G)."""
+"""Level-aware parent retriever (docs/groove-compatibility.md, 3; groove §G)."""
 
 from __future__ import annotations
 

@@ -139,7 +139,8 @@ class IndexStatus:
 
 @dataclass(frozen=True, slots=True)
 class SearchParams:
-    """Per-call settings. Defaults match DESIGN.md; `Engine.default_params()` applies groove.toml."""
+    """Per-call settings. Defaults are groove's (docs/configuration.md); `Engine.default_params()` applies
+    groove.toml."""
 
     limit: int = 10
     mmr: bool = False
@@ -213,7 +214,7 @@ class HitTrace:
     rerank_blend: float | None = None  # [reranker] blend: 1 = the raw score is the hit's score
     mmr: MMRTrace | None = None
     parent: str | None = None  # human-readable description of the merge
-    # The CJK bigram leg (ours, DESIGN.md deviation 6); bigram_leg says whether it ran for this query.
+    # The CJK bigram leg (ours, docs/groove-compatibility.md, 6); bigram_leg says whether it ran for this query.
     bigram_leg: bool = False
     bigram_rank: int | None = None
     bigram_bm25: float | None = None

@@ -193,7 +193,7 @@ def _trace_line(t: HitTrace) -> str:
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
         f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
     ]
-    if t.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
+    if t.bigram_leg:  # a CJK query's bigram full-text leg (docs/groove-compatibility.md, 6)
         parts[1:3] = [
             parts[1],
             f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",

@@ -80,7 +80,7 @@ def explain_text(
             head("2 · Full-text leg")
             row("rank", _rank(tr.fts_rank))
             row("bm25", _num(tr.fts_bm25))
-            if tr.bigram_leg:  # a CJK query's bigram full-text leg (DESIGN.md deviation 6)
+            if tr.bigram_leg:  # a CJK query's bigram full-text leg (docs/groove-compatibility.md, 6)
                 row("bigram rank", _rank(tr.bigram_rank))
                 row("bigram bm25", _num(tr.bigram_bm25))
             head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))

@@ -1,4 +1,4 @@
-"""The CJK character-bigram side index (DESIGN.md deviation 6): segmentation and query compilation.
+"""The CJK character-bigram side index (docs/groove-compatibility.md, 6): segmentation and query compilation.
 
 groove's full-text table uses the FTS5 trigram tokenizer, which cannot match a 2-character word (設定,
 東京) and whose query compiler glues particles onto words (東尾は, 成績を). The side table `fts_bigram`

@@ -8,7 +8,7 @@ groove's rules, kept:
 * a chunk under 50 UTF-8 bytes folds into the previous kept chunk with a `"## " + heading` marker;
 * breadcrumb context (200-char cap), quality score, token_count = floor(bytes / 4).
 
-Ours (DESIGN.md "Where we deliberately differ", 2):
+Ours (docs/groove-compatibility.md, 2):
 1. A `## ` line inside a fenced code block (``` or ~~~, closed by a run of the same char at least as long)
    is ordinary content. An unclosed fence runs to the end of the file.
 2. Merge first, then split: a merged chunk over `max_chunk_bytes` is cut at paragraph boundaries (blank

