@@ -1,15 +1,22 @@
-"""Fusion arithmetic: each leg's term under rrf, relative or dbsf, the scale explain shows, the score a
-hit at the top of every leg earns, and the low-confidence test on the fused page (groove §D.7-§D.8)."""
+"""Fusion: the legs combined into one ranking (`fuse`), each leg's term under rrf, relative or dbsf, the
+scale explain shows, the score a hit at the top of every leg earns, and the low-confidence test on the fused
+page (groove §D.6-§D.8)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from groove_tui.engine.retrieve.candidates import Legs
+from groove_tui.engine.index.store import CandidateRow
+from groove_tui.engine.retrieve.candidates import Legs, _Candidate
+from groove_tui.engine.retrieve.named import _section
 from groove_tui.settings.config import FusionConfig
+
+# What fusion sums scores under: a chunk id, or with merged parts a section's (document id, first part).
+FuseKey = Any
 
 # The score-based fusions normalise each leg over its first 50 candidates (groove's pool for limit 10), a
 # fixed window so that a hit's score does not depend on the page size.
@@ -106,3 +113,128 @@ def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
     if not mean > 0.0:
         return False
     return bool(F32(arr.max() / mean) < F32(ratio))
+
+
+def fuse(
+    legs: Legs,
+    fusion: FusionConfig,
+    merge: bool,
+    size: int | None,
+    explain: bool,
+    bigram_leg: bool = False,
+    method: str = "rrf",
+) -> list[_Candidate]:
+    """Combine the legs into one ranking (ties by chunk id; the vector term is added first).
+
+    "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
+    far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
+    legs' scores normalised over their top SCORE_WINDOW candidates (clamped at 0 below). "dbsf"
+    (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
+    the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
+    leg is a full-text leg: it carries the full-text weight and its term comes last.
+    With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
+    candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
+    part the legs liked best stands for the section. Without split sections this changes nothing."""
+    f = fusion
+    rows = legs.rows
+    scores: dict[FuseKey, np.float32] = {}
+    traces: dict[FuseKey, dict[str, Any]] = {}
+    part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
+    ties: dict[FuseKey, np.float32] = {}
+    scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
+    stand_in: dict[FuseKey, tuple[np.float32, np.float32 | None]] = {}  # no vector yet: full-text reading
+    seen_by_vector: set[FuseKey] = set()
+    raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
+    wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+    if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
+        wv = F32(wv * F32(legs.vector_share))
+    for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
+        if merge:
+            for cid, term in zip(
+                (c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True
+            ):
+                part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
+            leg = _best_part_per_section(leg, rows)
+        # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
+        rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
+        terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
+        if explain:
+            scales[f"{name}_scale"] = _scale(method, leg, name == "vector")
+        for rank, ((cid, raw), term) in enumerate(zip(leg, terms, strict=True)):
+            key = _section(rows[cid]) if merge else cid
+            scores[key] = scores.get(key, F32(0.0)) + term
+            if name == "vector":
+                seen_by_vector.add(key)
+            elif cid in legs.unembedded and weight > 0:  # the leg's reading on its own 0..1 scale
+                reading = F32(term / weight)
+                if reading > stand_in.get(key, (F32(-1.0),))[0]:
+                    stand_in[key] = (reading, rrf_terms[rank] / weight if rrf_terms is not None else None)
+            if rrf_terms is not None:
+                ties[key] = ties.get(key, F32(0.0)) + rrf_terms[rank]
+            if explain:
+                tr = traces.setdefault(key, {})
+                tr[f"{name}_rank"] = rank + 1
+                tr[raw_name[name]] = float(raw)
+                tr[f"rrf_{name}"] = float(term)
+    # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
+    # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
+    # leg has not looked, take it to agree with the full text: the candidate's best full-text reading
+    # stands in for its vector reading. Unembedded candidates then keep the full-text order among
+    # themselves and meet embedded ones on equal terms. The leg's weight still follows the share of
+    # the full-text candidates it has seen: the nearest of a small sample read far above the leg's
+    # window and would outvote the full text on the few chunks embedded first. Nothing is imputed or
+    # scaled once every chunk has a vector.
+    for key, (reading, rrf_reading) in stand_in.items():
+        if key in seen_by_vector:  # merged parts: another part of the section has a vector term
+            continue
+        term = F32(wv * reading)
+        scores[key] = scores[key] + term
+        if rrf_reading is not None:
+            ties[key] = ties.get(key, F32(0.0)) + F32(wv * rrf_reading)
+        if explain:
+            traces.setdefault(key, {})["rrf_vector"] = float(term)
+            traces[key]["vector_imputed"] = True
+    if merge:
+        parts: dict[FuseKey, list[int]] = {}
+        for cid in part_scores:
+            parts.setdefault(_section(rows[cid]), []).append(cid)
+        face = {key: min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index)) for key, cids in parts.items()}
+    else:
+        face = {cid: cid for cid in scores}
+    # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
+    # index updated in place must rank a tie exactly as a fresh build of the same notes does.
+    order = sorted(
+        scores,
+        key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), rows[face[key]].path, rows[face[key]].chunk_index),
+    )
+    if size is not None:
+        order = order[:size]
+    out = []
+    for rank, key in enumerate(order):
+        trace = traces.get(key, {})
+        if explain:
+            trace.update(scales)  # the legs' scales, also for a hit a leg did not find
+            trace["fusion"] = method
+            trace["rrf_score"] = float(scores[key])
+            trace["rrf_rank"] = rank + 1
+            trace["bigram_leg"] = bigram_leg
+            if legs.vector_share < 1.0:
+                trace["vector_share"] = legs.vector_share
+            if merge and len(parts[key]) > 1:
+                trace["merged_parts"] = tuple(sorted(rows[c].part for c in parts[key]))
+        out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
+    return out
+
+
+def _best_part_per_section(
+    leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]
+) -> tuple[tuple[int, float], ...]:
+    """The leg with only the first (best) part of each section, in order."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for cid, raw in leg:
+        key = _section(rows[cid])
+        if key not in seen:
+            seen.add(key)
+            out.append((cid, raw))
+    return tuple(out)
