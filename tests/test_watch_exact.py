@@ -62,7 +62,7 @@ def answers(eng: Engine) -> list[tuple]:
     for q in QUERIES:
         for legs in ("fts", "vector", "hybrid"):
             hits = eng.search(q, SearchParams(limit=200, legs=legs)).results
-            out.append((q, legs, sorted(((-h.score, h.path, h.chunk_index, h.content) for h in hits))))
+            out.append((q, legs, sorted((-h.score, h.path, h.chunk_index, h.content) for h in hits)))
     return out
 
 
