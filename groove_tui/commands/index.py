@@ -53,7 +53,8 @@ def format_watch_event(event: WatchEvent) -> str:
         return f"{stamp} {event.message}"
     r = event.report
     changed = r.added + r.updated + r.deleted + r.renamed
-    parts = [f"{len(event.paths)} path{'s' if len(event.paths) != 1 else ''}"]
+    n = len(event.paths)
+    parts = [f"{n} path{'s' if n != 1 else ''}" if n else "the whole KB"]
     if changed:
         what = [
             f"{n} {label}"
@@ -65,7 +66,9 @@ def format_watch_event(event: WatchEvent) -> str:
         parts.append("no change")
     if r.skipped:
         parts.append(f"{len(r.skipped)} skipped ({r.skipped[0].path}: {r.skipped[0].reason})")
-    parts.append(f"{r.embedded} chunks embedded" if r.embedded else f"{r.chunks:,} chunks")
+    if r.embedded:
+        parts.append(f"{r.embedded} chunk{'s' if r.embedded != 1 else ''} embedded")
+    parts.append(f"{r.chunks:,} chunks in the index")
     parts.append(f"{event.milliseconds:.0f} ms")
     return f"{stamp} " + " · ".join(parts)
 

@@ -229,6 +229,7 @@ class Engine:
             self.config.exclude_dirs,
             update=lambda paths: self.update(paths, cancel=stop),
             catch_up=lambda: self.index(cancel=stop),
+            stale=self.needs_index,
             on_event=on_event,
             stop=stop,
             debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,

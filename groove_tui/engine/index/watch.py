@@ -32,7 +32,8 @@ from groove_tui.engine.types import IndexReport
 log = logging.getLogger(__name__)
 
 QUIET_MS = 50  # a batch closes once no event came for this long (an editor's save is a few ms of events)
-RETRY_SECONDS = 1.0  # how often a vanished KB or a busy index is looked at again
+RETRY_SECONDS = 1.0
+FIRST_YIELD_MS = 300  # how long the watcher waits for an event before it reports being set up  # how often a vanished KB or a busy index is looked at again
 LIMIT_HINT = (
     "the OS limit on watched folders is reached (raise it: sudo sysctl fs.inotify.max_user_watches=524288); "
     "polling the KB instead"
@@ -43,8 +44,9 @@ WatchKind = Literal["watching", "batch", "missing", "restored", "polling", "wait
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """What the watcher did. `batch`: an update ran over `paths` (KB-relative), `report` its result and
-    `milliseconds` its duration; the other kinds carry a `message` fit to show as is."""
+    """What the watcher did. `batch`: an update ran over `paths` (KB-relative; empty when the whole KB
+    was gone through), `report` its result and `milliseconds` its duration; the other kinds carry a
+    `message` fit to show as is."""
 
     kind: WatchKind
     message: str = ""
@@ -69,6 +71,7 @@ class Watcher:
         *,
         update: Callable[[frozenset[str]], IndexReport],
         catch_up: Callable[[], IndexReport],
+        stale: Callable[[], bool] = lambda: False,
         on_event: Callable[[WatchEvent], None],
         stop: threading.Event,
         debounce_ms: int = 500,
@@ -78,6 +81,7 @@ class Watcher:
         self.exclude_dirs = exclude_dirs
         self.update = update
         self.catch_up = catch_up
+        self.stale = stale
         self.on_event = on_event
         self.stop = stop
         self.debounce_ms = debounce_ms
@@ -139,25 +143,28 @@ class Watcher:
     def _watch(self, pending: set[str]) -> None:
         import watchfiles
 
-        self.on_event(
-            WatchEvent(
-                "watching",
-                f"watching {self.kb} ({'polling' if self.polling else 'OS events'}, debounce {self.debounce_ms} ms)",
-            )
-        )
+        established = False
         for changes in watchfiles.watch(
             self.kb,
             watch_filter=self.wanted,
             debounce=self.debounce_ms,
             step=min(QUIET_MS, self.debounce_ms),
             stop_event=self.stop,
-            rust_timeout=int(RETRY_SECONDS * 1000),
+            rust_timeout=FIRST_YIELD_MS,
             yield_on_timeout=True,
             raise_interrupt=False,
             force_polling=self.polling,
             poll_delay_ms=max(100, min(self.debounce_ms, 1000)),
             ignore_permission_denied=True,
         ):
+            if not established:
+                # Only now does the OS watch exist (the first yield: events, or a quiet timeout); an edit
+                # made between the last indexing and this point is found by the staleness check.
+                established = True
+                if self.stale():
+                    self._apply(pending, whole=True)
+                mode = "polling" if self.polling else "OS events"
+                self.on_event(WatchEvent("watching", f"watching {self.kb} ({mode}, debounce {self.debounce_ms} ms)"))
             for _change, path in changes:
                 rel = self.relative(path)
                 if rel is not None:
@@ -200,7 +207,7 @@ class Watcher:
             self.on_event(
                 WatchEvent(
                     "batch",
-                    paths=tuple(sorted(batch)),
+                    paths=() if whole or ".grooveignore" in batch else tuple(sorted(batch)),
                     report=report,
                     milliseconds=(time.perf_counter() - started) * 1000,
                 )
