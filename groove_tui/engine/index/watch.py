@@ -32,8 +32,8 @@ from groove_tui.engine.types import IndexReport
 log = logging.getLogger(__name__)
 
 QUIET_MS = 50  # a batch closes once no event came for this long (an editor's save is a few ms of events)
-RETRY_SECONDS = 1.0
-FIRST_YIELD_MS = 300  # how long the watcher waits for an event before it reports being set up  # how often a vanished KB or a busy index is looked at again
+RETRY_SECONDS = 1.0  # how often a vanished KB or a busy index is looked at again
+FIRST_YIELD_MS = 300  # how long the watcher waits for an event before it reports being set up
 LIMIT_HINT = (
     "the OS limit on watched folders is reached (raise it: sudo sysctl fs.inotify.max_user_watches=524288); "
     "polling the KB instead"
