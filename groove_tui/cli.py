@@ -26,7 +26,7 @@ COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "mo
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
   groove-tui demo                     the explorer on a handbook about groove-tui, with its golden file
-  groove-tui index KB [--force]       (re)index headlessly
+  groove-tui index KB [--force]       (re)index headlessly; --watch keeps it current as notes change
   groove-tui search KB "query"        search; --format json gives groove's response shape
   groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
   groove-tui eval KB --compare A B    the same, two settings query by query (wins and losses)
@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     tui = sub.add_parser("open", help="open the explorer (the default: `groove-tui KB`)")
     _common(tui)
     tui.add_argument("--golden", help="golden file for live metrics")
+    tui.add_argument(
+        "--no-watch", action="store_true", help="index once when opening; do not follow edits to the notes"
+    )
 
     demo = sub.add_parser("demo", help="open the explorer on the demo handbook, its golden file loaded")
     demo.add_argument("--config", help="groove.toml to use (default: $GROOVE_TUI_CONFIG, ./groove.toml, user config)")
@@ -203,6 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--quiet", action="store_true", help="no progress bar")
     idx.add_argument("--format", choices=("text", "json"), default="text")
     idx.add_argument("--no-embed", action="store_true", help="phase one only: full text, no embeddings")
+    idx.add_argument(
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="after indexing, follow edits to the notes and index each batch (one line per batch on "
+        "stderr) until ctrl+c; --no-watch: index once (the default)",
+    )
+    idx.add_argument(
+        "--debounce-ms", type=int, default=None, help="gather a burst of edits for at most this long (default [watch])"
+    )
+    idx.add_argument("--polling", action="store_true", default=None, help="poll the KB instead of OS events")
 
     se = sub.add_parser("search", help="search a KB")
     _common(se)

@@ -5,14 +5,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from groove_tui.commands.common import load_engine
+from groove_tui.commands.common import CLIError, load_engine
+
+if TYPE_CHECKING:
+    from groove_tui.engine import Engine
+    from groove_tui.engine.index.watch import WatchEvent
 
 
 def run(args: argparse.Namespace) -> int:
     from groove_tui.engine.types import json_text
     from groove_tui.output.progress import ProgressLine
 
+    watch = bool(getattr(args, "watch", False))
+    debounce = getattr(args, "debounce_ms", None)
+    if watch and debounce is not None:
+        from groove_tui.settings.config import WATCH_DEBOUNCE_RANGE
+
+        lo, hi = WATCH_DEBOUNCE_RANGE
+        if not lo <= debounce <= hi:
+            raise CLIError(f"--debounce-ms {debounce} is invalid: expected an integer in [{lo}, {hi}]")
     engine = load_engine(args, allow_model_change=args.force)
     with engine:
         bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty(), notices=not args.quiet)
@@ -20,10 +33,66 @@ def run(args: argparse.Namespace) -> int:
             report = engine.index(progress=bar.update, force=args.force, embed=not args.no_embed)
         finally:
             bar.close()
-    if args.format == "json":
-        print(json_text(report.to_dict()))
-    else:
-        from groove_tui.output.textout import format_index_report
+        if args.format == "json":
+            print(json_text(report.to_dict()), flush=True)
+        else:
+            from groove_tui.output.textout import format_index_report
 
-        print(format_index_report(report))
+            print(format_index_report(report), flush=True)
+        if watch:
+            _watch(engine, debounce, True if getattr(args, "polling", None) else None)
     return 0
+
+
+def format_watch_event(event: WatchEvent) -> str:
+    """One stderr line per watcher event; a batch names its files, chunks and milliseconds."""
+    from datetime import datetime
+
+    stamp = datetime.now().strftime("%H:%M:%S")
+    if event.kind != "batch" or event.report is None:
+        return f"{stamp} {event.message}"
+    r = event.report
+    changed = r.added + r.updated + r.deleted + r.renamed
+    n = len(event.paths)
+    parts = [f"{n} path{'s' if n != 1 else ''}" if n else "the whole KB"]
+    if changed:
+        what = [
+            f"{n} {label}"
+            for n, label in ((r.added, "added"), (r.updated, "updated"), (r.renamed, "renamed"), (r.deleted, "deleted"))
+            if n
+        ]
+        parts.append(", ".join(what))
+    else:
+        parts.append("no change")
+    if r.skipped:
+        parts.append(f"{len(r.skipped)} skipped ({r.skipped[0].path}: {r.skipped[0].reason})")
+    if r.embedded:
+        parts.append(f"{r.embedded} chunk{'s' if r.embedded != 1 else ''} embedded")
+    parts.append(f"{r.chunks:,} chunks in the index")
+    parts.append(f"{event.milliseconds:.0f} ms")
+    return f"{stamp} " + " · ".join(parts)
+
+
+def _watch(engine: Engine, debounce_ms: int | None, polling: bool | None) -> None:
+    """Follow edits until ctrl+c (or SIGTERM): the signal only sets the stop event, so the batch in flight
+    ends with its documents committed whole, or cancelled between two of them; then exit 0."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        engine.watch(
+            lambda event: print(format_watch_event(event), file=sys.stderr, flush=True),
+            stop,
+            debounce_ms=debounce_ms,
+            polling=polling,
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("stopped watching", file=sys.stderr, flush=True)

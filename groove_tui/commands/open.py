@@ -21,4 +21,5 @@ def run(args: argparse.Namespace) -> int:
         index_dir=args.index_dir,
         golden=args.golden,
         explain_mismatch=lambda exc: mismatch_advice(args, config, exc),
+        watch=False if getattr(args, "no_watch", False) else None,
     )

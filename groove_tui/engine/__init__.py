@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from groove_tui.settings.config import Config
 
 if TYPE_CHECKING:
     from groove_tui.engine.index.indexer import Indexer
+    from groove_tui.engine.index.watch import WatchEvent
     from groove_tui.engine.retrieve.candidates import LRU, Legs
     from groove_tui.engine.retrieve.searcher import Searcher
     from groove_tui.engine.stages.rerank import Reranker
@@ -186,8 +187,65 @@ class Engine:
         except sqlean.OperationalError as exc:
             raise self.store.write_error(exc) from exc
 
+    def update(
+        self,
+        paths: Iterable[str],
+        progress: Callable[[IndexProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
+        """Bring the index up to date for the KB-relative `paths` only (files or folders, created,
+        changed, deleted or moved): full text first, then vectors, exactly what `index` would write for
+        them. A changed `.grooveignore` changes what every path means, so it runs a whole `index`."""
+        import sqlean
+
+        if self.readonly:
+            raise EngineError(
+                f"the index of {self.kb_path} was opened for searching only: open it without readonly to index"
+            )
+        scope: frozenset[str] | None = frozenset(p.replace(os.sep, "/").strip("/") for p in paths)
+        if not self.kb_path.is_dir():
+            # A vanished KB is not an empty one: keep every document until it is back.
+            raise KBError(f"the knowledge base {self.kb_path} is gone (deleted, renamed or unmounted)")
+        if scope is not None and ".grooveignore" in scope:
+            scope = None
+        try:
+            return self._index(progress, False, cancel, embed, scope)
+        except sqlean.OperationalError as exc:
+            raise self.store.write_error(exc) from exc
+
+    def watch(
+        self,
+        on_event: Callable[[WatchEvent], None],
+        stop: threading.Event,
+        *,
+        debounce_ms: int | None = None,
+        polling: bool | None = None,
+    ) -> None:
+        """Follow edits to the KB until `stop` is set, calling `update` once per batch of changes and
+        `on_event` after each (engine/index/watch.py). Blocks; run it on a thread of its own. `[watch]`
+        gives the defaults of `debounce_ms` and `polling`."""
+        from groove_tui.engine.index.watch import Watcher
+
+        Watcher(
+            self.kb_path,
+            self.config.exclude_dirs,
+            update=lambda paths: self.update(paths, cancel=stop),
+            catch_up=lambda: self.index(cancel=stop),
+            stale=self.needs_index,
+            on_event=on_event,
+            stop=stop,
+            debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,
+            polling=self.config.watch.polling if polling is None else polling,
+        ).run()
+
     def _index(
-        self, progress: Callable[[IndexProgress], None] | None, force: bool, cancel: threading.Event | None, embed: bool
+        self,
+        progress: Callable[[IndexProgress], None] | None,
+        force: bool,
+        cancel: threading.Event | None,
+        embed: bool,
+        scope: frozenset[str] | None = None,
     ) -> IndexReport:
         from groove_tui.engine.index.indexer import _now, writer_lock
         from groove_tui.engine.models import choice as modelchoice
@@ -213,7 +271,9 @@ class Engine:
                         notes.append(modelchoice.hint_note())
             if force:
                 self.store.set_meta("embedding_model", self.model_id)
-            report = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=embed)
+            if first is not None:
+                scope = None
+            report = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=embed, scope=scope)
         if not modelchoice.reads_cjk(self.model_id) and (report.added or report.updated):
             count, examples = modelchoice.cjk_documents(self.store, since=started)
             if count:

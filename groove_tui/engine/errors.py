@@ -7,6 +7,10 @@ class EngineError(Exception):
     """Base class of every error the engine reports to its callers."""
 
 
+class IndexBusy(EngineError):
+    """Another groove-tui process holds the index's writer lock (it is indexing the same KB)."""
+
+
 class IndexError_(EngineError):
     """The index cannot be used as it is (wrong model, corrupt, unreadable)."""
 

@@ -239,9 +239,22 @@ class EvalConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchConfig:
+    """groove's `[watch]`: follow edits to the KB (the explorer and `index --watch`)."""
+
+    enabled: bool = True
+    debounce_ms: int = 500  # a burst is gathered for at most this long before it is indexed
+    polling: bool = False  # stat the KB instead of OS events (network and some container file systems)
+
+
+WATCH_DEBOUNCE_RANGE = (10, 60_000)
+
+
+@dataclass(frozen=True, slots=True)
 class TuiConfig:
     theme: str = "groove"
     debounce_ms: int = 250
+    watch: bool | None = None  # None: as `[watch] enabled`
     keymap: tuple[tuple[str, str], ...] = ()
     """Binding id -> key(s), applied with App.set_keymap."""
 
@@ -258,6 +271,7 @@ class Config:
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     tui: TuiConfig = field(default_factory=TuiConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
     source: str | None = None  # the file this came from, for messages
 
 
@@ -298,8 +312,8 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
             "embedding",
             "chunking",
             "tui",
-            # groove sections that do not affect ranking: accepted so a groove.toml works unchanged
             "watch",
+            # groove sections that do not affect ranking: accepted so a groove.toml works unchanged
             "transport",
             "best_practice",
             "fastembed_cache_dir",
@@ -409,7 +423,7 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     )
 
     tui = _table(data, "tui", "")
-    _take(tui, "tui", {"theme", "debounce_ms", "keymap"})
+    _take(tui, "tui", {"theme", "debounce_ms", "keymap", "watch"})
     keymap = _table(tui, "keymap", "tui.")
     for k, v in keymap.items():
         _str(f"tui.keymap.{k}", v)
@@ -419,6 +433,19 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
             theme=_str("tui.theme", tui.get("theme", "groove")),
             debounce_ms=int(check_range("tui.debounce_ms", tui.get("debounce_ms", 250), 0, 5000, integer=True)),
             keymap=tuple(sorted(keymap.items())),
+            watch=_bool("tui.watch", tui["watch"]) if "watch" in tui else None,
+        ),
+    )
+
+    w = _table(data, "watch", "")
+    _take(w, "watch", {"enabled", "debounce_ms", "polling"})
+    lo, hi = WATCH_DEBOUNCE_RANGE
+    cfg = replace(
+        cfg,
+        watch=WatchConfig(
+            enabled=_bool("watch.enabled", w.get("enabled", True)),
+            debounce_ms=int(check_range("watch.debounce_ms", w.get("debounce_ms", 500), lo, hi, integer=True)),
+            polling=_bool("watch.polling", w.get("polling", False)),
         ),
     )
     return cfg

@@ -47,6 +47,7 @@ from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.indexing import KbIndexing
 from groove_tui.tui.search_runs import SearchRuns
 from groove_tui.tui.search_settings import SearchSettings
+from groove_tui.tui.watching import KbWatching
 
 _START = time.perf_counter()
 
@@ -55,7 +56,7 @@ __all__ = ["GrooveApp", "editor_command", "run"]  # editor_command: its old home
 
 
 class GrooveApp(
-    SearchSettings, SearchRuns, KbIndexing, CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App
+    SearchSettings, SearchRuns, KbIndexing, KbWatching, CompareMode, GoldenMetrics, ExportActions, KeyAvailability, App
 ):
     TITLE = "groove-tui"
     CSS_PATH = "groove.tcss"
@@ -74,7 +75,9 @@ class GrooveApp(
         warmup: bool = True,
         user_theme_dir: Path | None = None,
         golden: str | None = None,
+        watch: bool | None = None,
     ) -> None:
+        """`watch`: follow edits to the KB (None: `[tui] watch`, else `[watch] enabled`)."""
         super().__init__()
         if engine is None and engine_factory is None:
             raise ValueError("GrooveApp needs an engine or an engine_factory")
@@ -104,6 +107,7 @@ class GrooveApp(
         self._init_search_settings()
         self._init_search_runs()
         self._init_kb_indexing()
+        self._init_kb_watching(watch)
         self._init_compare_mode()
         self._init_golden_metrics(golden)
         self._init_export_actions()
@@ -227,6 +231,7 @@ def run(
     index_dir: str | None,
     golden: str | None = None,
     explain_mismatch: Callable[[Exception], str] | None = None,
+    watch: bool | None = None,
 ) -> int:
     """Open the explorer on `kb` (the CLI's default command). Returns the exit code. `explain_mismatch`
     words a model mismatch with the user's own command-line flags."""
@@ -241,7 +246,7 @@ def run(
                 raise
             raise ModelMismatch(explain_mismatch(exc), recorded=exc.recorded, configured=exc.configured) from None
 
-    app = GrooveApp(engine_factory=factory, config=config, kb_path=Path(kb), golden=golden)
+    app = GrooveApp(engine_factory=factory, config=config, kb_path=Path(kb), golden=golden, watch=watch)
     app.run()
     session = app.golden_session
     if session is not None and session.dirty:  # e.g. closed by a signal: still keep the judgments

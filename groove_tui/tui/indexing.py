@@ -123,6 +123,8 @@ class KbIndexing(_AppPart):
                 self._searchable.set()
                 self.indexing = False
             self.post_message(IndexFinished(report))
+        if not worker.is_cancelled:
+            self.call_from_thread(self.start_watching)  # the index is current: follow edits from here
         if self.warmup and not worker.is_cancelled:
             # load the embedding model now, in this background thread, so the first query does not wait
             warm = getattr(eng, "warm_up", None) or getattr(eng, "embedder", None)
@@ -221,6 +223,8 @@ class KbIndexing(_AppPart):
                 t.append(f", {pending:,} awaiting vectors", style="italic")
         elif self._engine is None:
             t.append("  · opening…", style="italic")
+        if self.watch_note is not None and (p is None or p.phase == "done"):
+            t.append(f"  · {self.watch_note[0]}", style=self.watch_note[1])
         rr = self.reranker_model
         if not rr:
             t.append("  · rerank none (groove-tui models pull ms-marco-l12)", style="dim")

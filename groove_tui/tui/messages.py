@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from groove_tui.engine.index.watch import WatchEvent
 from groove_tui.engine.types import IndexProgress, IndexReport, SearchResponse
 from groove_tui.tui.runconfig import RunConfig
 
@@ -65,6 +66,15 @@ class IndexProgressed(Message):
 
     def can_replace(self, message: Message) -> bool:  # coalesce bursts of progress of the same phase
         return isinstance(message, IndexProgressed) and message.progress.phase == self.progress.phase
+
+
+class KbChanged(Message):
+    """The KB watcher did something (engine/index/watch.py's WatchEvent: a batch indexed, the folder gone
+    or back, polling, waiting for another indexer)."""
+
+    def __init__(self, event: WatchEvent) -> None:
+        super().__init__()
+        self.event = event
 
 
 class IndexFinished(Message):

@@ -161,6 +161,8 @@ class SearchRuns(_AppPart):
         had = self._bindings_state()
         self.responses[side] = msg.response
         self.response_queries[side] = msg.query
+        if msg.final:
+            self.note_update_marks(side, msg.serial, msg.response)
         self.shown_configs[side] = msg.run_config if msg.final else replace(msg.run_config, reranker=False)
         self.errors[side] = None
         self.results_signal.publish(side)
@@ -261,7 +263,13 @@ class SearchRuns(_AppPart):
                 pane.show(None)
                 pane.set_message(error, error=True)
             else:
-                pane.show(self.responses[side], markers=self.rerank_markers(side), note=self.rerank_note(side))
+                rerank = self.rerank_markers(side)
+                update = None if rerank is not None else self.shown_update_marks(side)
+                if update is not None:  # what the last edit to the notes changed in this list
+                    marks, left = update
+                    pane.show(self.responses[side], markers=marks, gone=left, note=self.rerank_note(side))
+                else:
+                    pane.show(self.responses[side], markers=rerank, note=self.rerank_note(side))
 
     def rerank_markers(self, side: str):
         """Rank changes of a reranked response against the fused order it replaced (None otherwise)."""

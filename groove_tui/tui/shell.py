@@ -52,6 +52,9 @@ class AppShell(App[None]):
     responses: dict[str, SearchResponse | None]
     errors: dict[str, str | None]
     response_queries: dict[str, str | None]
+    requested: dict[str, int]
+    applied: dict[str, int]
+    _debounce_timers: dict[str, Timer | None]
     # indexing.py
     index_progress: IndexProgress | None
     _open_error: BaseException | None
@@ -65,6 +68,8 @@ class AppShell(App[None]):
     eval_previous: dict[str, Any]
     eval_progress: dict[str, tuple[int, int] | None]
     _interactive: int  # search threads running now
+    # watching.py
+    watch_note: tuple[str, str] | None
 
     @abstractmethod
     def _bindings_state(self) -> tuple[Any, ...]: ...
@@ -89,6 +94,14 @@ class AppShell(App[None]):
     def header_text(self, width: int | None = None) -> Text: ...
     @abstractmethod
     def index_failed(self, err: BaseException | None) -> None: ...
+    @abstractmethod
+    def _read_index_counts(self) -> None: ...
+    @abstractmethod
+    def start_watching(self) -> None: ...
+    @abstractmethod
+    def note_update_marks(self, side: str, serial: int, response: SearchResponse) -> None: ...
+    @abstractmethod
+    def shown_update_marks(self, side: str) -> Any: ...
     @abstractmethod
     def leave_compare(self) -> None: ...
     @abstractmethod

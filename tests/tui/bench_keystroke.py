@@ -119,6 +119,7 @@ async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int)
             debounce_ms=0,
             warmup=True,
             user_theme_dir=Path(tmp) / "none",
+            watch=False,  # keystroke latency alone; wait_for_complete would wait for the watcher forever
         )
         painted: dict[str, float] = {}
         waiting: dict[str, str | None] = {"query": None}

@@ -56,7 +56,7 @@ def make_app(
 
 def _quiet(app: GrooveApp) -> bool:
     """No worker running, no debounce pending and no message waiting anywhere in the DOM."""
-    if any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+    if any(w.state.name in ("PENDING", "RUNNING") for w in app.workers if w.group != "watch"):
         return False
     if any(t is not None for t in (*app._debounce_timers.values(), *app._eval_timers.values())):
         return False
@@ -75,7 +75,11 @@ async def settle(app: GrooveApp, pilot, *, max_rounds: int = 200, allow_failures
     quiet = 0
     for _ in range(max_rounds):
         try:
-            await app.workers.wait_for_complete()
+            # the KB watcher runs as long as the app: everything else must finish (an empty list would
+            # mean every worker to wait_for_complete)
+            others = [w for w in app.workers if w.group != "watch"]
+            if others:
+                await app.workers.wait_for_complete(others)
         except WorkerCancelled:
             pass  # a superseded search; the loop waits on the rest
         except WorkerFailed:

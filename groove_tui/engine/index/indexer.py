@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import sqlean
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.errors import EngineError
+from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
 from groove_tui.engine.index.store import BIGRAM_DDL, Store, to_blob
@@ -31,10 +31,12 @@ from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
     DiskFile,
     decode_markdown,
+    in_scope,
     name_is_utf8,
     printable_name,
     read_file,
     walk_kb,
+    walk_paths,
 )
 from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, ParsedDocument
 from groove_tui.settings.config import Config
@@ -94,7 +96,7 @@ def writer_lock(index_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise EngineError(
+            raise IndexBusy(
                 f"another groove-tui process is indexing this KB (lock: {index_dir / 'index.lock'})"
             ) from None
         try:
@@ -146,7 +148,10 @@ class Indexer:
         force: bool = False,
         cancel: threading.Event | None = None,
         embed: bool = True,
+        scope: frozenset[str] | None = None,
     ) -> IndexReport:
+        """Index the KB, or with `scope` only the files at or under those KB-relative paths (what the
+        watcher saw change): the same diff, writes and embedding as a full run, for just those paths."""
         started = time.perf_counter()
         report = _Counts()
         notify = progress or (lambda _p: None)
@@ -156,7 +161,7 @@ class Indexer:
             self._repair_fulltext(notify, cancel)
             self._migrate_bigram(notify, cancel)
         contextual = self._resolve_context_mode(force)
-        self._fulltext_phase(report, notify, cancel, force, contextual)
+        self._fulltext_phase(report, notify, cancel, force, contextual, scope)
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
         fulltext_done = time.perf_counter()
         if embed:
@@ -164,7 +169,10 @@ class Indexer:
         embed_done = time.perf_counter()
         _docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
-        if self.config.search.fulltext_pruning:  # after "done": search works meanwhile, only slower
+        # After "done": search works meanwhile, only slower. Not after a watched edit: the statistics are
+        # read only at their own generation, so the search stays exact without them, and recomputing
+        # them for the whole corpus would cost far more than the edit.
+        if self.config.search.fulltext_pruning and scope is None:
             self._phrase_statistics(cancel)
         end = time.perf_counter()
         return IndexReport(
@@ -315,17 +323,29 @@ class Indexer:
     # ------------------------------------------------------------ phase one
 
     def _fulltext_phase(
-        self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, force: bool, contextual: bool
+        self,
+        report: _Counts,
+        notify: ProgressFn,
+        cancel: threading.Event | None,
+        force: bool,
+        contextual: bool,
+        scope: frozenset[str] | None = None,
     ) -> None:
         conn = self.store.conn()
         notify(IndexProgress("scan", 0, 0))
+        rechunk = self._chunk_cap_changed(conn, force, report)
+        if rechunk or force:
+            scope = None  # every document is cut again: no partial run can do that
         walk_issues: list[FileIssue] = []
-        paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
+        if scope is None:
+            paths = walk_kb(self.kb, self.config.exclude_dirs, walk_issues)
+        else:
+            paths = walk_paths(self.kb, self.config.exclude_dirs, scope, walk_issues)
         report.skipped.extend(walk_issues)
         unreadable = tuple(
             "" if i.path == "./" else i.path for i in walk_issues if i.reason.startswith("unreadable directory")
         )
-        stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+        stored = self._stored(conn, scope)
 
         disk: dict[str, DiskFile] = {}
         # Under an unreadable directory, as for an unreadable file: neither deleted nor taken as moved.
@@ -348,12 +368,11 @@ class Indexer:
             if n % 200 == 0:
                 notify(IndexProgress("scan", n, len(paths), printable_name(rel)))
 
-        rechunk = self._chunk_cap_changed(conn, force, report)
         renamed_to: set[str] = set()  # new paths of moved documents (already counted as renamed)
         reparse: set[str] = set()  # of those, the ones to re-index (static context mode)
         if not force:
             renamed_to, reparse = self._detect_renames(stored, disk, skipped_paths, report, contextual)
-            stored = {p: (i, h) for i, p, h in conn.execute("SELECT id, path, content_hash FROM documents")}
+            stored = self._stored(conn, scope)
 
         total = len(disk)
         for n, (rel, f) in enumerate(sorted(disk.items())):
@@ -419,6 +438,12 @@ class Indexer:
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
+
+    @staticmethod
+    def _stored(conn: sqlite3.Connection, scope: frozenset[str] | None) -> dict[str, tuple[int, str]]:
+        """Indexed documents (path -> id, hash), all of them or those at or under `scope`."""
+        rows = conn.execute("SELECT id, path, content_hash FROM documents")
+        return {p: (i, h) for i, p, h in rows if scope is None or in_scope(p, scope)}
 
     def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:
         """Whether every document must be cut again: `[chunking] max_chunk_bytes` differs from the cap the

@@ -21,7 +21,18 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MARKDOWN_SUFFIXES = (".md",)
-ALWAYS_EXCLUDED = (".git", ".svn", "node_modules")
+ALWAYS_EXCLUDED = (".git", ".svn", "node_modules", ".obsidian")
+
+
+def is_editor_artifact(name: str) -> bool:
+    """An editor's lock, swap, backup or temporary file (Emacs `.#note.md` and `#note.md#`, Vim's
+    `.note.md.swp` and `note.md~`, Office's `~$note.md`, atomic saves' `note.md.tmp`): never a note, even
+    when its name ends in `.md`, so neither the walk nor the watcher ever reads one."""
+    return (
+        name.startswith((".#", "~$", ".~lock."))
+        or (name.startswith("#") and name.endswith("#"))
+        or name.endswith(("~", ".swp", ".swo", ".swx", ".tmp", ".bak"))
+    )
 
 
 def _load_ignore(kb: Path) -> pathspec.GitIgnoreSpec | None:
@@ -37,11 +48,43 @@ def _load_ignore(kb: Path) -> pathspec.GitIgnoreSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | None = None) -> list[str]:
+class Exclusions:
+    """What the walk leaves out, as a test on one KB-relative path: the always-excluded folders,
+    `exclude_dirs` (any depth, case-insensitive), `.grooveignore`, editors' artifacts and files that are
+    not Markdown. The watcher asks it about every event, so excluded paths cost no index work."""
+
+    def __init__(self, kb: Path, exclude_dirs: tuple[str, ...]) -> None:
+        self.dirs = frozenset(d.lower() for d in (*exclude_dirs, *ALWAYS_EXCLUDED))
+        self.ignore = _load_ignore(kb)
+
+    def dir_excluded(self, rel_dir: str) -> bool:
+        """Whether a folder (KB-relative, no trailing '/') or one of its parents is left out."""
+        parts = [p for p in rel_dir.split("/") if p]
+        for n, part in enumerate(parts):
+            if part.lower() in self.dirs:
+                return True
+            if self.ignore is not None and self.ignore.match_file("/".join(parts[: n + 1]) + "/"):
+                return True
+        return False
+
+    def file_excluded(self, rel: str) -> bool:
+        """Whether a file path is not a note to index (its folders are judged too)."""
+        head, _sep, name = rel.rpartition("/")
+        if not name.lower().endswith(MARKDOWN_SUFFIXES) or is_editor_artifact(name):
+            return True
+        if head and self.dir_excluded(head):
+            return True
+        return self.ignore is not None and self.ignore.match_file(rel)
+
+
+def walk_kb(
+    kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | None = None, under: str = ""
+) -> list[str]:
     """KB-relative paths of the Markdown files to index, sorted; symlinks are never followed.
 
     `issues` receives what the walk passed over: unreadable directories and symbolic links (Markdown
-    files and directories), each with a reason; directory paths end in '/'."""
+    files and directories), each with a reason; directory paths end in '/'. `under` walks one folder of
+    the KB only (the caller has checked that the folder itself is not excluded)."""
     excluded = {d.lower() for d in (*exclude_dirs, *ALWAYS_EXCLUDED)}
     ignore = _load_ignore(kb)
     found: list[str] = []
@@ -52,7 +95,7 @@ def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | N
         rel = "" if rel == "." else rel.replace(os.sep, "/")
         note(FileIssue(printable_name(rel) + "/" if rel else "./", f"unreadable directory: {exc.strerror or exc}"))
 
-    for root, dirs, files in os.walk(kb, followlinks=False, onerror=onerror):
+    for root, dirs, files in os.walk(kb / under if under else kb, followlinks=False, onerror=onerror):
         rel_root = os.path.relpath(root, kb)
         rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
         keep = []
@@ -65,7 +108,7 @@ def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | N
             keep.append(d)
         dirs[:] = keep
         for name in files:
-            if not name.lower().endswith(MARKDOWN_SUFFIXES):
+            if not name.lower().endswith(MARKDOWN_SUFFIXES) or is_editor_artifact(name):
                 continue
             rel = rel_root + name
             if ignore is not None and ignore.match_file(rel):
@@ -76,6 +119,41 @@ def walk_kb(kb: Path, exclude_dirs: tuple[str, ...], issues: list[FileIssue] | N
             found.append(rel)
     found.sort()
     return found
+
+
+def walk_paths(
+    kb: Path, exclude_dirs: tuple[str, ...], scope: frozenset[str], issues: list[FileIssue] | None = None
+) -> list[str]:
+    """The Markdown files to index at or under the KB-relative paths in `scope` (files or folders, which
+    may no longer exist), by the same rules as `walk_kb`: what a full walk would find there, sorted."""
+    rules = Exclusions(kb, exclude_dirs)
+    found: set[str] = set()
+    note = issues.append if issues is not None else (lambda _issue: None)
+    for rel in sorted(scope):
+        rel = rel.strip("/")
+        full = kb / rel if rel else kb
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue  # gone (or never there): only what the index holds under it is affected
+        if stat.S_ISDIR(st.st_mode):
+            if rel and rules.dir_excluded(rel):
+                continue
+            found.update(walk_kb(kb, exclude_dirs, issues, under=rel))
+        elif not rules.file_excluded(rel):
+            if stat.S_ISLNK(st.st_mode):
+                note(FileIssue(printable_name(rel), "symbolic link (not followed)"))
+                continue
+            found.add(rel)
+    return sorted(found)
+
+
+def in_scope(rel: str, scope: frozenset[str]) -> bool:
+    """Whether a KB-relative file path is one of `scope` or lies under one of its folders."""
+    if rel in scope or "" in scope:
+        return True
+    parts = rel.split("/")
+    return any("/".join(parts[:n]) in scope for n in range(1, len(parts)))
 
 
 @dataclass(slots=True)

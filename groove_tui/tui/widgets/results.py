@@ -155,7 +155,7 @@ class ResultsPane(Vertical):
         self,
         response: SearchResponse | None,
         *,
-        markers: Sequence[Marker] | None = None,
+        markers: Sequence[Marker | None] | None = None,
         gone: Sequence[tuple[Hit, int]] = (),
         extra: Text | None = None,
         note: Text | None = None,
@@ -164,7 +164,10 @@ class ResultsPane(Vertical):
         under the summary that can change on its own (the reranker's progress)."""
         self._note = note
         same_query = response is not None and self.response is not None and response.query == self.response.query
-        keep = self.highlighted_row.hit.chunk_id if (self.highlighted_row and same_query) else None
+        held = self.highlighted_row.hit if (self.highlighted_row and same_query) else None
+        keep = held.chunk_id if held is not None else None
+        # an edited note's chunks come back under new ids: the same section of the same note is the same hit
+        keep_key = (held.path, held.chunk_index) if held is not None else None
         self.response = response
         rows: list[Row] = []
         if response is not None:
@@ -178,7 +181,11 @@ class ResultsPane(Vertical):
         self._update_summary()
         self._render_rows()
         if rows:
-            idx = next((i for i, r in enumerate(rows) if keep is not None and r.hit.chunk_id == keep), 0)
+            idx = next((i for i, r in enumerate(rows) if keep is not None and r.hit.chunk_id == keep), None)
+            if idx is None:
+                idx = next(
+                    (i for i, r in enumerate(rows) if not r.gone and (r.hit.path, r.hit.chunk_index) == keep_key), 0
+                )
             self._set_cursor(idx)
         self.post_message(self.HitHighlighted(self, self.highlighted_row, user=False))
 

@@ -1,0 +1,228 @@
+"""Following edits to the KB: OS file events (watchfiles: inotify, FSEvents, ReadDirectoryChanges, or
+polling) gathered into batches and handed to an update of just the paths that changed.
+
+Events are filtered before they are gathered (`Exclusions`: excluded folders, `.grooveignore`, editors'
+swap, backup and temporary files, files that are not Markdown), so an excluded path costs no index work.
+A batch is handed over once the KB has been quiet for `QUIET_MS` or at the latest `debounce_ms` after its
+first event; events that arrive while a batch is indexed are gathered meanwhile and make the next batch,
+so a burst (a `git checkout` of a thousand files) is one or a few batches.
+
+The watcher heals itself: a KB folder that disappears (deleted, renamed away, unmounted) keeps its index
+untouched and is waited for; when it is back, a full run catches up and watching resumes. An OS watch
+limit switches to polling, with a message naming the limit to raise. Another process holding the index's
+writer lock is waited for, the batch kept.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from groove_tui.engine.errors import EngineError, IndexBusy
+from groove_tui.engine.index.walk import Exclusions, is_editor_artifact
+from groove_tui.engine.types import IndexReport
+
+log = logging.getLogger(__name__)
+
+QUIET_MS = 50  # a batch closes once no event came for this long (an editor's save is a few ms of events)
+RETRY_SECONDS = 1.0  # how often a vanished KB or a busy index is looked at again
+FIRST_YIELD_MS = 300  # how long the watcher waits for an event before it reports being set up
+LIMIT_HINT = (
+    "the OS limit on watched folders is reached (raise it: sudo sysctl fs.inotify.max_user_watches=524288); "
+    "polling the KB instead"
+)
+
+WatchKind = Literal["watching", "batch", "missing", "restored", "polling", "waiting", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """What the watcher did. `batch`: an update ran over `paths` (KB-relative; empty when the whole KB
+    was gone through), `report` its result and `milliseconds` its duration; the other kinds carry a
+    `message` fit to show as is."""
+
+    kind: WatchKind
+    message: str = ""
+    paths: tuple[str, ...] = ()
+    report: IndexReport | None = None
+    milliseconds: float = 0.0
+
+
+def _is_watch_limit(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return getattr(exc, "errno", None) == errno.ENOSPC or "watch limit" in text or "max_user_watches" in text
+
+
+class Watcher:
+    """Runs until `stop` is set (see the module docstring). `update` indexes a set of KB-relative
+    paths; `catch_up` a whole run (a `.grooveignore` change, or the KB back after it vanished)."""
+
+    def __init__(
+        self,
+        kb: Path,
+        exclude_dirs: tuple[str, ...],
+        *,
+        update: Callable[[frozenset[str]], IndexReport],
+        catch_up: Callable[[], IndexReport],
+        stale: Callable[[], bool] = lambda: False,
+        on_event: Callable[[WatchEvent], None],
+        stop: threading.Event,
+        debounce_ms: int = 500,
+        polling: bool = False,
+    ) -> None:
+        self.kb = kb
+        self.exclude_dirs = exclude_dirs
+        self.update = update
+        self.catch_up = catch_up
+        self.stale = stale
+        self.on_event = on_event
+        self.stop = stop
+        self.debounce_ms = debounce_ms
+        self.polling = polling
+        self.rules = Exclusions(kb, exclude_dirs)
+        self._root = os.path.abspath(kb)
+        self._pending: set[str] = set()  # KB-relative paths seen changing, not yet indexed
+
+    # ------------------------------------------------------------ filtering
+
+    def relative(self, path: str) -> str | None:
+        """The KB-relative form of an event's path, or None for the KB itself or a path outside it."""
+        rel = os.path.relpath(os.path.abspath(path), self._root)
+        if rel == "." or rel.startswith(".."):
+            return None
+        return rel.replace(os.sep, "/")
+
+    def wanted(self, change: object, path: str) -> bool:
+        """Whether an event can change the index: a note, `.grooveignore`, or a folder (created, moved
+        or deleted as a whole). Everything else is dropped here, before any index work."""
+        rel = self.relative(path)
+        if rel is None:
+            return False
+        head, _sep, name = rel.rpartition("/")
+        if rel == ".grooveignore":
+            return True
+        if is_editor_artifact(name) or (head and self.rules.dir_excluded(head)):
+            return False
+        if name.lower().endswith(".md"):
+            return not self.rules.file_excluded(rel)
+        # Not a note: it matters only as a folder. One that exists now is judged by its name; one that
+        # is gone (deleted or moved away) may have held notes, and the update finds out cheaply.
+        if os.path.isdir(path):
+            return not self.rules.dir_excluded(rel)
+        return not os.path.exists(path) and not self.rules.dir_excluded(rel)
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self) -> None:
+        pending = self._pending
+        while not self.stop.is_set():
+            if not self.kb.is_dir():
+                self._wait_for_kb()
+                continue
+            try:
+                self._watch(pending)
+            except Exception as exc:  # the watcher must outlive any OS error
+                if self.stop.is_set():
+                    break
+                if not self.polling and _is_watch_limit(exc):
+                    self.polling = True
+                    self.on_event(WatchEvent("polling", LIMIT_HINT))
+                    continue
+                if not self.kb.is_dir():
+                    continue  # the folder went away under the watch: wait for it
+                self.on_event(WatchEvent("error", f"watching {self.kb} failed: {exc}; retrying"))
+                self.stop.wait(RETRY_SECONDS)
+
+    def _watch(self, pending: set[str]) -> None:
+        import watchfiles
+
+        established = False
+        for changes in watchfiles.watch(
+            self.kb,
+            watch_filter=self.wanted,
+            debounce=self.debounce_ms,
+            step=min(QUIET_MS, self.debounce_ms),
+            stop_event=self.stop,
+            rust_timeout=FIRST_YIELD_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            force_polling=self.polling,
+            poll_delay_ms=max(100, min(self.debounce_ms, 1000)),
+            ignore_permission_denied=True,
+        ):
+            if not established:
+                # Only now does the OS watch exist (the first yield: events, or a quiet timeout); an edit
+                # made between the last indexing and this point is found by the staleness check.
+                established = True
+                if self.stale():
+                    self._apply(pending, whole=True)
+                mode = "polling" if self.polling else "OS events"
+                self.on_event(WatchEvent("watching", f"watching {self.kb} ({mode}, debounce {self.debounce_ms} ms)"))
+            for _change, path in changes:
+                rel = self.relative(path)
+                if rel is not None:
+                    pending.add(rel)
+            if not self.kb.is_dir():
+                return  # the run loop waits for it; what was gathered is kept for later
+            if pending:
+                self._apply(pending)
+            if self.stop.is_set():
+                return
+
+    def _apply(self, pending: set[str], whole: bool = False) -> None:
+        """Index what `pending` names (`whole`: the whole KB), retrying while another process holds the
+        index; `pending` is emptied once the batch is written or cancelled by `stop` (each document is
+        written whole or not at all, and the next run catches up what a cancelled batch left)."""
+        batch = frozenset(pending)
+        while True:
+            started = time.perf_counter()
+            try:
+                if whole or ".grooveignore" in batch:
+                    self.rules = Exclusions(self.kb, self.exclude_dirs)
+                    report = self.catch_up()
+                else:
+                    report = self.update(batch)
+            except IndexBusy as exc:
+                self.on_event(WatchEvent("waiting", f"{exc}; waiting for it to finish"))
+                if self.stop.wait(RETRY_SECONDS):
+                    return
+                continue
+            except EngineError as exc:
+                if not self.kb.is_dir():
+                    return  # gone between the event and the update: the run loop waits for it
+                if self.stop.is_set():
+                    pending.clear()  # cancelled between documents: each written one is whole
+                    return
+                self.on_event(WatchEvent("error", str(exc), tuple(sorted(batch))))
+                pending.clear()
+                return
+            pending.clear()
+            self.on_event(
+                WatchEvent(
+                    "batch",
+                    paths=() if whole or ".grooveignore" in batch else tuple(sorted(batch)),
+                    report=report,
+                    milliseconds=(time.perf_counter() - started) * 1000,
+                )
+            )
+            return
+
+    def _wait_for_kb(self) -> None:
+        self.on_event(
+            WatchEvent(
+                "missing", f"the KB folder {self.kb} is gone; the index is kept and watching resumes when it returns"
+            )
+        )
+        while not self.kb.is_dir():
+            if self.stop.wait(RETRY_SECONDS):
+                return
+        self.rules = Exclusions(self.kb, self.exclude_dirs)
+        self.on_event(WatchEvent("restored", f"the KB folder {self.kb} is back; catching up"))
+        self._apply(self._pending, whole=True)  # anything may have changed while it was away

@@ -1,0 +1,131 @@
+"""Following edits to the KB while the explorer is open: a worker runs the engine's watcher once the index
+is open and current; after each batch the current query runs again on every side shown (compare
+included), and the main screen marks what the edit changed — a new hit, a hit that moved, a hit that
+left — while the header says when and how many notes (`updated 14:02:31 · 3 notes`).
+
+The update itself never waits for the user: it runs on the watcher's thread while searches run on
+theirs. A side whose query is being typed (its debounce timer pending) is not re-run: the search the
+keystroke schedules runs on the updated index anyway.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from textual.worker import get_current_worker
+
+from groove_tui.tui.compare import Marker, markers
+from groove_tui.tui.messages import KbChanged
+
+if TYPE_CHECKING:
+    from groove_tui.engine.types import Hit, SearchResponse
+    from groove_tui.tui.shell import AppShell as _AppPart
+else:
+    _AppPart = object
+
+
+def hit_key(hit: Hit) -> tuple[str, int]:
+    """A hit's identity across an update: an edited note's chunks are written again under new ids."""
+    return (hit.path, hit.chunk_index)
+
+
+def update_marks(
+    now: SearchResponse, before: SearchResponse
+) -> tuple[tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]]:
+    """Markers of `now`'s hits against the same query's results `before` the update (None: unchanged),
+    and the hits that left, each with its rank before."""
+    keys = [hit_key(h) for h in now.results]
+    old = [hit_key(h) for h in before.results]
+    marks = tuple(None if m.kind == "same" else m for m in markers(keys, old))
+    present = set(keys)
+    left = tuple((h, rank) for rank, h in enumerate(before.results, 1) if hit_key(h) not in present)
+    return marks, left
+
+
+class KbWatching(_AppPart):
+    """App mixin: the watch worker, its header note and the marks of the re-run it triggers."""
+
+    def _init_kb_watching(self, watch: bool | None) -> None:
+        cfg = self.config
+        if watch is None:
+            watch = cfg.tui.watch if cfg.tui.watch is not None else cfg.watch.enabled
+        self.watch_enabled = watch
+        self.watch_note: tuple[str, str] | None = None  # (text, style) for the header
+        # side -> (response shown before the update, newest serial requested before the re-run)
+        self._watch_before: dict[str, tuple[SearchResponse, int]] = {}
+        # side -> (serial, markers, hits that left) of the re-run that answered after an update
+        self.watch_marks: dict[str, tuple[int, tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]]] = {}
+
+    def start_watching(self) -> None:
+        """Called once the index is open and current (main thread)."""
+        if not self.watch_enabled or not callable(getattr(self._engine, "watch", None)):
+            return
+        self.run_worker(self._watch_kb, name="watch", group="watch", thread=True, exclusive=True, exit_on_error=False)
+
+    def _watch_kb(self) -> None:
+        worker = get_current_worker()
+        self._engine.watch(lambda event: self.post_message(KbChanged(event)), worker.cancelled_event)
+
+    def on_kb_changed(self, msg: KbChanged) -> None:
+        ev: Any = msg.event
+        if ev.kind == "batch":
+            r = ev.report
+            notes = (r.added + r.updated + r.deleted + r.renamed) if r is not None else 0
+            if r is None or not (notes or r.embedded):
+                return  # a save that changed nothing the index holds
+            if notes:
+                stamp = time.strftime("%H:%M:%S")
+                self.watch_note = (f"updated {stamp} · {notes} note{'s' if notes != 1 else ''}", "")
+                self.rerun_after_update()
+            self._read_index_counts()
+            self.rescore_golden()  # the metrics shown were scored on the index as it was
+        elif ev.kind == "watching":
+            if self.watch_note is not None and self.watch_note[1]:
+                self.watch_note = None  # a problem shown before is over
+        elif ev.kind == "missing":
+            self.watch_note = ("KB folder gone · index kept, watching for it", "bold")
+            self.notify(ev.message, severity="warning", markup=False, timeout=10)
+        elif ev.kind == "restored":
+            self.watch_note = ("KB folder back · catching up", "italic")
+        elif ev.kind == "polling":
+            self.watch_note = ("polling the KB", "italic")
+            self.notify(ev.message, severity="warning", markup=False, timeout=15)
+        elif ev.kind == "waiting":
+            self.watch_note = ("waiting: another groove-tui is indexing this KB", "italic")
+        elif ev.kind == "error":
+            self.notify(ev.message, severity="error", markup=False, timeout=10)
+        self.header_signal.publish("index")
+
+    def rerun_after_update(self) -> None:
+        """The current query again on every side shown, remembering what each showed before."""
+        if not self.query_text.strip():
+            return
+        for side in self.active_sides:
+            if self._debounce_timers.get(side) is not None:
+                continue  # being typed: the search it schedules sees the updated index
+            before = self.responses[side]
+            if before is not None:
+                self._watch_before[side] = (before, self.requested[side])
+            self.schedule_search(side, 0)
+
+    def note_update_marks(self, side: str, serial: int, response: SearchResponse) -> None:
+        """A final response arrived: if it answers the query shown before an update, mark the changes."""
+        pending = self._watch_before.get(side)
+        if pending is None or serial <= pending[1]:
+            return
+        before = self._watch_before.pop(side)[0]
+        if before.query != response.query:
+            return
+        marks, left = update_marks(response, before)
+        if any(m is not None for m in marks) or left:
+            self.watch_marks[side] = (serial, marks, left)
+        else:
+            self.watch_marks.pop(side, None)
+
+    def shown_update_marks(self, side: str) -> tuple[tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]] | None:
+        """The marks to paint with the side's current response (only the re-run's own response)."""
+        marks = self.watch_marks.get(side)
+        if marks is None or marks[0] != self.applied[side]:
+            return None
+        return marks[1], marks[2]

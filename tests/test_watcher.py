@@ -1,0 +1,202 @@
+"""A real watcher (watchfiles: inotify here, or polling) over a temporary KB: edits become batches, each
+an update of just the changed paths; excluded folders and editors' files never reach a batch; the KB
+folder vanishing and coming back, a symlink loop and the OS watch limit are survived. Waits are for
+events, with generous timeouts; nothing is timed."""
+
+from __future__ import annotations
+
+import errno
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from groove_tui.engine import Engine, SearchParams
+from groove_tui.engine.index import watch as watch_mod
+from groove_tui.engine.index.watch import WatchEvent
+
+from helpers import hashing_config, write_kb
+
+TIMEOUT = 30.0
+
+
+class Running:
+    def __init__(self, eng: Engine, polling: bool = False) -> None:
+        self.eng = eng
+        self.events: queue.Queue[WatchEvent] = queue.Queue()
+        self.seen: list[WatchEvent] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=eng.watch, args=(self.events.put, self.stop), kwargs={"debounce_ms": 100, "polling": polling}
+        )
+
+    def next(self, want: Callable[[WatchEvent], bool]) -> WatchEvent:
+        """The first event (from now on) that `want` accepts."""
+        while True:
+            event = self.events.get(timeout=TIMEOUT)
+            self.seen.append(event)
+            if want(event):
+                return event
+
+    def settle(self, holds: Callable[[], bool]) -> None:
+        """Wait for batches until `holds()` (true already: nothing to wait for)."""
+        while not holds():
+            self.next(lambda e: e.kind == "batch")
+
+    def until_indexed(self, rel: str) -> WatchEvent:
+        return self.next(lambda e: e.kind == "batch" and rel in e.paths)
+
+
+@pytest.fixture
+def watching(tmp_path: Path) -> Iterator[Running]:
+    kb = write_kb(tmp_path / "kb", {"start.md": "# Start\n\nnothing here yet\n"})
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        run = Running(eng)
+        run.thread.start()
+        run.next(lambda e: e.kind == "watching")
+        yield run
+        run.stop.set()
+        run.thread.join(TIMEOUT)
+        assert not run.thread.is_alive()
+
+
+def _paths(eng: Engine, query: str) -> set[str]:
+    return {h.path for h in eng.search(query, SearchParams(limit=500, legs="fts")).results}
+
+
+def test_a_real_watcher_follows_creates_saves_renames_moves_and_deletes(watching: Running) -> None:
+    kb, eng = watching.eng.kb_path, watching.eng
+    (kb / "fresh.md").write_text("# Fresh\n\nzebrafish migration\n", "utf-8")
+    batch = watching.until_indexed("fresh.md")
+    assert batch.report is not None and batch.report.added == 1
+    assert _paths(eng, "zebrafish") == {"fresh.md"}
+
+    # an editor's atomic save: a temporary file renamed over the note, a swap file beside it
+    (kb / ".fresh.md.swp").write_text("swap", "utf-8")
+    (kb / "fresh.md.tmp").write_text("# Fresh\n\nquokka habitat\n", "utf-8")
+    os.replace(kb / "fresh.md.tmp", kb / "fresh.md")
+    batch = watching.until_indexed("fresh.md")
+    assert not any(p.endswith((".swp", ".tmp")) for p in batch.paths)
+    assert _paths(eng, "quokka") == {"fresh.md"} and _paths(eng, "zebrafish") == set()
+
+    (kb / "sub").mkdir()
+    os.replace(kb / "fresh.md", kb / "sub" / "renamed.md")
+    watching.settle(lambda: _paths(eng, "quokka") == {"sub/renamed.md"})
+
+    os.rename(kb / "sub", kb / "moved")  # a folder moved: its notes move with it
+    watching.settle(lambda: _paths(eng, "quokka") == {"moved/renamed.md"})
+
+    (kb / "moved" / "renamed.md").unlink()
+    watching.until_indexed("moved/renamed.md")
+    assert _paths(eng, "quokka") == set()
+
+
+def test_excluded_folders_and_editor_files_never_reach_a_batch(watching: Running) -> None:
+    kb, eng = watching.eng.kb_path, watching.eng
+    for folder in (".git", "node_modules", ".obsidian"):
+        (kb / folder).mkdir()
+        (kb / folder / "hidden.md").write_text("# Hidden\n\nplatypus\n", "utf-8")
+    (kb / ".#lock.md").write_text("user@host", "utf-8")
+    (kb / "note.md~").write_text("# Backup\n\nplatypus\n", "utf-8")
+    (kb / "sentinel.md").write_text("# Sentinel\n\nplatypus\n", "utf-8")
+    watching.until_indexed("sentinel.md")
+    batches = [e for e in watching.seen if e.kind == "batch"]
+    assert all(
+        not p.startswith((".git", "node_modules", ".obsidian", ".#")) and not p.endswith("~")
+        for e in batches
+        for p in e.paths
+    )
+    assert _paths(eng, "platypus") == {"sentinel.md"}
+
+
+def test_a_burst_is_a_few_batches_not_one_per_file(watching: Running) -> None:
+    kb, eng = watching.eng.kb_path, watching.eng
+    (kb / "burst").mkdir()
+    for i in range(200):
+        (kb / "burst" / f"b{i:03d}.md").write_text(f"# B{i}\n\nwombat {i}\n", "utf-8")
+    (kb / "burst-done.md").write_text("# Done\n\nwombat done\n", "utf-8")
+    watching.settle(lambda: len(_paths(eng, "wombat")) == 201)
+    batches = [e for e in watching.seen if e.kind == "batch"]
+    assert len(batches) < 50  # gathered: far fewer batches than files
+
+
+def test_the_kb_folder_gone_keeps_the_index_and_watching_resumes_when_it_returns(watching: Running) -> None:
+    kb, eng = watching.eng.kb_path, watching.eng
+    (kb / "keep.md").write_text("# Keep\n\naardvark\n", "utf-8")
+    watching.until_indexed("keep.md")
+    away = kb.with_name("kb-away")
+    os.rename(kb, away)
+    missing = watching.next(lambda e: e.kind == "missing")
+    assert "is gone" in missing.message
+    assert _paths(eng, "aardvark") == {"keep.md"}  # nothing deleted while it is away
+    (away / "while-away.md").write_text("# Away\n\naardvark too\n", "utf-8")
+    os.rename(away, kb)
+    watching.next(lambda e: e.kind == "restored")
+    watching.next(lambda e: e.kind == "batch")  # the catch-up run
+    assert _paths(eng, "aardvark") == {"keep.md", "while-away.md"}
+    watching.next(lambda e: e.kind == "watching")
+    (kb / "after.md").write_text("# After\n\naardvark after\n", "utf-8")
+    watching.until_indexed("after.md")
+
+
+def test_a_symlink_loop_and_a_note_deleted_before_it_is_read_are_survived(watching: Running) -> None:
+    kb, eng = watching.eng.kb_path, watching.eng
+    (kb / "loop").symlink_to(kb, target_is_directory=True)
+    (kb / "flash.md").write_text("# Flash\n\ngone soon\n", "utf-8")
+    (kb / "flash.md").unlink()
+    (kb / "stays.md").write_text("# Stays\n\nnarwhal\n", "utf-8")
+    watching.until_indexed("stays.md")
+    assert _paths(eng, "narwhal") == {"stays.md"} and _paths(eng, "soon") == set()
+    assert not [e for e in watching.seen if e.kind == "error"]
+
+
+def test_the_os_watch_limit_switches_to_polling_with_the_setting_to_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import watchfiles
+
+    real = watchfiles.watch
+
+    def limited(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not kwargs.get("force_polling"):
+            raise OSError(errno.ENOSPC, "OS file watch limit reached.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(watchfiles, "watch", limited)
+    kb = write_kb(tmp_path / "kb", {"a.md": "# A\n\nalpha\n"})
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        run = Running(eng)
+        run.thread.start()
+        try:
+            notice = run.next(lambda e: e.kind == "polling")
+            assert "fs.inotify.max_user_watches" in notice.message
+            assert "polling" in run.next(lambda e: e.kind == "watching").message
+            (kb / "polled.md").write_text("# Polled\n\nmeerkat\n", "utf-8")
+            run.until_indexed("polled.md")
+            assert _paths(eng, "meerkat") == {"polled.md"}
+        finally:
+            run.stop.set()
+            run.thread.join(TIMEOUT)
+
+
+def test_another_process_indexing_is_waited_for_and_said(watching: Running) -> None:
+    from groove_tui.engine.index.indexer import writer_lock
+
+    kb, eng = watching.eng.kb_path, watching.eng
+    with writer_lock(eng.index_dir):  # as another process would hold it (flock is per open file)
+        (kb / "later.md").write_text("# Later\n\nokapi\n", "utf-8")
+        waiting = watching.next(lambda e: e.kind == "waiting")
+        assert "another groove-tui process is indexing" in waiting.message
+    watching.until_indexed("later.md")
+    assert _paths(eng, "okapi") == {"later.md"}
+
+
+def test_limit_errors_are_recognised() -> None:
+    assert watch_mod._is_watch_limit(OSError(errno.ENOSPC, "No space left on device"))
+    assert watch_mod._is_watch_limit(RuntimeError("OS file watch limit reached."))
+    assert not watch_mod._is_watch_limit(OSError(errno.EACCES, "Permission denied"))

@@ -1,0 +1,97 @@
+"""The explorer follows edits to the notes: a real temporary KB, the real engine and its real watcher. A
+saved note is found without reopening, the list marks what the edit changed, the header says when and
+how many notes, the cursor stays on the same hit, compare mode re-runs both sides, and `watch=False`
+indexes once. Waits are on state, with generous timeouts."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from groove_tui.engine import Engine
+from groove_tui.settings.config import Config, EmbeddingConfig
+from groove_tui.tui.screens.compare import CompareScreen
+from groove_tui.tui.widgets.results import ResultsPane
+
+from .helpers import SIZE, TestApp, paths, screen_lines, search, settle, wait_until
+
+NOTES = {
+    "a.md": "# Alpha\n\n## Tokio\n\ntokio runtime schedules tasks\n",
+    "b.md": "# Beta\n\n## Tokio\n\ntokio tokio runtime again\n",
+    "c.md": "# Gamma\n\n## Garden\n\nsoil and seeds\n",
+}
+
+
+def watched_app(tmp_path: Path, **kw) -> TestApp:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name, text in NOTES.items():
+        (kb / name).write_text(text, encoding="utf-8")
+    cfg = dataclasses.replace(Config(), embedding=EmbeddingConfig(model="hashing"))
+    cfg = dataclasses.replace(cfg, watch=dataclasses.replace(cfg.watch, debounce_ms=50))
+    return TestApp(
+        engine_factory=lambda: Engine.open(kb, config=cfg, index_dir=tmp_path / "idx"),
+        config=cfg,
+        kb_path=kb,
+        history_path=tmp_path / "h.json",
+        debounce_ms=0,
+        warmup=False,
+        user_theme_dir=tmp_path / "none",
+        **kw,
+    )
+
+
+async def _watching(app: TestApp, pilot) -> None:
+    await settle(app, pilot)
+    await wait_until(pilot, lambda: any(w.group == "watch" for w in app.workers), what="the watch worker")
+    await pilot.pause(0.5)  # the OS watch is set up within its first timeout
+
+
+async def test_a_saved_note_is_found_and_marked_without_reopening(tmp_path: Path) -> None:
+    app = watched_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await _watching(app, pilot)
+        await search(app, pilot, "tokio runtime")
+        assert {"a.md", "b.md"} <= set(paths(app))
+        pane = app.screen.query_one("#pane-left", ResultsPane)
+        pane._set_cursor(next(i for i, r in enumerate(pane.rows) if r.hit.path == "a.md"))
+        kb = app.kb_path
+        (kb / "new.md").write_text("# New\n\n## Tokio\n\ntokio runtime tokio runtime tokio\n", "utf-8")
+        (kb / "b.md").unlink()
+        await wait_until(
+            pilot, lambda: "new.md" in paths(app) and "b.md" not in paths(app), what="the re-run after the save"
+        )
+        await settle(app, pilot)
+        rows = {(r.hit.path, r.gone): r.marker for r in pane.rows}
+        assert rows[("new.md", False)] is not None and rows[("new.md", False)].kind == "new"
+        assert ("b.md", True) in rows  # the hit that left, shown dimmed
+        assert pane.highlighted_row is not None and pane.highlighted_row.hit.path == "a.md"  # the cursor stayed
+        header = str(app.header_text(200))
+        assert re.search(r"updated \d\d:\d\d:\d\d · [12] notes?", header), header
+        assert any("new.md" in line for line in screen_lines(app))
+
+
+async def test_compare_mode_re_runs_both_sides_after_an_edit(tmp_path: Path) -> None:
+    app = watched_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await _watching(app, pilot)
+        await search(app, pilot, "tokio runtime")
+        await pilot.press("f5")
+        await settle(app, pilot)
+        assert isinstance(app.screen, CompareScreen)
+        (app.kb_path / "d.md").write_text("# Delta\n\n## Tokio\n\ntokio runtime in the garden\n", "utf-8")
+        await wait_until(
+            pilot,
+            lambda: "d.md" in paths(app, "left") and "d.md" in paths(app, "right"),
+            what="both sides re-run",
+        )
+
+
+async def test_watch_off_indexes_once(tmp_path: Path) -> None:
+    app = watched_app(tmp_path, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert not any(w.group == "watch" for w in app.workers)
+        await search(app, pilot, "tokio runtime")
+        assert {"a.md", "b.md"} <= set(paths(app))
