@@ -36,24 +36,16 @@ def _wait_for(lines: queue.Queue[str], seen: list[str], text: str) -> str:
         assert line, f"stderr ended without {text!r}: {seen}"
 
 
+def _index_watch(kb: Path, tmp_path: Path, debounce_ms: str) -> list[str]:
+    """`groove-tui index KB --watch` with the test embedder and an index under tmp_path."""
+    command = [sys.executable, "-m", "groove_tui.cli", "index", str(kb), "--watch", "--debounce-ms", debounce_ms]
+    return [*command, "--model", "hashing-64", "--index-dir", str(tmp_path / "idx")]
+
+
 def test_index_watch_prints_one_line_per_batch_and_ctrl_c_exits_0(tmp_path: Path) -> None:
     kb = write_kb(tmp_path / "kb", {"a.md": "# A\n\nalpha\n"})
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groove_tui.cli",
-            "index",
-            str(kb),
-            "--watch",
-            "--debounce-ms",
-            "50",
-            "--model",
-            "hashing-64",
-            "--index-dir",
-            str(tmp_path / "idx"),
-            "--quiet",
-        ],
+        [*_index_watch(kb, tmp_path, "50"), "--quiet"],
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -107,20 +99,7 @@ def test_bad_watch_settings_name_key_value_and_range(data: dict, message: str) -
 def test_a_bad_debounce_flag_is_one_line(tmp_path: Path) -> None:
     kb = write_kb(tmp_path / "kb", {"a.md": "# A\n\nalpha\n"})
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "groove_tui.cli",
-            "index",
-            str(kb),
-            "--watch",
-            "--debounce-ms",
-            "0",
-            "--model",
-            "hashing-64",
-            "--index-dir",
-            str(tmp_path / "idx"),
-        ],
+        _index_watch(kb, tmp_path, "0"),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
