@@ -124,7 +124,7 @@ def fuse(
     bigram_leg: bool = False,
     method: str = "rrf",
 ) -> list[_Candidate]:
-    """Combine the legs into one ranking (ties by chunk id; the vector term is added first).
+    """Combine the legs into one ranking (ties by path and position; the vector term is added first).
 
     "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
     far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
