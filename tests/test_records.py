@@ -223,3 +223,11 @@ def test_an_eval_at_an_embedded_share_records_the_share(kb, tmp_path):
     assert rec["command"] == "groove-tui " + " ".join(argv)  # as typed, not the copy it evaluated
     assert rec["subject"]["embedded_share"] == 0.5 and rec["subject"]["variant"] == "hybrid-share0.5"
     assert rec["figures"]["pending_embeddings"] > 0
+
+
+def test_a_run_from_a_git_checkout_records_its_commit():
+    checkout = Path(records.__file__).resolve().parents[2]
+    if not (checkout / ".git").exists():
+        pytest.skip("installed from a wheel: the version says what ran")
+    commit = records.git_commit()
+    assert commit is not None and len(commit.removesuffix("-dirty")) == 7

@@ -157,7 +157,7 @@ def machine(load_before: tuple[float, float, float] | None = None) -> dict[str, 
 def git_commit() -> str | None:
     """The short commit of the checkout groove-tui runs from, with "-dirty" when its files were changed;
     None when it runs from an installed wheel (the version then says what ran)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # groove_tui/output/records.py -> the checkout
     if not (root / ".git").exists():
         return None
     try:
