@@ -163,15 +163,15 @@ class Indexer:
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual, scope)
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
+        self._follow_phrase_statistics()
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
         embed_done = time.perf_counter()
         _docs, chunks, pending = self.store.counts()
         notify(IndexProgress("done", chunks - pending, chunks))
-        # After "done": search works meanwhile, only slower. Not after a watched edit: the statistics are
-        # read only at their own generation, so the search stays exact without them, and recomputing
-        # them for the whole corpus would cost far more than the edit.
+        # After "done": search works meanwhile, only slower. Not after a watched edit, which followed the
+        # stored set already: finding and storing the corpus' new common phrases is a whole-KB pass.
         if self.config.search.fulltext_pruning and scope is None:
             self._phrase_statistics(cancel)
         end = time.perf_counter()
@@ -287,6 +287,16 @@ class Indexer:
             if self.store.conn().in_transaction:
                 self.store.conn().execute("ROLLBACK")
             log.warning("phrase statistics not stored: %s", exc)
+
+    def _follow_phrase_statistics(self) -> None:
+        """Bring the stored phrase statistics up to date with this run's edits (their chunks only), right
+        after the full text, so the next search reads them; kept current even while pruning is off, so
+        the journal never grows. Best effort: a set that cannot follow is dropped, never left stale."""
+        try:
+            with self.store.transaction() as conn:
+                phrase_stats.follow_edits(conn)
+        except sqlean.Error as exc:
+            log.warning("phrase statistics not followed: %s", exc)
 
     def _compact_fulltext(self, changed: int, cancel: threading.Event | None) -> None:
         """Merge the full-text segments once a tenth of the documents changed since the last merge.

@@ -17,19 +17,52 @@ from typing import cast
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["TrigramFold", "common_phrases", "store_common_phrases"]
+__all__ = [
+    "TrigramFold",
+    "common_phrases",
+    "drop_stored_phrases",
+    "follow_edits",
+    "store_common_phrases",
+    "stored_epoch",
+]
 
 K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
 MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 
-# Persisted phrase statistics (see `store_common_phrases`): the index database's own table, never the KB.
+# Persisted phrase statistics (see `store_common_phrases`): the index database's own tables, never the KB.
+# `generation` says when a row was last written; whether the set may be read says STATS_KEY (below).
 STATS_DDL = (
     "CREATE TABLE IF NOT EXISTS fts_phrase_stats (tbl TEXT NOT NULL, weights TEXT NOT NULL, phrase TEXT NOT NULL, "
     "generation INTEGER NOT NULL, df INTEGER NOT NULL, rowids BLOB NOT NULL, terms BLOB NOT NULL, "
     "PRIMARY KEY (tbl, weights, phrase))"
 )
+# index_meta's epoch of the stored set: > 0 while a set is kept (bumped by every write to it, so readers'
+# caches can key on it), ≤ 0 when none is. Without the key (an index from before the journal) the rows
+# are of unknown age and are never read.
+STATS_KEY = "phrase_stats_epoch"
+# Every change to a chunk's text while a set is kept, journalled by triggers in the same transaction as
+# the change (the removed text with it): the set is FTS5's answer exactly when the journal is empty, and
+# `follow_edits` brings it up to date from the journal alone. Triggers, not the indexer's own calls, so
+# no write path can forget it; the full-text rows are always written from the chunk rows (store.py).
+JOURNAL_DDL = (
+    "CREATE TABLE IF NOT EXISTS fts_phrase_journal (seq INTEGER PRIMARY KEY, chunk_id INTEGER NOT NULL, "
+    "removed INTEGER NOT NULL, heading TEXT, context_text TEXT, content TEXT)"
+)
+_KEPT = f"CAST((SELECT value FROM index_meta WHERE key = '{STATS_KEY}') AS INTEGER) > 0"
+_REMOVED = (
+    "INSERT INTO fts_phrase_journal(chunk_id, removed, heading, context_text, content) "
+    "VALUES (old.id, 1, old.heading, old.context_text, old.content);"
+)
+_ADDED = "INSERT INTO fts_phrase_journal(chunk_id, removed) VALUES (new.id, 0);"
+JOURNAL_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS fts_phrase_journal_add AFTER INSERT ON chunks WHEN {_KEPT} BEGIN {_ADDED} END",
+    f"CREATE TRIGGER IF NOT EXISTS fts_phrase_journal_remove AFTER DELETE ON chunks WHEN {_KEPT} BEGIN {_REMOVED} END",
+    "CREATE TRIGGER IF NOT EXISTS fts_phrase_journal_change AFTER UPDATE OF heading, context_text, content "
+    f"ON chunks WHEN {_KEPT} BEGIN {_REMOVED} {_ADDED} END",
+)
+FOLLOW_MAX_SHARE = 0.2  # changed chunks past this share of the table: the set is stored again instead
 LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
@@ -173,6 +206,24 @@ def weights_key(weights: Sequence[float]) -> str:
     return ",".join(float(w).hex() for w in weights)
 
 
+def self_overlapping(s: str) -> bool:
+    """Two instances of `s` can overlap (a prefix is also a suffix): str.count would miss one."""
+    return any(s[:k] == s[-k:] for k in range(1, len(s)))
+
+
+def instances(text: str, phrase: str) -> int:
+    """How many times the trigram table matches `phrase` (folded, 3+ characters) in a column whose folded
+    text is `text`: each start position of the phrase, overlapping ones included (a phrase is its
+    trigrams at consecutive positions, and the tokenizer emits one trigram per character)."""
+    if not self_overlapping(phrase):
+        return text.count(phrase)
+    n, at = 0, text.find(phrase)
+    while at >= 0:
+        n += 1
+        at = text.find(phrase, at + 1)
+    return n
+
+
 class Inconsistent(Exception):
     """The tables disagree (a full-text row without its chunk): the plain statement answers instead."""
 
@@ -209,6 +260,291 @@ def common_phrases(
     )
 
 
+def stored_epoch(conn: sqlite3.Connection) -> int | None:
+    """The stored set's epoch when it may be read now (it is FTS5's answer: no edit waits in the journal),
+    else None. Read inside the caller's snapshot, with the rows it reads."""
+    try:
+        row = conn.execute(
+            f"SELECT CAST(value AS INTEGER), EXISTS (SELECT 1 FROM fts_phrase_journal) FROM index_meta "
+            f"WHERE key = '{STATS_KEY}'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # an index without the journal: nothing stored may be read
+        return None
+    if row is None or row[0] <= 0 or row[1]:
+        return None
+    return int(row[0])
+
+
+def drop_stored_phrases(conn: sqlite3.Connection) -> None:
+    """No set kept (and no journal written) from here on; inside the caller's write transaction. For a
+    table rebuilt whole or grown too small to prune."""
+    epoch = _epoch(conn)
+    if epoch is None:
+        return
+    conn.execute("DELETE FROM fts_phrase_stats")
+    conn.execute("DELETE FROM fts_phrase_journal")
+    conn.execute("UPDATE index_meta SET value = ? WHERE key = ?", (str(-abs(epoch)), STATS_KEY))
+
+
+def _epoch(conn: sqlite3.Connection) -> int | None:
+    """STATS_KEY's value (None: the tables are not there, or the key is not)."""
+    try:
+        row = conn.execute("SELECT CAST(value AS INTEGER) FROM index_meta WHERE key = ?", (STATS_KEY,)).fetchone()
+        conn.execute("SELECT 1 FROM fts_phrase_journal LIMIT 0")
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else int(row[0])
+
+
+def _bump_epoch(conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (STATS_KEY,))
+
+
+def _start_set(conn: sqlite3.Connection, table: str) -> None:
+    """An empty set, kept from now on (the journal starts here), with the rows' lengths; inside the
+    caller's write transaction."""
+    conn.execute(STATS_DDL)
+    conn.execute(JOURNAL_DDL)
+    for ddl in JOURNAL_TRIGGERS:
+        conn.execute(ddl)
+    epoch = _epoch(conn)
+    conn.execute("DELETE FROM fts_phrase_stats")
+    conn.execute("DELETE FROM fts_phrase_journal")
+    conn.execute(
+        "INSERT INTO index_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (STATS_KEY, str(abs(epoch or 0) + 1)),
+    )
+    _store_lengths(conn, table, read_lengths(conn, table))
+
+
+def _store_lengths(conn: sqlite3.Connection, table: str, lengths: np.ndarray) -> None:
+    small_d = len(lengths) == 0 or lengths.max() < 2**16
+    conn.execute(
+        "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
+        (table + LENGTHS, _generation(conn), len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()),
+    )
+
+
+def _stored_lengths(conn: sqlite3.Connection, table: str) -> np.ndarray | None:
+    have = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ?", (table + LENGTHS,)).fetchone()
+    if have is None or len(have[1]) not in (2 * have[0], 4 * have[0]):
+        return None
+    return np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def totals(conn: sqlite3.Connection, table: str) -> tuple[int, float]:
+    """N and avgdl as bm25 reads them (FTS5's averages record)."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    values = varints(row[0]) if row and row[0] else [0]
+    return values[0], (float(sum(values[1:])) / float(values[0]) if values[0] else 1.0)
+
+
+def _fts5_list(
+    conn: sqlite3.Connection, table: str, phrase: str, weights: tuple[float, ...], lengths: np.ndarray | None
+) -> tuple[int, bytes, bytes]:
+    """(row count, rowids, terms) of FTS5's own answer for `phrase` now, packed as stored."""
+    from groove_tui.engine.analysis.query import fts_phrase
+
+    found = conn.execute(
+        f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, fts_phrase(phrase))
+    ).fetchall()
+    rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
+    terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
+    order = np.argsort(rows, kind="stable")
+    rows, terms = rows[order], terms[order]
+    n_rows, avgdl = totals(conn, table)
+    return len(found), pack_rowids(rows), pack_terms(rows, terms, lengths, n_rows, avgdl)
+
+
+def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_rows: int | None = None) -> int:
+    """Bring the stored set up to date with the journalled edits, inside the caller's write transaction:
+    only the lists of phrases a removed or added chunk holds are rewritten, from the chunks' text. Returns
+    how many chunks the journal named (0: nothing to do).
+
+    Exact as the lists FTS5 gives: a list kept as frequencies f holds, per row, the column weights summed
+    over the phrase's instances, which depend on that row's text alone (N, the token total and the row
+    count only enter when terms are computed from f at reading, from the reader's own snapshot). A row's
+    instances are counted in its columns folded as the tokenizer folds them (`instances`): the same
+    count `_Scorer` scores with, checked against FTS5 by the pruned leg's calibration. Lists that cannot
+    be kept as frequencies (weights that are not whole numbers, counts past 2^16, terms kept as doubles,
+    which depend on N and avgdl) are asked of FTS5 again; a removed chunk missing from a list it holds
+    means the set is not what it claims, and it is dropped (the leg is exact without it, only slower)."""
+    epoch = _epoch(conn)
+    if epoch is None or epoch <= 0:
+        return 0
+    journal = conn.execute(
+        "SELECT chunk_id, removed, heading, context_text, content FROM fts_phrase_journal ORDER BY seq"
+    ).fetchall()
+    if not journal:
+        return 0
+    first: dict[int, tuple[int, tuple[str | None, ...]]] = {}
+    last: dict[int, int] = {}
+    for cid, removed, *cols in journal:
+        first.setdefault(cid, (removed, tuple(cols)))
+        last[cid] = removed
+    removed_text = {cid: cols for cid, (removed, cols) in first.items() if removed}  # in the set's lists
+    added_ids = sorted(cid for cid, removed in last.items() if not removed)  # in FTS5 now
+    n_rows, _avgdl = totals(conn, table)
+    if n_rows < (MIN_ROWS if min_rows is None else min_rows) or (
+        len(removed_text) + len(added_ids) > FOLLOW_MAX_SHARE * max(1, n_rows)
+    ):
+        drop_stored_phrases(conn)
+        return len(first)
+    added_text: dict[int, tuple[str | None, ...]] = {}
+    for start in range(0, len(added_ids), 500):
+        batch = added_ids[start : start + 500]
+        for cid, *cols in conn.execute(
+            f"SELECT id, heading, context_text, content FROM chunks WHERE id IN ({','.join('?' * len(batch))})", batch
+        ):
+            added_text[cid] = tuple(cols)
+    texts = [*removed_text.values(), *added_text.values()]
+    if len(added_text) != len(added_ids) or any("\0" in c for cols in texts for c in cols if c):
+        drop_stored_phrases(conn)  # (a NUL ends the tokenizer's input: not what `instances` counts)
+        return len(first)
+
+    # Which stored phrases each changed chunk holds, per column: candidates by their first trigram.
+    phrases = sorted(
+        {
+            p
+            for (p,) in conn.execute(
+                "SELECT DISTINCT phrase FROM fts_phrase_stats WHERE tbl = ? AND phrase != ''", (table,)
+            )
+        }
+    )
+    by_trigram: dict[str, list[str]] = {}
+    for p in phrases:
+        by_trigram.setdefault(p[:3], []).append(p)
+
+    def held(cols: tuple[str | None, ...]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for ci, col in enumerate(cols):
+            if not col:
+                continue
+            folded = FOLD.fold(col)
+            for tri in {folded[i : i + 3] for i in range(len(folded) - 2)} & by_trigram.keys():
+                for p in by_trigram[tri]:
+                    n = instances(folded, p)
+                    if n:
+                        out.setdefault(p, [0] * len(cols))[ci] = n
+        return out
+
+    removed_from: dict[str, list[int]] = {}
+    added_to: dict[str, dict[int, list[int]]] = {}
+    for cid, cols in removed_text.items():
+        for p in held(cols):
+            removed_from.setdefault(p, []).append(cid)
+    for cid, cols in added_text.items():
+        for p, counts in held(cols).items():
+            added_to.setdefault(p, {})[cid] = counts
+
+    lengths = _stored_lengths(conn, table)
+    if added_ids:
+        top = max(added_ids[-1] + 1, 0 if lengths is None else len(lengths))
+        grown = np.zeros(top, dtype=np.float64)
+        if lengths is not None:
+            grown[: len(lengths)] = lengths
+        for start in range(0, len(added_ids), 500):
+            batch = added_ids[start : start + 500]
+            for cid, sz in conn.execute(
+                f"SELECT id, sz FROM {table}_docsize WHERE id IN ({','.join('?' * len(batch))})", batch
+            ):
+                grown[cid] = float(sum(varints(sz)))
+        lengths = grown
+    if lengths is not None:
+        for cid in removed_text:
+            if cid < len(lengths):
+                lengths[cid] = 0.0
+        _store_lengths(conn, table, lengths)
+
+    gen = _generation(conn)
+    for (wkey,) in conn.execute(
+        "SELECT DISTINCT weights FROM fts_phrase_stats WHERE tbl = ? AND weights != ''", (table,)
+    ).fetchall():
+        weights = tuple(float.fromhex(w) for w in wkey.split(","))
+        whole = all(w == int(w) and 1 <= w < 2**12 for w in weights)
+        stale = {
+            p
+            for (p,) in conn.execute(
+                "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase != '' "
+                "AND (length(terms) = 8 * df AND df > 0 OR length(terms) = 0 AND df > 0)",
+                (table, wkey),
+            )
+        }  # terms as doubles, or the row count only: they change with N and avgdl, whatever changed
+        touched = stale | ((removed_from.keys() | added_to.keys()) & set(phrases))
+        for phrase in sorted(touched):
+            row = conn.execute(
+                "SELECT df, rowids, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?",
+                (table, wkey, phrase),
+            ).fetchone()
+            if row is None:
+                continue
+            df, rowids_blob, terms_blob = row
+            if not whole or phrase in stale or len(terms_blob) not in (df, 2 * df):
+                if not rowids_blob and df:  # the row count only
+                    count = conn.execute(
+                        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (_quoted(phrase),)
+                    ).fetchone()[0]
+                    conn.execute(
+                        "UPDATE fts_phrase_stats SET df = ?, generation = ? "
+                        "WHERE tbl = ? AND weights = ? AND phrase = ?",
+                        (count, gen, table, wkey, phrase),
+                    )
+                    continue
+                df2, rowids2, terms2 = _fts5_list(conn, table, phrase, weights, lengths)
+                conn.execute(
+                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (table, wkey, phrase, gen, df2, rowids2, terms2),
+                )
+                continue
+            rows = unpack_rowids(rowids_blob, df)
+            f = np.frombuffer(terms_blob, dtype="<u1" if len(terms_blob) == df else "<u2").astype(np.int64)
+            gone = np.asarray(sorted(removed_from.get(phrase, ())), dtype=np.int64)
+            if len(gone):
+                keep = ~np.isin(rows, gone)
+                if int(len(rows) - keep.sum()) != len(gone):
+                    drop_stored_phrases(conn)  # a list without a row that holds its phrase: not FTS5's
+                    return len(first)
+                rows, f = rows[keep], f[keep]
+            new = added_to.get(phrase, {})
+            if new:
+                new_rows = np.fromiter(new, dtype=np.int64, count=len(new))
+                new_f = np.fromiter(
+                    (sum(int(n) * int(w) for n, w in zip(counts, weights, strict=True)) for counts in new.values()),
+                    dtype=np.int64,
+                    count=len(new),
+                )
+                if np.isin(new_rows, rows).any():
+                    drop_stored_phrases(conn)
+                    return len(first)
+                rows, f = np.concatenate([rows, new_rows]), np.concatenate([f, new_f])
+                order = np.argsort(rows, kind="stable")
+                rows, f = rows[order], f[order]
+            if len(f) and (f.max() >= 2**16 or f.min() < 1):
+                conn.execute(
+                    "DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?", (table, wkey, phrase)
+                )
+                continue
+            terms = f.astype("<u1" if not len(f) or f.max() < 2**8 else "<u2").tobytes()
+            conn.execute(
+                "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (table, wkey, phrase, gen, len(rows), pack_rowids(rows), terms),
+            )
+    conn.execute("DELETE FROM fts_phrase_journal")
+    _bump_epoch(conn)
+    return len(first)
+
+
+def _quoted(phrase: str) -> str:
+    from groove_tui.engine.analysis.query import fts_phrase
+
+    return fts_phrase(phrase)
+
+
 def store_common_phrases(
     conn: sqlite3.Connection,
     weights: Sequence[float],
@@ -220,58 +556,39 @@ def store_common_phrases(
     min_rows: int | None = None,
 ) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
-    row count and impact list, keyed by table, weights, folded phrase and index generation), so that a
-    new session starts with the lists that cost most to fetch. Returns how many were stored now.
+    row count and impact list, keyed by table, weights and folded phrase), so that a new session starts
+    with the lists that cost most to fetch. Returns how many were stored now.
 
     Exact: each row is FTS5's own `SELECT rowid, bm25(t, w…) … MATCH phrase` (the statement `_impacts`
-    runs) inside one write transaction that also reads the generation, so it is the table's answer at that
-    generation; `ranked` uses a row only while the index is at that generation (every write to the
-    index bumps it in its own transaction, store.bump_generation), and older rows are deleted here. The
-    phrase is queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly
-    what any phrase folding to it matches. Interrupted (cancel, another writer), what was stored is still
-    exact and the next call goes on from there; so does one that ran out of `max_seconds` (an index run
-    pays at most that much; at 100k chunks the whole set, ~6,650 phrases, takes ~70 s on one core and 126 MB)."""
+    runs) inside a write transaction that first follows the journal (`follow_edits`), so every row is the
+    table's answer at the same state; readers use the set only while the journal is empty. The phrase is
+    queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly what any phrase
+    folding to it matches. Interrupted (cancel, out of `max_seconds`), what was stored is still exact and
+    the next call goes on from there (an index run pays at most that much; at 100k chunks the whole set,
+    ~6,650 phrases, takes ~70 s on one core and 126 MB). Later edits cost only their own chunks."""
     weights = tuple(float(w) for w in weights)
     wkey = weights_key(weights)
-    conn.execute(STATS_DDL)
-
-    def generation() -> int:
-        row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
+    least = MIN_ROWS if min_rows is None else min_rows
     conn.execute("BEGIN IMMEDIATE")
     try:
-        gen = generation()
-        conn.execute("DELETE FROM fts_phrase_stats WHERE generation != ?", (gen,))
-        row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-        values = varints(row[0]) if row and row[0] else [0]
-        n_rows, avgdl = values[0], (float(sum(values[1:])) / float(values[0]) if values[0] else 1.0)
-        small = n_rows < (MIN_ROWS if min_rows is None else min_rows)
-        if small:
-            conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
-        lengths = None
-        have = conn.execute(
-            "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?", (table + LENGTHS, gen)
-        ).fetchone()
-        if have is not None and len(have[1]) in (2 * have[0], 4 * have[0]):
-            lengths = np.frombuffer(have[1], dtype="<u2" if len(have[1]) == 2 * have[0] else "<u4").astype(np.float64)
-        elif not small:
-            lengths = read_lengths(conn, table)
-            small_d = len(lengths) == 0 or lengths.max() < 2**16
-            conn.execute(
-                "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, '', '', ?, ?, x'', ?)",
-                (table + LENGTHS, gen, len(lengths), lengths.astype("<u2" if small_d else "<u4").tobytes()),
-            )
+        n_rows, avgdl = totals(conn, table)
+        if n_rows < least:
+            drop_stored_phrases(conn)
+            return 0
+        epoch = _epoch(conn)
+        if epoch is not None and epoch > 0:
+            follow_edits(conn, table, min_rows=least)
+            epoch = _epoch(conn)
+        if epoch is None or epoch <= 0:
+            _start_set(conn, table)
+        lengths = _stored_lengths(conn, table)
         done = {
             p
-            for (p,) in conn.execute(
-                "SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ?",
-                (table, wkey, gen),
-            )
+            for (p,) in conn.execute("SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (table, wkey))
         }
     finally:
         conn.execute("COMMIT")
-    if small or "" in done:  # "" marks a finished set
+    if "" in done:  # "" marks a finished set
         return 0
     from groove_tui.engine.analysis.query import fts_phrase
 
@@ -281,8 +598,7 @@ def store_common_phrases(
     entries = sum(
         r
         for (r,) in conn.execute(
-            "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND generation = ? AND length(terms) > 0",
-            (table, wkey, gen),
+            "SELECT df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND length(terms) > 0", (table, wkey)
         )
     )
     stored = 0
@@ -294,8 +610,13 @@ def store_common_phrases(
             return stored
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if generation() != gen:
-                return stored  # (COMMIT below: nothing written in this transaction)
+            if follow_edits(conn, table, min_rows=least):  # another writer came between: this state now
+                n_rows, avgdl = totals(conn, table)
+                lengths = _stored_lengths(conn, table)
+            epoch = _epoch(conn)
+            if epoch is None or epoch <= 0:
+                return stored  # dropped (too many edits, or too small now): the next run starts over
+            gen = _generation(conn)
             started = time.perf_counter()
             while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
                 phrase, sampled = todo[i]
@@ -304,7 +625,7 @@ def store_common_phrases(
                     df = conn.execute(
                         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)
                     ).fetchone()[0]
-                    if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this generation)
+                    if df > COMMON_LIST_SHARE * n_rows:  # the row count only (FTS5's, this state)
                         conn.execute(
                             "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, x'', x'')",
                             (table, wkey, phrase, gen, df),
@@ -330,15 +651,20 @@ def store_common_phrases(
                 )
                 entries += len(found)
                 stored += 1
+            _bump_epoch(conn)
         finally:
             conn.execute("COMMIT")
     with contextlib.suppress(sqlite3.Error):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if generation() == gen:
+            follow_edits(conn, table, min_rows=least)
+            epoch = _epoch(conn)
+            if epoch is not None and epoch > 0:
                 conn.execute(
-                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')", (table, wkey, gen)
+                    "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, 0, x'', x'')",
+                    (table, wkey, _generation(conn)),
                 )
+                _bump_epoch(conn)
         finally:
             conn.execute("COMMIT")
     return stored

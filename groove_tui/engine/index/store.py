@@ -21,6 +21,7 @@ import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
+from groove_tui.engine.index import phrase_stats
 
 SCHEMA_VERSION = "1"
 
@@ -371,7 +372,9 @@ class Store:
         conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
 
     def recreate_fulltext(self, conn: sqlite3.Connection) -> None:
-        """Both full-text tables dropped and created empty, in the current form."""
+        """Both full-text tables dropped and created empty, in the current form (and no phrase statistics
+        of the old ones kept)."""
+        phrase_stats.drop_stored_phrases(conn)
         conn.execute("DROP TABLE IF EXISTS fts_chunks")
         conn.execute("DROP TABLE IF EXISTS fts_bigram")
         conn.execute(FTS_DDL)

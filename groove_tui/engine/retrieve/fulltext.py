@@ -46,10 +46,12 @@ Phrase statistics (n_i and the impact lists) are cached per index generation (bo
 the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
 recur across queries. The index database also stores them for the corpus' common words
 (`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
-lists that cost most to fetch. A stored row is FTS5's own answer at one generation and is read only at
-that generation; its terms are kept as the frequencies they come from only where recomputing them
-(`tf_terms`, from the same N, token total, row count and stored lengths) was checked, when storing, to
-give FTS5's doubles back bit for bit. Lists at hand are taken to the end: a taken phrase's terms are
+lists that cost most to fetch, and the indexer keeps them current edit by edit (`follow_edits`). The
+stored set is read only while it is FTS5's answer in the search's snapshot (no edit waits in its journal:
+`stored_epoch`). A list's terms are kept as the frequencies they come from where recomputing them
+(`tf_terms`, from this snapshot's N, token total and row count and the stored lengths) gives FTS5's doubles
+bit for bit, which whole-number column weights guarantee; else as the doubles, asked of FTS5 again after
+every edit. Lists at hand are taken to the end: a taken phrase's terms are
 FTS5's, so rows need their text only for the phrases left.
 """
 
@@ -76,6 +78,8 @@ from groove_tui.engine.index.phrase_stats import (
     B,
     Inconsistent,
     idf_of,
+    self_overlapping,
+    stored_epoch,
     tf_terms,
     unpack_rowids,
     unpack_terms,
@@ -126,11 +130,6 @@ def parse_or_expression(expr: str) -> OrExpression | None:
             if _OR_LIST.fullmatch(pos) and _OR_LIST.fullmatch(neg):
                 return OrExpression(tuple(_PHRASE_RE.findall(pos)), tuple(_PHRASE_RE.findall(neg)))
     return None
-
-
-def _self_overlapping(s: str) -> bool:
-    """Two instances of `s` can overlap (a prefix is also a suffix): str.count would miss one."""
-    return any(s[:k] == s[-k:] for k in range(1, len(s)))
 
 
 class _LRU:
@@ -256,18 +255,24 @@ class PrunedFulltext:
             return None
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
-        stored = self._stored(
-            conn,
-            table,
-            weights,
-            gen,
-            {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))},
+        # The stored set, when it is FTS5's answer in this snapshot (its epoch keys what is cached of it).
+        epoch = stored_epoch(conn)
+        stored = (
+            {}
+            if epoch is None
+            else self._stored(
+                conn,
+                table,
+                weights,
+                epoch,
+                {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))},
+            )
         )
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
         for slot, (raw, text) in enumerate(zip(parsed.positive, folded, strict=True)):
-            overlaps = re.compile(f"(?={re.escape(text)})") if text and _self_overlapping(text) else None
+            overlaps = re.compile(f"(?={re.escape(text)})") if text and self_overlapping(text) else None
             # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
             # rows with the same frequencies: the same row count and the same terms, bit for bit.
@@ -282,7 +287,7 @@ class PrunedFulltext:
                 # A phrase the index holds no statistics for is rare (the common ones are stored), and
                 # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
                 # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
-                self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl)
+                self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl, epoch)
             idf, sizes[raw] = self._idf(
                 conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl, stored
             )
@@ -329,7 +334,7 @@ class PrunedFulltext:
             rows, terms = (
                 cached[0]
                 if cached is not None
-                else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen, stored, n_rows, avgdl)
+                else self._impacts(conn, table, phrase.raw, phrase.key, weights, gen, stored, n_rows, avgdl, epoch)
             )
             if excluded is not None and len(excluded):
                 keep = ~np.isin(rows, excluded, assume_unique=True)
@@ -424,7 +429,7 @@ class PrunedFulltext:
             df = len(impacts[0][0])
             value = (idf_of(n_rows, df) if df else None, df)
         elif pkey in stored:
-            # FTS5's own row count for this phrase, stored at this very generation: the same n_i its
+            # FTS5's own row count for this phrase, stored for this very snapshot: the same n_i its
             # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
             df = stored[pkey]
             value = (idf_of(n_rows, df), df)
@@ -495,6 +500,7 @@ class PrunedFulltext:
         stored: dict[str, int] | None = None,
         n_rows: int = 0,
         avgdl: float = 1.0,
+        epoch: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Rows matching `phrase` (sorted) and the term it adds to each one's bm25: FTS5's bm25 of the
         phrase alone is minus that term (same idf, frequency and length). Used for bounds only."""
@@ -504,15 +510,14 @@ class PrunedFulltext:
             return cast(tuple[np.ndarray, np.ndarray], cached[0])
         if stored and pkey in stored:
             row = conn.execute(
-                "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ? "
-                "AND generation = ?",
-                (table, weights_key(weights), pkey, gen),
+                "SELECT rowids, terms, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?",
+                (table, weights_key(weights), pkey),
             ).fetchone()
-            if row is not None and (row[1] or not row[2]):  # FTS5's own list, at this generation
+            if row is not None and (row[1] or not row[2]):  # FTS5's own list, in this snapshot
                 rows = unpack_rowids(row[0], row[2])
-                # Frequencies become terms as at storing, from the same N, token total, row count and
-                # lengths (same generation): the doubles that were checked equal to FTS5's then.
-                lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, gen)
+                # Frequencies become terms as bm25 makes them, from this snapshot's N, token total and row
+                # count and the stored lengths: the doubles FTS5 computes from the same integers.
+                lengths = None if len(row[1]) == 8 * len(rows) else self._lengths(conn, table, epoch)
                 terms = unpack_terms(row[1], rows, lengths, n_rows, avgdl)
                 if terms is not None:
                     value = (rows, terms)
@@ -529,30 +534,30 @@ class PrunedFulltext:
         self.impacts_cache.put(key, value, max(1, len(found)))
         return value
 
-    def _lengths(self, conn: sqlite3.Connection, table: str, gen: int) -> np.ndarray | None:
-        """The rows' lengths stored with the lists at this generation (None: not stored)."""
-        cached = self.df_cache.get(("lengths", table, gen))
+    def _lengths(self, conn: sqlite3.Connection, table: str, epoch: int | None) -> np.ndarray | None:
+        """The rows' lengths stored with the lists of this epoch (None: not stored, or not readable now)."""
+        if epoch is None:
+            return None
+        cached = self.df_cache.get(("lengths", table, epoch))
         if cached is not None:
             return cast(np.ndarray, cached[0])
-        row = conn.execute(
-            "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND generation = ?", (table + LENGTHS, gen)
-        ).fetchone()
+        row = conn.execute("SELECT df, terms FROM fts_phrase_stats WHERE tbl = ?", (table + LENGTHS,)).fetchone()
         value = None
         if row is not None and len(row[1]) in (2 * row[0], 4 * row[0]):
             value = np.frombuffer(row[1], dtype="<u2" if len(row[1]) == 2 * row[0] else "<u4").astype(np.float64)
-        self.df_cache.put(("lengths", table, gen), value)
+        self.df_cache.put(("lengths", table, epoch), value)
         return value
 
     def _stored(
-        self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], gen: int, keys: set[str]
+        self, conn: sqlite3.Connection, table: str, weights: tuple[float, ...], epoch: int, keys: set[str]
     ) -> dict[str, int]:
-        """Those of `keys` (phrases by folded text) whose statistics the index database holds for this
-        generation and these weights, with their row counts; read inside the snapshot the search reads,
-        by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
+        """Those of `keys` (phrases by folded text) whose statistics the index database holds for these
+        weights, with their row counts; read inside the snapshot the search reads (whose stored set has
+        this epoch), by primary key (the table is ~1 KB a chunk: reading all of it costs more than a query)."""
         out: dict[str, int] = {}
         missing = []
         for k in keys:
-            cached = self.df_cache.get(("stored", table, weights, gen, k))
+            cached = self.df_cache.get(("stored", table, weights, epoch, k))
             if cached is None:
                 missing.append(k)
             elif cached[0] >= 0:
@@ -563,12 +568,12 @@ class PrunedFulltext:
                 found = dict(
                     conn.execute(
                         "SELECT phrase, df FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN "
-                        f"({','.join('?' * len(missing))}) AND generation = ?",
-                        (table, weights_key(weights), *missing, gen),
+                        f"({','.join('?' * len(missing))})",
+                        (table, weights_key(weights), *missing),
                     )
                 )
             for k in missing:
-                self.df_cache.put(("stored", table, weights, gen, k), found.get(k, -1))
+                self.df_cache.put(("stored", table, weights, epoch, k), found.get(k, -1))
             out.update(found)
         return out
 

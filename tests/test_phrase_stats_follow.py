@@ -1,0 +1,305 @@
+"""The stored phrase statistics of the pruned full-text leg follow edits chunk by chunk
+(engine/index/phrase_stats.py, `follow_edits`): after any sequence of removed, added and changed chunks the
+stored set is exactly FTS5's answer — every list, row count, frequency and row length, to the last bit of
+the terms bm25 computes from them — and a set with an edit still waiting in its journal is never read."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groove_tui.engine import Engine, SearchParams
+from groove_tui.engine.index import phrase_stats as ps
+from groove_tui.engine.index.store import Store
+from groove_tui.engine.retrieve import fulltext as fp
+
+from helpers import hashing_config, write_kb
+
+# Common and rare words, words inside words, self-overlapping phrases and text the fold must get right
+# (case, diacritics, ß, İ, Greek final sigma), and Japanese.
+VOCAB = [
+    "the",
+    "the",
+    "the",
+    "and",
+    "and",
+    "of",
+    "with",
+    "cells",
+    "cell",
+    "cellular",
+    "protein",
+    "proteins",
+    "expression",
+    "express",
+    "banana",
+    "bananas",
+    "aaaa",
+    "aaa",
+    "abab",
+    "ababab",
+    "Éclair",
+    "éclair",
+    "ECLAIR",
+    "straße",
+    "STRASSE",
+    "İstanbul",
+    "istanbul",
+    "σοφός",
+    "ΣΟΦΟΣ",
+    "café",
+    "naïve",
+    "東京",
+    "東京都",
+    "検索",
+]
+WEIGHTINGS = ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9), (3.0, 2.0, 1.0))  # frequencies, doubles, row counts only
+
+
+@pytest.fixture(autouse=True)
+def _prune_small_tables(monkeypatch):
+    """The leg and the indexer leave tables under MIN_ROWS alone; these tests make small ones."""
+    monkeypatch.setattr(fp, "MIN_ROWS", 0)
+    monkeypatch.setattr(ps, "MIN_ROWS", 0)
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def _chunks(rng: random.Random) -> list[tuple[str | None, str | None, str]]:
+    return [
+        (
+            _text(rng, rng.randint(0, 3)) or None,
+            _text(rng, rng.randint(1, 5)) if rng.random() < 0.3 else None,
+            _text(rng, rng.randint(1, 60)),
+        )
+        for _ in range(rng.randint(1, 3))
+    ]
+
+
+def _add_document(store: Store, doc_id: int, chunks: list[tuple[str | None, str | None, str]]) -> None:
+    """What the indexer writes for a new or changed document: its chunks and their full-text rows."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO documents(id, path, content_hash, last_indexed) VALUES (?, ?, 'x', 'now')",
+            (doc_id, f"d{doc_id}.md"),
+        )
+        for i, (heading, context, content) in enumerate(chunks):
+            cid = conn.execute(
+                "INSERT INTO chunks(document_id, chunk_index, heading, content, context_text) VALUES (?, ?, ?, ?, ?)",
+                (doc_id, i, heading, content, context),
+            ).lastrowid
+            store.insert_fulltext([(cid, heading, context, content)], conn)
+        store.bump_generation(conn)
+
+
+def _remove_document(store: Store, doc_id: int) -> None:
+    with store.transaction() as conn:
+        store.delete_chunks_of(doc_id, conn)
+        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        store.bump_generation(conn)
+
+
+def _store_all(store: Store) -> None:
+    saved = ps.COMMON_LIST_SHARE
+    try:
+        for weights in WEIGHTINGS:
+            ps.COMMON_LIST_SHARE = 0.3 if weights == WEIGHTINGS[2] else saved
+            assert ps.store_common_phrases(store.conn(), weights, min_rows=0) > 0
+    finally:
+        ps.COMMON_LIST_SHARE = saved
+
+
+def assert_stored_is_fts5(conn) -> set[str]:
+    """Every stored row equals FTS5's own answer now; returns the kinds of rows seen."""
+    assert ps.stored_epoch(conn) is not None
+    n_rows, avgdl = ps.totals(conn, "fts_chunks")
+    actual = ps.read_lengths(conn, "fts_chunks")
+    (count, blob) = conn.execute(
+        "SELECT df, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' || ?", (ps.LENGTHS,)
+    ).fetchone()
+    lengths = np.frombuffer(blob, dtype="<u2" if len(blob) == 2 * count else "<u4").astype(np.float64)
+    live = [cid for (cid,) in conn.execute("SELECT id FROM chunks")]
+    assert len(lengths) >= len(actual) and np.array_equal(lengths[live], actual[live])
+    kinds = set()
+    for wkey, phrase, df, rowids, terms in conn.execute(
+        "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_chunks' AND phrase != ''"
+    ).fetchall():
+        weights = tuple(float.fromhex(w) for w in wkey.split(","))
+        found = conn.execute(
+            "SELECT rowid, bm25(fts_chunks, ?, ?, ?) FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
+            (*weights, f'"{phrase}"'),
+        ).fetchall()
+        assert df == len(found), phrase
+        if rowids or not df:
+            rows = ps.unpack_rowids(rowids, df)
+            assert rows.tolist() == [r for r, _ in found], phrase
+            got = ps.unpack_terms(terms, rows, lengths, n_rows, avgdl)
+            assert got is not None and got.tolist() == [-s for _, s in found], phrase  # bit for bit
+            kinds.add("doubles" if len(terms) == 8 * df and df else "frequencies")
+        else:
+            kinds.add("count")
+    return kinds
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.lists(st.sampled_from(["add", "remove", "change", "follow"]), min_size=1, max_size=10),
+)
+def test_followed_statistics_are_fts5s_answer_after_any_edits(tmp_path_factory, seed, steps):
+    rng = random.Random(seed)
+    store = Store(tmp_path_factory.mktemp("follow") / "index.db")
+    try:
+        docs = list(range(1, 81))
+        for doc_id in docs:
+            _add_document(store, doc_id, _chunks(rng))
+        _store_all(store)
+        conn = store.conn()
+        assert assert_stored_is_fts5(conn) == {"frequencies", "doubles", "count"}
+        next_id = docs[-1] + 1
+        for step in steps:
+            if step == "add":
+                _add_document(store, next_id, _chunks(rng))
+                docs.append(next_id)
+                next_id += 1
+            elif step in ("remove", "change") and docs:
+                doc_id = rng.choice(docs)
+                _remove_document(store, doc_id)
+                if step == "change":
+                    _add_document(store, doc_id, _chunks(rng))
+                else:
+                    docs.remove(doc_id)
+            elif step == "follow":
+                with store.transaction() as w:
+                    ps.follow_edits(w, min_rows=0)
+                assert_stored_is_fts5(conn)
+            waiting = conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0]
+            assert (ps.stored_epoch(conn) is None) == (waiting > 0)
+        with store.transaction() as w:
+            ps.follow_edits(w, min_rows=0)
+        assert_stored_is_fts5(conn)
+        assert conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def test_a_set_with_an_edit_waiting_is_never_read(tmp_path):
+    """An edit no one followed (a writer that stopped after its own transaction): the stored list of
+    "the" lacks the new chunk that holds it most, so reading it would change the answer."""
+    rng = random.Random(5)
+    store = Store(tmp_path / "index.db")
+    try:
+        for doc_id in range(1, 121):
+            _add_document(store, doc_id, _chunks(rng))
+        _store_all(store)
+        conn = store.conn()
+        expr, weights = '"the" OR "cells" OR "banana"', (2.0, 1.0, 1.0)
+        plain = (
+            "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY s LIMIT 10"
+        )
+        pruned = fp.PrunedFulltext()
+        assert pruned.ranked(conn, "fts_chunks", expr, weights, 10) == conn.execute(plain, (*weights, expr)).fetchall()
+        assert pruned.stats["stored_lists"] > 0
+        _add_document(store, 500, [("the cells", None, "the the the cells cells banana the " * 4)])
+        assert ps.stored_epoch(conn) is None
+        fresh = fp.PrunedFulltext()
+        got = fresh.ranked(conn, "fts_chunks", expr, weights, 10)
+        assert got == conn.execute(plain, (*weights, expr)).fetchall() and got[0][0] > 120
+        assert fresh.stats["pruned"] == 1 and fresh.stats["stored_lists"] == 0
+        with store.transaction() as w:
+            assert ps.follow_edits(w, min_rows=0) == 1
+        again = fp.PrunedFulltext()
+        assert again.ranked(conn, "fts_chunks", expr, weights, 10) == got
+        assert again.stats["stored_lists"] > 0
+    finally:
+        store.close()
+
+
+def test_a_rebuilt_table_or_too_many_edits_drop_the_set(tmp_path):
+    rng = random.Random(9)
+    store = Store(tmp_path / "index.db")
+    try:
+        for doc_id in range(1, 41):
+            _add_document(store, doc_id, _chunks(rng))
+        _store_all(store)
+        conn = store.conn()
+        for doc_id in range(1, 21):  # half the table: storing again costs less than following
+            _remove_document(store, doc_id)
+        with store.transaction() as w:
+            ps.follow_edits(w, min_rows=0)
+        assert ps.stored_epoch(conn) is None
+        assert conn.execute("SELECT count(*) FROM fts_phrase_stats").fetchone()[0] == 0
+        _store_all(store)  # a new set, read again
+        assert assert_stored_is_fts5(conn)
+        with store.transaction() as w:
+            store.recreate_fulltext(w)
+        assert ps.stored_epoch(conn) is None
+        _add_document(store, 100, _chunks(rng))  # no set kept: nothing journalled
+        assert conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def _kb(tmp_path: Path) -> Path:
+    rng = random.Random(11)
+    files = {}
+    for i in range(120):
+        sections = "\n\n".join(
+            f"## {_text(rng, 2)}\n\n{_text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 3))
+        )
+        files[f"{'sub/' if i % 3 else ''}n{i:03}.md"] = f"# {_text(rng, 2)}\n\n{sections}\n"
+    return write_kb(tmp_path / "kb", files)
+
+
+def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_path, monkeypatch):
+    """A watched update (`Engine.update`) and an `index` run each leave the stored set FTS5's answer, and
+    searches read it; a writer that follows nothing leaves a set that is not read. Answers equal a
+    search without pruning throughout."""
+    from groove_tui.engine.index.indexer import Indexer
+
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
+    params = SearchParams(limit=10, legs="fts", min_quality=0)
+    queries = ("the cells and protein expression", "banana and the cells", "istanbul café straße")
+
+    def answers(cfg):
+        with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx") as eng:
+            out = [[(h.chunk_id, h.score) for h in eng.search(q, params).results] for q in queries]
+            return out, eng._searcher.pruned.stats
+
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        assert assert_stored_is_fts5(eng.store.conn())
+        (kb / "sub/n001.md").write_text("# the cells\n\nthe cells the cells banana protein\n")
+        (kb / "new.md").write_text("# banana\n\nthe banana and the cells of istanbul\n")
+        (kb / "n003.md").unlink()
+        eng.update(["sub/n001.md", "new.md", "n003.md"])
+        assert assert_stored_is_fts5(eng.store.conn())
+    got, stats = answers(config)
+    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+
+    for i in range(0, 40, 4):
+        (kb / f"sub/n{i + 1:03}.md").write_text(f"# protein\n\nprotein expression of the cells {i}\n")
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        assert assert_stored_is_fts5(eng.store.conn())
+    got, stats = answers(config)
+    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+
+    monkeypatch.setattr(Indexer, "_follow_phrase_statistics", lambda self: None)
+    monkeypatch.setattr(Indexer, "_phrase_statistics", lambda self, cancel: None)
+    (kb / "sub/n004.md").write_text("# cells\n\nthe the the cells cells banana\n")
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        assert ps.stored_epoch(eng.store.conn()) is None
+    got, stats = answers(config)
+    assert stats["pruned"] > 0 and stats["stored_lists"] == 0 and got == answers(plain_cfg)[0]
