@@ -451,8 +451,18 @@ class Indexer:
 
     @staticmethod
     def _stored(conn: sqlite3.Connection, scope: frozenset[str] | None) -> dict[str, tuple[int, str]]:
-        """Indexed documents (path -> id, hash), all of them or those at or under `scope`."""
-        rows = conn.execute("SELECT id, path, content_hash FROM documents")
+        """Indexed documents (path -> id, hash), all of them or those at or under `scope` (found through
+        the path index: a watched edit in a KB of 100k notes costs no scan of them all)."""
+        if scope is None or "" in scope:
+            rows = conn.execute("SELECT id, path, content_hash FROM documents").fetchall()
+        else:
+            rows = []
+            for s in scope:  # the path itself and every path under it, "s/" ≤ path < "s0" ("0" follows "/")
+                rows += conn.execute(
+                    "SELECT id, path, content_hash FROM documents WHERE path = ? "
+                    "UNION ALL SELECT id, path, content_hash FROM documents WHERE path >= ? AND path < ?",
+                    (s, s + "/", s + "0"),
+                ).fetchall()
         return {p: (i, h) for i, p, h in rows if scope is None or in_scope(p, scope)}
 
     def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:

@@ -211,11 +211,12 @@ def self_overlapping(s: str) -> bool:
     return any(s[:k] == s[-k:] for k in range(1, len(s)))
 
 
-def instances(text: str, phrase: str) -> int:
+def instances(text: str, phrase: str, overlapping: bool | None = None) -> int:
     """How many times the trigram table matches `phrase` (folded, 3+ characters) in a column whose folded
     text is `text`: each start position of the phrase, overlapping ones included (a phrase is its
-    trigrams at consecutive positions, and the tokenizer emits one trigram per character)."""
-    if not self_overlapping(phrase):
+    trigrams at consecutive positions, and the tokenizer emits one trigram per character).
+    `overlapping`: self_overlapping(phrase), when the caller knows it."""
+    if not (self_overlapping(phrase) if overlapping is None else overlapping):
         return text.count(phrase)
     n, at = 0, text.find(phrase)
     while at >= 0:
@@ -416,9 +417,9 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
             )
         }
     )
-    by_trigram: dict[str, list[str]] = {}
+    by_trigram: dict[str, list[tuple[str, bool]]] = {}
     for p in phrases:
-        by_trigram.setdefault(p[:3], []).append(p)
+        by_trigram.setdefault(p[:3], []).append((p, self_overlapping(p)))
 
     def held(cols: tuple[str | None, ...]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -427,8 +428,8 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                 continue
             folded = FOLD.fold(col)
             for tri in {folded[i : i + 3] for i in range(len(folded) - 2)} & by_trigram.keys():
-                for p in by_trigram[tri]:
-                    n = instances(folded, p)
+                for p, overlapping in by_trigram[tri]:
+                    n = instances(folded, p, overlapping)
                     if n:
                         out.setdefault(p, [0] * len(cols))[ci] = n
         return out
@@ -504,12 +505,12 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
             rows = unpack_rowids(rowids_blob, df)
             f = np.frombuffer(terms_blob, dtype="<u1" if len(terms_blob) == df else "<u2").astype(np.int64)
             gone = np.asarray(sorted(removed_from.get(phrase, ())), dtype=np.int64)
-            if len(gone):
-                keep = ~np.isin(rows, gone)
-                if int(len(rows) - keep.sum()) != len(gone):
+            if len(gone):  # (rows are sorted: found by bisection)
+                at = np.searchsorted(rows, gone)
+                if not (len(rows) and np.array_equal(rows[np.minimum(at, len(rows) - 1)], gone)):
                     drop_stored_phrases(conn)  # a list without a row that holds its phrase: not FTS5's
                     return len(first)
-                rows, f = rows[keep], f[keep]
+                rows, f = np.delete(rows, at), np.delete(f, at)
             new = added_to.get(phrase, {})
             if new:
                 new_rows = np.fromiter(new, dtype=np.int64, count=len(new))
@@ -518,12 +519,13 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                     dtype=np.int64,
                     count=len(new),
                 )
-                if np.isin(new_rows, rows).any():
-                    drop_stored_phrases(conn)
+                order = np.argsort(new_rows)
+                new_rows, new_f = new_rows[order], new_f[order]
+                at = np.searchsorted(rows, new_rows)
+                if len(rows) and np.any(rows[np.minimum(at, len(rows) - 1)] == new_rows):
+                    drop_stored_phrases(conn)  # already listed: not FTS5's
                     return len(first)
-                rows, f = np.concatenate([rows, new_rows]), np.concatenate([f, new_f])
-                order = np.argsort(rows, kind="stable")
-                rows, f = rows[order], f[order]
+                rows, f = np.insert(rows, at, new_rows), np.insert(f, at, new_f)
             if len(f) and (f.max() >= 2**16 or f.min() < 1):
                 conn.execute(
                     "DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?", (table, wkey, phrase)

@@ -52,10 +52,9 @@ SELECT c.id,
                                               ELSE 0 END
 FROM chunks c
 JOIN documents d ON d.id = c.document_id
-JOIN (SELECT document_id, count(*) AS n FROM chunks GROUP BY document_id) sizes ON sizes.document_id = c.document_id
 WHERE c.embedded = 0
 ORDER BY CASE WHEN c.chunk_index = 0 THEN 0
-              WHEN sizes.n <= {SHORT_DOCUMENT_CHUNKS} THEN 1
+              WHEN (SELECT count(*) FROM chunks s WHERE s.document_id = c.document_id) <= {SHORT_DOCUMENT_CHUNKS} THEN 1
               ELSE 2 END,
          coalesce(d.mtime_ns, 0) DESC, d.path, c.chunk_index, c.id
 """
