@@ -311,6 +311,7 @@ class Engine:
             not stored
             or self.store.pending_count()
             or not self.store.bigram_ready()
+            or not self.store.words_ready()
             or not self.store.fulltext_current()
         ):
             return True

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 
 from groove_tui.engine.analysis.query import fts_phrase, segments
 
-__all__ = ["SEGMENTATION_VERSION", "BigramQuery", "cjk_terms", "compile_bigram", "has_cjk", "nfkc", "segment"]
+__all__ = [
+    "SEGMENTATION_VERSION",
+    "BigramQuery",
+    "cjk_terms",
+    "compile_bigram",
+    "has_cjk",
+    "nfkc",
+    "segment",
+    "without_cjk",
+]
 
 SEGMENTATION_VERSION = "1"
 MAX_TERMS = 128  # distinct OR terms of one query (a 1024-byte query has at most ~340 CJK characters)
@@ -48,6 +57,11 @@ def nfkc(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(nfkc(text)) is not None
+
+
+def without_cjk(text: str) -> str:
+    """`text` NFKC-normalised with each CJK run replaced by a space."""
+    return _CJK_RUN.sub(" ", nfkc(text))
 
 
 def _bigrams(run: str) -> list[str]:

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 import sqlean
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.engine.analysis.words import WORDS_VERSION, index_words
 from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
-from groove_tui.engine.index.store import BIGRAM_DDL, Store, to_blob
+from groove_tui.engine.index.store import BIGRAM_DDL, WORDS_DDL, Store, to_blob
 from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
     DiskFile,
@@ -160,6 +161,7 @@ class Indexer:
         else:
             self._repair_fulltext(notify, cancel)
             self._migrate_bigram(notify, cancel)
+            self._migrate_words(notify, cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual, scope)
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
@@ -239,23 +241,42 @@ class Indexer:
             self.store.bump_generation(wconn)
 
     def _migrate_bigram(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
-        """Build the bigram table for an index made before it existed or with an older segmentation.
+        """Build the bigram table for an index made before it existed or with an older segmentation."""
+        if not self.store.bigram_ready():
+            self._build_side_table(
+                "fts_bigram", BIGRAM_DDL, "bigram_version", SEGMENTATION_VERSION, segment, notify, cancel
+            )
+
+    def _migrate_words(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
+        """Build the word table for an index made before it existed or indexed another way."""
+        if not self.store.words_ready():
+            self._build_side_table("fts_words", WORDS_DDL, "words_version", WORDS_VERSION, index_words, notify, cancel)
+
+    def _build_side_table(
+        self,
+        table: str,
+        ddl: str,
+        version_key: str,
+        version: str,
+        copy: Callable[[str | None], str | None],
+        notify: ProgressFn,
+        cancel: threading.Event | None,
+    ) -> None:
+        """A side full-text table built from the chunks table: each column's `copy`.
 
         Batched commits; the version is recorded last, so an interrupted build restarts from scratch
-        and search keeps using the trigram table until it is complete.
+        and search leaves the table out until it is complete (while it is incomplete, writes skip it).
         """
-        if self.store.bigram_ready():
-            return
         conn = self.store.conn()
         with self.store.transaction() as wconn:
-            wconn.execute("DROP TABLE IF EXISTS fts_bigram")
-            wconn.execute(BIGRAM_DDL)
+            wconn.execute(f"DROP TABLE IF EXISTS {table}")
+            wconn.execute(ddl)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         done, last_id = 0, -1
         notify(IndexProgress("fulltext", 0, total))
         while True:
             if cancel is not None and cancel.is_set():
-                raise IndexCancelled("indexing cancelled while building the bigram index")
+                raise IndexCancelled(f"indexing cancelled while building the {table} index")
             rows = conn.execute(
                 "SELECT id, heading, context_text, content FROM chunks WHERE id > ? ORDER BY id LIMIT 500", (last_id,)
             ).fetchall()
@@ -263,14 +284,14 @@ class Indexer:
                 break
             with self.store.transaction() as wconn:
                 wconn.executemany(
-                    "INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-                    [(cid, segment(h), segment(ctx), segment(body)) for cid, h, ctx, body in rows],
+                    f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                    [(cid, copy(h), copy(ctx), copy(body)) for cid, h, ctx, body in rows],
                 )
             done += len(rows)
             last_id = rows[-1][0]
             notify(IndexProgress("fulltext", done, total))
         with self.store.transaction() as wconn:
-            self.store.set_meta("bigram_version", SEGMENTATION_VERSION, wconn)
+            self.store.set_meta(version_key, version, wconn)
             self.store.set_meta(UNMERGED_KEY, str(total), wconn)  # a whole new table: merge it next
             self.store.bump_generation(wconn)
 

@@ -20,6 +20,7 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 from groove_tui.engine.index import phrase_stats
 
@@ -83,6 +84,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(
 );
 """
 
+# Ours: the word side index (engine/analysis/words.py) over a copy of the same three columns with the CJK
+# runs left out. Rebuilt when index_meta's words_version differs from words.WORDS_VERSION.
+WORDS_DDL = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
+    heading, context, content,
+    content='',
+    tokenize='{WORDS_TOKENIZE}'
+);
+"""
+
 # Columns every leg reads for a candidate row (same order as `CandidateRow`).
 ROW_COLUMNS = (
     "c.id, c.document_id, c.chunk_index, c.heading, c.level, c.content, c.token_count, c.quality_score, "
@@ -139,6 +150,11 @@ def fulltext_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]
     return trigram, bigram
 
 
+def word_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The values a chunk's row holds in fts_words, from (id, heading, context_text, content)."""
+    return [(cid, index_words(h), index_words(ctx), index_words(body)) for cid, h, ctx, body in rows]
+
+
 def to_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
@@ -170,7 +186,8 @@ class Store:
                 f"cannot use the index directory {_where(exc, db_path.parent)}: {exc.strerror or exc}"
             ) from None
         try:
-            self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL)  # executescript manages its own transaction
+            # executescript manages its own transaction
+            self.conn().executescript(_SCHEMA + FTS_DDL + BIGRAM_DDL + WORDS_DDL)
         except sqlite3.DatabaseError as exc:
             self.close()
             if "full" in str(exc):  # not a damaged index: no room to create or update its tables
@@ -216,6 +233,8 @@ class Store:
             if not self._has_chunks(conn):  # empty: nothing to migrate or repair
                 if self.get_meta("bigram_version", conn) is None:
                     self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
+                if self.get_meta("words_version", conn) is None:
+                    self.set_meta("words_version", WORDS_VERSION, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
 
@@ -223,7 +242,9 @@ class Store:
         if self.get_meta("schema_version", conn) is None:
             return True
         return not self._has_chunks(conn) and (
-            self.get_meta("bigram_version", conn) is None or self.get_meta("fulltext_version", conn) is None
+            self.get_meta("bigram_version", conn) is None
+            or self.get_meta("fulltext_version", conn) is None
+            or self.get_meta("words_version", conn) is None
         )
 
     @staticmethod
@@ -237,6 +258,10 @@ class Store:
     def bigram_ready(self) -> bool:
         """The bigram table holds every chunk, segmented the current way (else search falls back)."""
         return self.get_meta("bigram_version") == SEGMENTATION_VERSION
+
+    def words_ready(self) -> bool:
+        """The word table holds every chunk, indexed the current way (else the word leg stays out)."""
+        return self.get_meta("words_version") == WORDS_VERSION
 
     # ------------------------------------------------------------ connections
 
@@ -361,6 +386,11 @@ class Store:
         conn.executemany(
             "INSERT INTO fts_bigram(fts_bigram, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)", bigram
         )
+        if self.words_ready_in(conn):
+            conn.executemany(
+                "INSERT INTO fts_words(fts_words, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)",
+                word_rows(rows),
+            )
         if self.has_vec_table(conn):
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
         conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
@@ -370,6 +400,15 @@ class Store:
         trigram, bigram = fulltext_rows(rows)
         conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", trigram)
         conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
+        if self.words_ready_in(conn):
+            conn.executemany(
+                "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", word_rows(rows)
+            )
+
+    def words_ready_in(self, conn: sqlite3.Connection) -> bool:
+        """words_ready inside a write transaction: an index whose word table is still to be built gets
+        no rows in it (the build adds every chunk, from the chunks table, once)."""
+        return self.get_meta("words_version", conn) == WORDS_VERSION
 
     def recreate_fulltext(self, conn: sqlite3.Connection) -> None:
         """Both full-text tables dropped and created empty, in the current form (and no phrase statistics
@@ -377,10 +416,13 @@ class Store:
         phrase_stats.drop_stored_phrases(conn)
         conn.execute("DROP TABLE IF EXISTS fts_chunks")
         conn.execute("DROP TABLE IF EXISTS fts_bigram")
+        conn.execute("DROP TABLE IF EXISTS fts_words")
         conn.execute(FTS_DDL)
         conn.execute(BIGRAM_DDL)
+        conn.execute(WORDS_DDL)
         self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
         self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
+        self.set_meta("words_version", WORDS_VERSION, conn)
 
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""
@@ -429,7 +471,7 @@ class Store:
         index this takes about a quarter off the full-text statement (docs/performance.md). One
         transaction, not interruptible: 0.4 s for scifact's 7.6k chunks, 5 s at 100k."""
         with self.transaction() as conn:
-            for table in ("fts_chunks", "fts_bigram"):
+            for table in ("fts_chunks", "fts_bigram", "fts_words"):
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
     def counts(self) -> tuple[int, int, int]:

@@ -1,0 +1,101 @@
+"""The word side index: whole words beside the character trigrams and bigrams (ours, not groove's).
+
+Substrings carry no notion of a word: the trigram table finds `tar` inside "target" and ranks a page
+named `tar.md` behind pages that merely contain the letters. The side table `fts_words` indexes a copy
+of heading, context and content with FTS5's `porter unicode61 remove_diacritics 2` tokenizer: words,
+case- and diacritic-folded, reduced to their Porter stems, so `extract`, `extracts` and `extracting`
+are one term and `tar` is not in `target`.
+
+* The indexed copy is the NFKC-normalised text with its CJK runs left out: unicode61 would keep a whole
+  run of kanji and kana as one token, which no query word would ever equal. CJK text is served by the
+  bigram table.
+* A query compiles to an OR of its words, each quoted (FTS5 tokenizes a quoted string with the table's
+  own tokenizer, so it is stemmed as the text was; a piece such as `groove.toml` becomes the phrase of
+  its adjacent tokens); English stop words are dropped unless nothing else is left; a quoted segment is
+  one phrase; excluded words and phrases become `NOT (…)`.
+
+Changing what is indexed must bump `WORDS_VERSION`: indexes recording another version are rebuilt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from groove_tui.engine.analysis.bigram import without_cjk
+from groove_tui.engine.analysis.query import fts_phrase, segments
+
+__all__ = ["STOP_WORDS", "WORDS_TOKENIZE", "WORDS_VERSION", "WordQuery", "compile_words", "index_words"]
+
+WORDS_VERSION = "1"
+WORDS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+MAX_TERMS = 64  # distinct OR terms of one query
+
+# English function words that match nearly every chunk: they add no ranking signal and cost a scan of
+# most of the table. Lucene's English set.
+# fmt: off
+STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+    "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to",
+    "was", "will", "with",
+))
+# fmt: on
+
+_TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as token characters (letters and digits)
+
+
+def index_words(text: str | None) -> str | None:
+    """The copy of `text` the word table indexes (None stays None: an absent heading or context)."""
+    if text is None:
+        return None
+    return without_cjk(text)
+
+
+def _pieces(text: str) -> list[str]:
+    """Whitespace pieces of a query segment with their CJK left out (the table holds none)."""
+    return [p for p in without_cjk(text).replace("\0", " ").split() if _TOKEN.search(p)]
+
+
+def _is_stop(piece: str) -> bool:
+    tokens = _TOKEN.findall(piece.lower())
+    return len(tokens) == 1 and tokens[0] in STOP_WORDS
+
+
+def _or(terms: list[str]) -> str | None:
+    distinct = list(dict.fromkeys(terms))[:MAX_TERMS]
+    return " OR ".join(distinct) if distinct else None
+
+
+@dataclass(frozen=True, slots=True)
+class WordQuery:
+    positive_expr: str | None  # None: no word to search for (e.g. a query in CJK only)
+    negative_expr: str | None
+    words: tuple[str, ...]  # the positive words and phrases, as typed (what highlighting looks for)
+
+    @property
+    def match_expr(self) -> str | None:
+        if self.positive_expr is None:
+            return None
+        if self.negative_expr is None:
+            return self.positive_expr
+        return f"({self.positive_expr}) NOT ({self.negative_expr})"
+
+
+def compile_words(raw: str) -> WordQuery:
+    """The word-table side of `raw` (segments scanned exactly as groove's compiler scans them)."""
+    plain: list[str] = []
+    quoted: list[str] = []
+    negative: list[str] = []
+    for excluded, is_quoted, text in segments(raw):
+        pieces = _pieces(text)
+        if excluded and is_quoted and pieces:
+            negative.append(fts_phrase(" ".join(pieces)))
+        elif excluded:
+            negative.extend(fts_phrase(p) for p in pieces)
+        elif is_quoted and pieces:
+            quoted.append(" ".join(pieces))
+        elif not is_quoted:
+            plain.extend(pieces)
+    kept = [p for p in plain if not _is_stop(p)] or plain  # a query of stop words only keeps them
+    words = tuple(dict.fromkeys([*quoted, *kept]))
+    return WordQuery(_or([fts_phrase(w) for w in words]), _or(negative), words)
