@@ -86,8 +86,9 @@ def test_a_candidate_with_no_vector_yet_takes_its_full_text_reading_as_its_vecto
         pending = {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks WHERE embedded = 0")}
         seen_imputed = seen_embedded = 0
         for q in QUERIES:
-            resp = eng.search(q, SearchParams(limit=20, min_quality=0, explain=True))
-            fts = eng.search(q, SearchParams(limit=50, min_quality=0, legs="fts")).results
+            # One full-text leg, so each stand-in is that leg's reading (with more, it is their best one).
+            resp = eng.search(q, SearchParams(limit=20, min_quality=0, explain=True, word_leg=False))
+            fts = eng.search(q, SearchParams(limit=50, min_quality=0, legs="fts", word_leg=False)).results
             fts_ids = {h.chunk_id for h in fts}
             expected_share = 1 - len(fts_ids & pending) / len(fts_ids)
             assert 0 < expected_share < 1

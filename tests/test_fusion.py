@@ -111,12 +111,13 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
     traces = [h.trace for h in resp.results]
     assert traces and all(t.fusion == method for t in traces)
     for hit, t in zip(resp.results, traces, strict=True):
-        terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0)
+        assert t.word_leg
+        terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0) + (t.rrf_word or 0.0)
         assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
-        assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0
+        assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0 and (t.rrf_word or 0.0) >= 0.0
     assert [h.score for h in resp.results] == sorted((h.score for h in resp.results), reverse=True)
     top = resp.to_dict()["explain"]["hits"][0]["fusion"]
-    assert top["method"] == method and set(top["scales"]) == {"vector", "fts"}
+    assert top["method"] == method and set(top["scales"]) == {"vector", "fts", "word"}
     # Each hit's term is its leg score placed on the leg's scale (every hit carries both legs' scales).
     for t in traces:
         assert t.vector_scale is not None and t.fts_scale is not None
@@ -127,6 +128,9 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
         if t.fts_rank is not None:
             zero, one = t.fts_scale
             assert t.rrf_fts == pytest.approx(max(0.0, (t.fts_bm25 - zero) / (one - zero)), rel=1e-5, abs=1e-6)
+        if t.word_rank is not None:
+            zero, one = t.word_scale
+            assert t.rrf_word == pytest.approx(max(0.0, (t.word_bm25 - zero) / (one - zero)), rel=1e-5, abs=1e-6)
     return traces
 
 
@@ -160,7 +164,7 @@ def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, m
         top = per_call.results[0].trace
         assert top.fusion == "rrf" and top.vector_scale is None and top.fts_scale is None
         assert "scales" not in per_call.to_dict()["explain"]["hits"][0]["fusion"], "RRF reads ranks, not scores"
-        expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank) if r)
+        expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank, top.word_rank) if r)
         assert top.rrf_score == pytest.approx(float(expected), rel=1e-6)
 
 
@@ -192,10 +196,13 @@ def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
 @pytest.mark.parametrize("method", ["dbsf", "relative", "rrf"])
 def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
     """Unequal weights: each leg's term is its unit-weight term times that leg's weight, the bigram leg
-    (a full-text leg) carrying the full-text weight. Equal weights everywhere else could not tell them apart."""
+    (a full-text leg) carrying the full-text weight, the word leg its own. Equal weights everywhere else
+    could not tell them apart."""
     with (
         _engine(kb, tmp_path / "unit", method=method) as unit,
-        _engine(kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0) as weighted,
+        _engine(
+            kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0, word_weight=0.5
+        ) as weighted,
     ):
         for query, full_text in (("tokio runtime", "rrf_fts"), ("設定ファイル", "rrf_bigram")):
             params = SearchParams(limit=10, explain=True, min_quality=0)
@@ -205,9 +212,10 @@ def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
                 t, u = hit.trace, base.get(hit.chunk_id)
                 if u is None:
                     continue
-                for name, weight in (("rrf_vector", 0.25), (full_text, 2.0)):
+                for name, weight in (("rrf_vector", 0.25), (full_text, 2.0), ("rrf_word", 0.5)):
                     if getattr(u, name) is not None:
                         assert getattr(t, name) == pytest.approx(weight * getattr(u, name), rel=1e-5, abs=1e-7), name
                         seen += 1
-                assert hit.score == pytest.approx((t.rrf_vector or 0) + (getattr(t, full_text) or 0), rel=1e-5)
+                total = (t.rrf_vector or 0) + (getattr(t, full_text) or 0) + (t.rrf_word or 0)
+                assert hit.score == pytest.approx(total, rel=1e-5)
             assert seen >= 4

@@ -160,6 +160,7 @@ class SearchParams:
     explain: bool = False
     legs: Literal["hybrid", "vector", "fts"] = "hybrid"  # evaluation: one retrieval leg alone
     fusion: Literal["dbsf", "relative", "rrf"] | None = None  # None = [search.fusion] method
+    word_leg: bool | None = None  # None = [search] word_leg
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,11 @@ class HitTrace:
     bigram_rank: int | None = None
     bigram_bm25: float | None = None
     rrf_bigram: float | None = None
+    # The word leg (ours: whole words, stemmed); word_leg says whether it ran for this query.
+    word_leg: bool = False
+    word_rank: int | None = None
+    word_bm25: float | None = None
+    rrf_word: float | None = None
     # Parts (0 = the section's first) of a split section that retrieval found and fused as this one hit.
     merged_parts: tuple[int, ...] | None = None
     # Score fusions (dbsf, relative): per leg, the score its window maps to term 0 and the one it maps to
@@ -227,6 +233,7 @@ class HitTrace:
     vector_scale: tuple[float, float] | None = None
     fts_scale: tuple[float, float] | None = None
     bigram_scale: tuple[float, float] | None = None
+    word_scale: tuple[float, float] | None = None
     # While vectors are pending: the share of the full-text candidates that have one, by which the vector
     # weight was scaled (None when every chunk is embedded), and whether this hit has none yet, so its
     # vector term is its full-text reading at that weight.
@@ -241,6 +248,8 @@ class HitTrace:
         legs = [("vector", vector_reads, self.vector_scale), ("fts", "bm25", self.fts_scale)]
         if self.bigram_leg:
             legs.append(("bigram", "bm25", self.bigram_scale))
+        if self.word_leg:
+            legs.append(("word", "bm25", self.word_scale))
         return tuple(legs)
 
     def to_json(self) -> dict[str, Any]:
@@ -262,6 +271,9 @@ class HitTrace:
                 None if self.bigram_rank is None else {"rank": self.bigram_rank, "bm25": _num(self.bigram_bm25)}
             )
             out["fusion"]["bigram_term"] = _num(self.rrf_bigram)
+        if self.word_leg:
+            out["word"] = None if self.word_rank is None else {"rank": self.word_rank, "bm25": _num(self.word_bm25)}
+            out["fusion"]["word_term"] = _num(self.rrf_word)
         if self.vector_share is not None:
             out["fusion"]["vector_share"] = _num(self.vector_share)
         if self.vector_imputed:
@@ -347,6 +359,7 @@ class QueryInfo:
     match_expr: str | None
     positive_text: str
     bigram_expr: str | None = None
+    word_expr: str | None = None  # the word leg's expression (None: the leg did not run)
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,6 +116,8 @@ class FusionConfig:
     """Multiplies the vector leg's fusion terms (ours; 1.0 = groove)."""
     fts_weight: float = 1.0
     """Multiplies the full-text leg's fusion terms (ours; 1.0 = groove)."""
+    word_weight: float = 1.0
+    """Multiplies the word leg's fusion terms (ours; the leg runs with `[search] word_leg`)."""
 
     def is_groove(self) -> bool:
         """groove's fusion: RRF with its defaults and no per-leg weights."""
@@ -153,6 +155,9 @@ class SearchConfig:
     vector_scan: bool = True
     """Answer the vector leg of an index of 25,000+ chunks from its vectors held in memory (the same rows,
     distances and order as sqlite-vec, ~4x faster; costs the vectors' size in RAM; false: sqlite-vec)."""
+    word_leg: bool = True
+    """Also match whole words, stemmed (ours: the `fts_words` side table, fused as a third full-text leg;
+    false: groove's trigram leg alone)."""
     heading_first: bool = True
     """A query equal to a section's heading or a note's title ranks that section first (false: groove's
     ranking, where the section competes on its scores alone)."""
@@ -490,6 +495,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
             "fulltext_pruning",
             "vector_scan",
             "heading_first",
+            "word_leg",
             "fusion",
             "mmr",
             "parent_retriever",
@@ -501,6 +507,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
     pruning = _bool("search.fulltext_pruning", s.get("fulltext_pruning", True))
     vector_scan = _bool("search.vector_scan", s.get("vector_scan", True))
     heading_first = _bool("search.heading_first", s.get("heading_first", True))
+    word_leg = _bool("search.word_leg", s.get("word_leg", True))
 
     f = _table(s, "fusion", "search.")
     _take(f, "search.fusion", {f.name for f in fields(FusionConfig)})
@@ -515,6 +522,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
                 ("bm25_content_weight", 1.0),
                 ("vector_weight", 1.0),
                 ("fts_weight", 1.0),
+                ("word_weight", 1.0),
             )
         },
     )
@@ -545,6 +553,7 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         fulltext_pruning=pruning,
         vector_scan=vector_scan,
         heading_first=heading_first,
+        word_leg=word_leg,
         fusion=fusion,
         mmr=mmr,
         parent_retriever=parent,

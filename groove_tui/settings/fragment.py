@@ -108,6 +108,7 @@ def fragment(config: Config, *, title: str = "ranking settings written by groove
         _line("cjk_bigram", s.cjk_bigram, True),
         _line("merge_parts", s.merge_parts, True),
         _line("heading_first", s.heading_first, True),
+        _line("word_leg", s.word_leg, True),
     ]
     out += [
         "",
@@ -119,6 +120,7 @@ def fragment(config: Config, *, title: str = "ranking settings written by groove
         _line("bm25_content_weight", f.bm25_content_weight),
         _line("vector_weight", f.vector_weight, True),
         _line("fts_weight", f.fts_weight, True),
+        _line("word_weight", f.word_weight, True),
     ]
     out += [
         "",

@@ -58,6 +58,8 @@ class Legs:
     # vector weight by it (see `vector_share`).
     vector_share: float = 1.0
     unembedded: frozenset[int] = frozenset()  # full-text candidates with no vector yet
+    word: tuple[tuple[int, float], ...] = ()  # (chunk id, bm25) from fts_words, best first
+    word_ms: float = 0.0
 
 
 @dataclass(slots=True)

@@ -90,6 +90,7 @@ def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
         fusion.vector_weight * legs.vector_share * bool(legs.vector)
         + fusion.fts_weight * bool(legs.fts)
         + fusion.fts_weight * bool(legs.bigram)
+        + fusion.word_weight * bool(legs.word)
     )
 
 
@@ -123,6 +124,7 @@ def fuse(
     explain: bool,
     bigram_leg: bool = False,
     method: str = "rrf",
+    word_leg: bool = False,
 ) -> list[_Candidate]:
     """Combine the legs into one ranking (ties by path and position; the vector term is added first).
 
@@ -131,7 +133,8 @@ def fuse(
     legs' scores normalised over their top SCORE_WINDOW candidates (clamped at 0 below). "dbsf"
     (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
     the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
-    leg is a full-text leg: it carries the full-text weight and its term comes last.
+    leg is a full-text leg: it carries the full-text weight and its term comes after the trigram leg's;
+    the word leg carries its own weight and comes last.
     With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
     candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
     part the legs liked best stands for the section. Without split sections this changes nothing."""
@@ -144,11 +147,17 @@ def fuse(
     scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
     stand_in: dict[FuseKey, tuple[np.float32, np.float32 | None]] = {}  # no vector yet: full-text reading
     seen_by_vector: set[FuseKey] = set()
-    raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25"}
-    wv, wf = F32(f.vector_weight), F32(f.fts_weight)
+    raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25", "word": "word_bm25"}
+    wv, wf, ww = F32(f.vector_weight), F32(f.fts_weight), F32(f.word_weight)
     if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
         wv = F32(wv * F32(legs.vector_share))
-    for leg, weight, name in ((legs.vector, wv, "vector"), (legs.fts, wf, "fts"), (legs.bigram, wf, "bigram")):
+    for leg, weight, name in (
+        (legs.vector, wv, "vector"),
+        (legs.fts, wf, "fts"),
+        (legs.bigram, wf, "bigram"),
+        (legs.word, ww, "word"),
+    ):
+        leg = _ties_by_place(leg, rows)
         if merge:
             for cid, term in zip(
                 (c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True
@@ -218,12 +227,22 @@ def fuse(
             trace["rrf_score"] = float(scores[key])
             trace["rrf_rank"] = rank + 1
             trace["bigram_leg"] = bigram_leg
+            trace["word_leg"] = word_leg
             if legs.vector_share < 1.0:
                 trace["vector_share"] = legs.vector_share
             if merge and len(parts[key]) > 1:
                 trace["merged_parts"] = tuple(sorted(rows[c].part for c in parts[key]))
         out.append(_Candidate(rows[face[key]], float(scores[key]), trace))
     return out
+
+
+def _ties_by_place(leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]) -> tuple[tuple[int, float], ...]:
+    """The leg with candidates of equal score ordered by path and position. SQLite orders them by chunk
+    id, which follows the edit history: two legs that agree on such a tie would hand the later-added
+    copy of a note a rank the earlier one gets in a fresh build, and the fused order would differ."""
+    if len({raw for _, raw in leg}) == len(leg):
+        return tuple(leg)
+    return tuple(sorted(leg, key=lambda item: (item[1], rows[item[0]].path, rows[item[0]].chunk_index)))
 
 
 def _best_part_per_section(

@@ -27,6 +27,7 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
+from groove_tui.engine.analysis.words import WordQuery, compile_words
 from groove_tui.engine.errors import ParamError, SearchCancelled
 from groove_tui.engine.index.indexer import embedding_input
 from groove_tui.engine.index.store import CandidateRow, Store, to_blob
@@ -150,7 +151,15 @@ class Searcher:
         if pq.exclude:
             echo["excluded_terms"] = list(pq.exclude)
         bq, bigram_warning = self._bigram_query(query)
-        info = QueryInfo(pq.include, pq.exclude, pq.match_expr, pq.positive_text, bq.explain if bq else None)
+        wq = self._word_query(query, params)
+        info = QueryInfo(
+            pq.include,
+            pq.exclude,
+            pq.match_expr,
+            pq.positive_text,
+            bq.explain if bq else None,
+            wq.positive_expr if wq is not None and params.legs != "vector" else None,
+        )
         warnings: tuple[str, ...] = (
             ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
         )
@@ -191,7 +200,20 @@ class Searcher:
             timings["named"] = _ms(t)
             for tier in page_tiers(limit):
                 ranked = self._ranked(
-                    pq, bq, doc_filter, tier, params, reranker, method, lam, penalty, cancel, progress, timings, named
+                    pq,
+                    bq,
+                    wq,
+                    doc_filter,
+                    tier,
+                    params,
+                    reranker,
+                    method,
+                    lam,
+                    penalty,
+                    cancel,
+                    progress,
+                    timings,
+                    named,
                 )
                 if first is None:
                     first = ranked
@@ -255,6 +277,7 @@ class Searcher:
         self,
         pq: ParsedQuery,
         bq: BigramQuery | None,
+        wq: WordQuery | None,
         doc_filter: DocFilter,
         limit: int,
         params: SearchParams,
@@ -276,11 +299,14 @@ class Searcher:
             per_leg, fused_size = pool(limit), None
         else:
             per_leg, fused_size = pool(limit), limit
-        legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq)
+        legs = self._retrieve(pq, doc_filter, per_leg, cancel, params.legs, bq, wq)
         for key, value in (("embed", legs.embed_ms), ("vector", legs.vector_ms), ("fts", legs.fts_ms)):
             timings[key] = timings.get(key, 0.0) + value
         if bq is not None and bq.positive_expr is not None:
             timings["bigram"] = timings.get("bigram", 0.0) + legs.bigram_ms
+        word_leg = wq is not None and wq.positive_expr is not None and params.legs != "vector"
+        if word_leg:
+            timings["word"] = timings.get("word", 0.0) + legs.word_ms
         _check(cancel)
 
         t = time.perf_counter()
@@ -290,6 +316,7 @@ class Searcher:
             params.explain,
             bigram_leg=bq is not None and bq.positive_expr is not None,
             method=method,
+            word_leg=word_leg,
         )
         timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
         _check(cancel)
@@ -399,12 +426,13 @@ class Searcher:
         cancel: threading.Event | None,
         which: str = "hybrid",
         bq: BigramQuery | None = None,
+        wq: WordQuery | None = None,
     ) -> Legs:
         generation = self.store.generation()
-        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq, generation)
+        key = (pq.positive_text, pq.match_expr, pq.negative_expr, doc_filter, per_leg, which, bq, wq, generation)
         cached = self.legs_cache.get(key)
         if cached is not None:
-            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0)
+            return replace(cached, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram_ms=0.0, word_ms=0.0)
         rows: dict[int, CandidateRow] = {}
         bigram_excluded = self._bigram_excluded_ids(bq)
         excluded = self._excluded_ids(pq) | bigram_excluded
@@ -430,23 +458,39 @@ class Searcher:
         if bigram_expr is not None and which != "vector":
             bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
         bigram_ms = _ms(t)
+        _check(cancel)
+        t = time.perf_counter()
+        word: Sequence[tuple[int, float]] = ()
+        if wq is not None and wq.positive_expr is not None and which != "vector":
+            # The other legs' exclusions hold here too (`-tar` drops what the trigram table finds for it).
+            word = self._fts_leg(wq.positive_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_words")
+        word_ms = _ms(t)
         vector, embed_ms, vector_ms = (), 0.0, 0.0
         if vector_side is not None:
             vector, vector_rows, embed_ms, vector_ms = _await(vector_side, cancel)
             rows.update(vector_rows)
-        kept = {cid for leg in (vector, fts, bigram) for cid, _ in leg}
+        kept = {cid for leg in (vector, fts, bigram, word) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
         nothing_pending: tuple[float, frozenset[int]] = (1.0, frozenset())
-        share, unembedded = self._vector_share(fts, bigram) if vector else nothing_pending
+        share, unembedded = self._vector_share(fts, bigram, word) if vector else nothing_pending
         legs = Legs(
-            tuple(vector), tuple(fts), rows, embed_ms, vector_ms, fts_ms, tuple(bigram), bigram_ms, share, unembedded
+            tuple(vector),
+            tuple(fts),
+            rows,
+            embed_ms,
+            vector_ms,
+            fts_ms,
+            tuple(bigram),
+            bigram_ms,
+            share,
+            unembedded,
+            tuple(word),
+            word_ms,
         )
         self.legs_cache.put(key, legs)
         return legs
 
-    def _vector_share(
-        self, fts: Sequence[tuple[int, float]], bigram: Sequence[tuple[int, float]]
-    ) -> tuple[float, frozenset[int]]:
+    def _vector_share(self, *legs: Sequence[tuple[int, float]]) -> tuple[float, frozenset[int]]:
         """The share of the full-text candidates that have a vector (1.0 when nothing is pending), and
         those that have none yet.
 
@@ -457,7 +501,7 @@ class Searcher:
         waiting = self.store.pending_count()
         if waiting == 0:
             return 1.0, frozenset()
-        ids = sorted({cid for leg in (fts, bigram) for cid, _ in leg})
+        ids = sorted({cid for leg in legs for cid, _ in leg})
         conn = self.store.conn()
         if not ids:
             total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -470,6 +514,13 @@ class Searcher:
                 r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE embedded = 0 AND id IN ({marks})", batch)
             )
         return 1.0 - len(pending) / len(ids), frozenset(pending)
+
+    def _word_query(self, query: str, params: SearchParams) -> WordQuery | None:
+        """The word side of the query (None: the leg is off, or the index has no complete word table)."""
+        on = self.config.search.word_leg if params.word_leg is None else check_bool("word_leg", params.word_leg)
+        if not on or not self.store.words_ready():
+            return None
+        return compile_words(query)
 
     def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
         """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
@@ -625,11 +676,17 @@ class Searcher:
     # ------------------------------------------------------------ fusion and later stages
 
     def _fuse(
-        self, legs: Legs, size: int | None, explain: bool, bigram_leg: bool = False, method: str = "rrf"
+        self,
+        legs: Legs,
+        size: int | None,
+        explain: bool,
+        bigram_leg: bool = False,
+        method: str = "rrf",
+        word_leg: bool = False,
     ) -> list[_Candidate]:
         """The legs fused under this searcher's settings (`fusion.fuse`)."""
         search = self.config.search
-        return fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method)
+        return fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method, word_leg)
 
     def _rerank(
         self,
