@@ -80,7 +80,9 @@ def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
     cli("index", str(kb), "--model", "hashing", "--quiet")
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--min-quality", "0")
     line = next(ln for ln in out.splitlines() if ln.startswith("fusion:"))
-    assert re.fullmatch(r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1", line), line
+    assert re.fullmatch(
+        r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1; word bm25 \S+ → 0, \S+ → 1", line
+    ), line
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
     assert "fusion:   rrf\n" in out and "scale" not in out
 

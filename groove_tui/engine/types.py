@@ -394,6 +394,7 @@ class SearchResponse:
                     "exclude": list(self.query.exclude),
                     "match_expr": self.query.match_expr,
                     "bigram_expr": self.query.bigram_expr,
+                    "word_expr": self.query.word_expr,
                     "positive_text": self.query.positive_text,
                 },
                 "pending_embeddings": self.pending_embeddings,

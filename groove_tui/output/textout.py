@@ -135,6 +135,8 @@ def format_response(
         lines.append(f"compiled: {q.match_expr or none}")
         if q.bigram_expr:
             lines.append(f"bigram:   {q.bigram_expr}")
+        if q.word_expr:
+            lines.append(f"words:    {q.word_expr}")
         if q.exclude:
             lines.append(f"excluded: {', '.join(q.exclude)}")
         lines.append("timings:  " + "  ".join(f"{k} {v:.1f}ms" for k, v in resp.timings_ms.items()))
@@ -193,11 +195,20 @@ def _trace_line(t: HitTrace) -> str:
         f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
         f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
     ]
-    if t.bigram_leg:  # a CJK query's bigram full-text leg (docs/groove-compatibility.md, 6)
-        parts[1:3] = [
-            parts[1],
-            f"bigram #{t.bigram_rank} bm25={t.bigram_bm25:.3f}" if t.bigram_rank else "bigram —",
-            f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}+{t.rrf_bigram or 0:.5f}={t.rrf_score or 0:.5f}",
+    # Extra full-text legs: a CJK query's bigram leg (docs/groove-compatibility.md, 6), the word leg.
+    extra = [
+        (name, rank, bm25, term)
+        for name, on, rank, bm25, term in (
+            ("bigram", t.bigram_leg, t.bigram_rank, t.bigram_bm25, t.rrf_bigram),
+            ("word", t.word_leg, t.word_rank, t.word_bm25, t.rrf_word),
+        )
+        if on
+    ]
+    if extra:
+        terms = "+".join(f"{x or 0:.5f}" for x in (t.rrf_vector, t.rrf_fts, *(term for *_, term in extra)))
+        parts[2:3] = [
+            *(f"{name} #{rank} bm25={bm25:.3f}" if rank else f"{name} —" for name, rank, bm25, _ in extra),
+            f"{t.fusion} {terms}={t.rrf_score or 0:.5f}",
         ]
     if t.merged_parts:
         parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")

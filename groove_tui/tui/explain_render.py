@@ -59,6 +59,7 @@ def explain_text(
         row("positive text", query.positive_text or "—")
         row("match_expr", query.match_expr or "—")
         row("bigram_expr", query.bigram_expr or "—")
+        row("word_expr", query.word_expr or "—")
     if hit is None:
         head("Hit")
         t.append("  no hit focused\n", style="dim")
@@ -83,6 +84,9 @@ def explain_text(
             if tr.bigram_leg:  # a CJK query's bigram full-text leg (docs/groove-compatibility.md, 6)
                 row("bigram rank", _rank(tr.bigram_rank))
                 row("bigram bm25", _num(tr.bigram_bm25))
+            if tr.word_leg:  # whole words, stemmed ([search] word_leg)
+                row("word rank", _rank(tr.word_rank))
+                row("word bm25", _num(tr.word_bm25))
             head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))
             row(
                 "vector term",
@@ -92,6 +96,8 @@ def explain_text(
             row("fts term", _num(tr.rrf_fts, 6))
             if tr.bigram_leg:
                 row("bigram term", _num(tr.rrf_bigram, 6))
+            if tr.word_leg:
+                row("word term", _num(tr.rrf_word, 6))
             if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
                 row(
                     "vector share",
