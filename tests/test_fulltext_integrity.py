@@ -69,10 +69,16 @@ def _results(eng: Engine) -> list:
 
 
 def _bm25(eng: Engine) -> list:
-    """Raw bm25 of every matching row of both tables, by (path, chunk_index)."""
+    """Raw bm25 of every matching row of each table, by (path, chunk_index)."""
     conn = eng.store.conn()
     out = []
-    for table, expr in (("fts_chunks", '"ing"'), ("fts_chunks", '"tok"'), ("fts_bigram", '"東京"')):
+    for table, expr in (
+        ("fts_chunks", '"ing"'),
+        ("fts_chunks", '"tok"'),
+        ("fts_bigram", '"東京"'),
+        ("fts_words", '"tokio"'),
+        ("fts_words", '"searching"'),
+    ):
         rows = conn.execute(
             f"SELECT d.path, c.chunk_index, bm25({table}) FROM {table} f JOIN chunks c ON c.id = f.rowid "
             f"JOIN documents d ON d.id = c.document_id WHERE {table} MATCH ? ORDER BY 1, 2",

@@ -90,6 +90,8 @@ KNOBS: dict[str, Knob] = {
         Knob("reranker", "text", "params", "reranker", help="the cross-encoder (a name, or none)"),
         Knob("vector_weight", "float", "fusion", "vector_weight", 0.0, 1e6, help="[search.fusion] vector_weight"),
         Knob("fts_weight", "float", "fusion", "fts_weight", 0.0, 1e6, help="[search.fusion] fts_weight"),
+        Knob("word_weight", "float", "fusion", "word_weight", 0.0, 1e6, help="[search.fusion] word_weight"),
+        Knob("word_leg", "bool", "params", "word_leg", help="the word leg on / off ([search] word_leg)"),
         Knob("rrf_k", "float", "fusion", "rrf_k", 1.0, 1e6, help="[search.fusion] rrf_k (used by rrf)"),
         Knob(
             "bm25_heading_weight",
