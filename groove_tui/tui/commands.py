@@ -37,6 +37,11 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
         "Merge neighbouring chunks into each hit (F3)",
         partial(app.action_toggle, "parent"),
     )
+    yield SystemCommand(
+        f"search: turn the word leg {onoff(rc.words)}{where}",
+        "Whole words, stemmed, beside the character legs",
+        partial(app.action_toggle, "words"),
+    )
     if app.reranker_model:
         yield SystemCommand(
             f"search: turn reranker {onoff(rc.reranker)}{where}",

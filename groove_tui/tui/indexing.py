@@ -72,7 +72,7 @@ class KbIndexing(_AppPart):
         engine_config = getattr(engine, "config", None)
         if engine_config is not None:
             self.default_fusion = engine_config.search.fusion.method
-        rc = RunConfig.from_params(self.base_params, self.default_fusion)
+        rc = RunConfig.from_params(self.base_params, self.default_fusion, self.config.search.word_leg)
         if not any(self.responses.values()):
             self.run_configs = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
         self._engine_ready.set()

@@ -49,10 +49,12 @@ class RunConfig:
     fusion: FusionMethod = (
         DEFAULT_FUSION  # one of config.FUSION_METHODS: how the retrieval legs combine (SearchParams.fusion)
     )
+    words: bool = True  # the word leg (SearchParams.word_leg)
 
     @classmethod
-    def from_params(cls, p: SearchParams, fusion: FusionMethod = DEFAULT_FUSION) -> RunConfig:
-        """`fusion` is the method `p.fusion=None` stands for: the engine config's `[search.fusion] method`."""
+    def from_params(cls, p: SearchParams, fusion: FusionMethod = DEFAULT_FUSION, words: bool = True) -> RunConfig:
+        """`fusion` and `words` are what `p.fusion=None` and `p.word_leg=None` stand for: the engine
+        config's `[search.fusion] method` and `[search] word_leg`."""
         return cls(
             limit=p.limit,
             mmr=p.mmr,
@@ -63,6 +65,7 @@ class RunConfig:
             path_globs=tuple(p.path_globs),
             tags=tuple(p.tags_any),
             fusion=p.fusion or fusion,
+            words=words if p.word_leg is None else p.word_leg,
         )
 
     def to_params(self, base: SearchParams, reranker_model: str | None, *, explain: bool = True) -> SearchParams:
@@ -77,6 +80,7 @@ class RunConfig:
             path_globs=self.path_globs,
             tags_any=self.tags,
             fusion=self.fusion,  # always explicit, so exports and eval params say which method ran
+            word_leg=self.words,
             explain=explain,
         )
 
@@ -108,6 +112,7 @@ class RunConfig:
             )
         )
         parts.append(("parent", "parent on" if self.parent else "parent off"))
+        parts.append(("words", "words on" if self.words else "words off"))
         if self.reranker:
             parts.append(("reranker", "rerank on" if reranker_available else "rerank: none installed"))
         else:
@@ -121,7 +126,7 @@ class RunConfig:
 
 # The parts a side's label gives up first when its column is too narrow: the reranker's state is never
 # given up (it is what "reranker off / on" compares).
-DROP_ORDER = ("limit", "tags", "paths", "parent", "fusion", "mmr")
+DROP_ORDER = ("limit", "tags", "paths", "words", "parent", "fusion", "mmr")
 
 
 def fit_parts(

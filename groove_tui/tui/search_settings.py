@@ -29,7 +29,7 @@ class SearchSettings(_AppPart):
         self.query_text = ""
         self.base_params = SearchParams()
         self.default_fusion = self.config.search.fusion.method  # what SearchParams.fusion=None means
-        rc = RunConfig.from_params(self.base_params, self.default_fusion)
+        rc = RunConfig.from_params(self.base_params, self.default_fusion, self.config.search.word_leg)
         self.run_configs: dict[str, RunConfig] = {"left": rc, "right": replace(rc, mmr=not rc.mmr)}
 
     def set_query(self, query: str) -> None:
@@ -62,10 +62,10 @@ class SearchSettings(_AppPart):
         if what == "fusion":  # more than two methods: the toggle cycles through them
             self.action_set_fusion(next_fusion(rc.fusion))
             return
-        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
+        field = {"mmr": "mmr", "parent": "parent", "reranker": "reranker", "words": "words"}[what]
         flipped: dict[str, Any] = {field: not getattr(rc, field)}
         new = replace(rc, **flipped)
-        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker"}[what]
+        label = {"mmr": "MMR", "parent": "Parent retriever", "reranker": "Reranker", "words": "Word leg"}[what]
         self._apply_toggle(side, new, f"{label} {'on' if getattr(new, field) else 'off'}")
 
     def action_set_fusion(self, method: FusionMethod) -> None:

@@ -30,7 +30,11 @@ FUSION_TIP = (
 )
 
 
-SWITCH_NAMES = {"mmr": "MMR", "parent": "Parent", "reranker": "Rerank"}
+WORDS_TIP = (
+    "Word leg: whole words, stemmed (extract = extracts = extracting; tar is not in target), fused beside "
+    "the character legs ([search] word_leg)"
+)
+SWITCH_NAMES = {"mmr": "MMR", "parent": "Parent", "reranker": "Rerank", "words": "Words"}
 
 
 def state_label(what: str, on: bool, *, available: bool = True) -> str:
@@ -77,6 +81,9 @@ class ConfigPane(VerticalScroll):
         with Horizontal(classes="row"):
             yield Label(state_label("parent", rc.parent), id=f"{s}-parent-label")
             yield Switch(rc.parent, id=f"{s}-parent", tooltip="Parent retriever: merge neighbouring chunks")
+        with Horizontal(classes="row"):
+            yield Label(state_label("words", rc.words), id=f"{s}-words-label")
+            yield Switch(rc.words, id=f"{s}-words", tooltip=WORDS_TIP)
         model = self.app.reranker_model  # configured, or pulled
         with Horizontal(classes="row"):
             yield Label(
@@ -135,6 +142,8 @@ class ConfigPane(VerticalScroll):
                 self.query_one(f"#{s}-mmr", Switch).value = rc.mmr
             if changed("parent"):
                 self.query_one(f"#{s}-parent", Switch).value = rc.parent
+            if changed("words"):
+                self.query_one(f"#{s}-words", Switch).value = rc.words
             if changed("reranker"):
                 rr = self.query_one(f"#{s}-reranker", Switch)
                 rr.value = rc.reranker and not rr.disabled
@@ -163,7 +172,7 @@ class ConfigPane(VerticalScroll):
 
     def _label_states(self) -> None:
         """Each switch's label says its state in words: the 4-cell block alone is hard to read."""
-        for what in ("mmr", "parent", "reranker"):
+        for what in ("mmr", "parent", "words", "reranker"):
             sw = self.query_one(f"#{self.side}-{what}", Switch)
             self.query_one(f"#{self.side}-{what}-label", Label).update(
                 state_label(what, sw.value, available=not sw.disabled)
@@ -173,7 +182,7 @@ class ConfigPane(VerticalScroll):
         event.stop()
         self._label_states()
         what = str(event.switch.id).split("-", 1)[1]
-        key = {"mmr": "mmr", "parent": "parent", "reranker": "reranker"}[what]
+        key = {"mmr": "mmr", "parent": "parent", "words": "words", "reranker": "reranker"}[what]
         self._set(**{key: event.value})
 
     def on_select_changed(self, event: Select.Changed) -> None:
