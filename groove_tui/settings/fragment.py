@@ -39,6 +39,9 @@ class RankingParams(Protocol):
     def mmr_same_doc_penalty(self) -> float: ...
 
     @property
+    def word_leg(self) -> bool | None: ...
+
+    @property
     def parent_retriever(self) -> bool: ...
 
     @property
@@ -59,6 +62,7 @@ def effective_config(config: Config, params: RankingParams) -> Config:
             same_doc_penalty=float(params.mmr_same_doc_penalty),
         ),
         parent_retriever=replace(s.parent_retriever, enabled=params.parent_retriever),
+        word_leg=s.word_leg if params.word_leg is None else params.word_leg,
     )
     rr = config.reranker
     reranker = replace(rr, model=params.reranker or rr.model, rerank_by_default=params.reranker is not None)
