@@ -4,6 +4,8 @@ weight, and held to the same exclusions and filters as the other legs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from groove_tui.engine import Engine, SearchParams
@@ -101,3 +103,12 @@ def test_an_index_without_the_word_table_searches_without_it_until_indexed(kb, t
         assert report.unchanged == 6 and report.added == 0 and e.store.words_ready() and not e.needs_index()
         after = e.search("tar", FTS)
         assert after.query.word_expr == '"tar"' and _paths(after)[0] == "tar.md"
+
+
+def test_a_hit_highlights_the_whole_words_the_word_leg_matched(eng):
+    hit = next(h for h in eng.search("extract archive", FTS).results if h.path == "notes/extracting.md")
+    lit = {hit.content[s.start : s.end] for s in hit.match_spans or ()}
+    assert {"Extracting", "archives", "extracted"} <= lit
+    plain = eng.search("extract archive", replace(FTS, word_leg=False)).results
+    hit = next(h for h in plain if h.path == "notes/extracting.md")
+    assert "Extracting" not in {hit.content[s.start : s.end] for s in hit.match_spans or ()}  # the substring only

@@ -246,7 +246,8 @@ class Searcher:
 
             t = time.perf_counter()
             cjk_spans = bq is not None and bq.positive_expr is not None
-            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans)) for h in hits]
+            words = wq.words if wq is not None and wq.positive_expr is not None and params.legs != "vector" else ()
+            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans, words)) for h in hits]
             timings["spans"] = _ms(t)
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
@@ -835,6 +836,6 @@ def _ms(t: float) -> float:
     return (time.perf_counter() - t) * 1000.0
 
 
-def _spans(query: str, content: str, cjk_bigram: bool = False) -> tuple[Span, ...] | None:
-    spans = match_spans(query, content, cjk_bigram=cjk_bigram)
+def _spans(query: str, content: str, cjk_bigram: bool = False, words: tuple[str, ...] = ()) -> tuple[Span, ...] | None:
+    spans = match_spans(query, content, cjk_bigram=cjk_bigram, words=words)
     return None if spans is None else tuple(Span(s, e) for s, e in spans)

@@ -21,15 +21,25 @@ Because a folded character may come from several original ones (a letter and the
 away), matching runs on the folded copy and every span is mapped back through a per-character index
 table; a span's end includes the marks that folded away after it. For ASCII terms over non-ASCII content
 this can differ from groove on purpose: `cafe` also highlights `CAFÉ`, as the FTS leg matched it.
+
+Where the word leg ran (ours), `words` adds the whole words it matches: `extract` also lights up all of
+"extracting". Which words those are is asked of FTS5's own tokenizer (the leg's `porter unicode61`, over
+the content's distinct words in a scratch table), so a highlight stands where the leg matched.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
+import sqlean as sqlite3
+
 from groove_tui.engine.analysis.bigram import cjk_terms, nfkc
-from groove_tui.engine.analysis.query import split_terms, trim
+from groove_tui.engine.analysis.query import fts_phrase, split_terms, trim
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE
 
 __all__ = ["MATCH_SPAN_MAX_CONTENT_BYTES", "MATCH_SPAN_MAX_TERMS", "fold", "match_spans"]
 
@@ -172,7 +182,40 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def match_spans(query: str, content: str, *, cjk_bigram: bool = False) -> list[tuple[int, int]] | None:
+_WORD = re.compile(r"[^\W_]+")
+_SCRATCH = threading.local()  # one scratch FTS5 table per thread: searches run on several
+
+
+def _word_table() -> sqlite3.Connection:
+    conn = getattr(_SCRATCH, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(x, tokenize='{WORDS_TOKENIZE}')")
+        _SCRATCH.conn = conn
+    return conn
+
+
+def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
+    """The content's whole words the word leg matches for `words` (each word of a phrase on its own)."""
+    tokens = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(content)]
+    distinct = list(dict.fromkeys(t for *_, t in tokens))
+    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))
+    if not distinct or not pieces:
+        return []
+    conn = _word_table()
+    conn.execute("DELETE FROM w")
+    conn.executemany("INSERT INTO w(rowid, x) VALUES (?, ?)", enumerate(distinct))
+    matched: set[str] = set()
+    for piece in pieces[:MATCH_SPAN_MAX_TERMS]:
+        matched.update(
+            distinct[r] for (r,) in conn.execute("SELECT rowid FROM w WHERE w MATCH ?", (fts_phrase(piece),))
+        )
+    return [(s, e) for s, e, t in tokens if t in matched][:_SPAN_BUDGET]
+
+
+def match_spans(
+    query: str, content: str, *, cjk_bigram: bool = False, words: Sequence[str] = ()
+) -> list[tuple[int, int]] | None:
     """Character spans of `query`'s terms in `content` (§H); callers pass the query's positive text.
 
     None when the query is blank or the content is over 262,144 UTF-8 bytes; [] when nothing matched.
@@ -187,8 +230,9 @@ def match_spans(query: str, content: str, *, cjk_bigram: bool = False) -> list[t
     ):
         return None
     terms = _terms(q, cjk_bigram)
+    whole = _word_spans(words, content) if words else []
     if not terms:
-        return []
+        return _merge(whole)
     budget = max(1, _SPAN_BUDGET // len(terms))
     folded, source = _fold_with_map_nfkc(content) if cjk_bigram else _fold_with_map(content)
     spans: list[tuple[int, int]] = []
@@ -196,4 +240,4 @@ def match_spans(query: str, content: str, *, cjk_bigram: bool = False) -> list[t
         spans.extend(_occurrences(folded, term, budget))
     if source is not None:
         spans = [_to_original(s, e, source, len(folded), len(content)) for s, e in spans]
-    return _merge(spans)
+    return _merge(spans + whole)
