@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from groove_tui.commands.config import with_flags
     from groove_tui.server import app
 
     http = getattr(args, "http", None)
@@ -47,14 +46,23 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = WATCH_DEBOUNCE_RANGE
         if not lo <= args.debounce_ms <= hi:
             raise CLIError(f"--debounce-ms {args.debounce_ms} is invalid: expected an integer in [{lo}, {hi}]")
-    config, flags = with_flags(config_for(args), args)
+    config, flags = settings_for(args)
     watch = config.watch.enabled and not args.no_watch
-    if args.polling:
-        config = replace(config, watch=replace(config.watch, polling=True))
     engine = load_engine(args, config=config)
     with engine:
         print(describe(engine, config, flags, watch, args, bind, token), file=sys.stderr, flush=True)
         return _serve(engine, watch, args.debounce_ms, bind, token)
+
+
+def settings_for(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
+    """The settings served: groove.toml as found (with what the explorer saved into it), the flags written
+    in as `config show` writes them, so each is every search's default; and which key each flag set."""
+    from groove_tui.commands.config import with_flags
+
+    config, flags = with_flags(config_for(args), args)
+    if args.polling:
+        config = replace(config, watch=replace(config.watch, polling=True))
+    return config, flags
 
 
 def _serve(

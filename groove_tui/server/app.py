@@ -16,7 +16,7 @@ import hmac
 import ipaddress
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -317,9 +317,10 @@ async def serve_http(
     host: str,
     port: int,
     token: str | None,
-    on_ready: Callable[[int], Awaitable[None] | None] | None = None,
+    on_ready: Callable[[int, Callable[[], None]], None] | None = None,
 ) -> None:
-    """Serve until cancelled. `on_ready(port)` hears the bound port (0 asks the OS for a free one)."""
+    """Serve until ctrl+c (or the stop function handed to `on_ready` is called). `on_ready(port, stop)`
+    hears the bound port (0 asks the OS for a free one) once connections are accepted."""
     import socket
 
     import uvicorn
@@ -333,9 +334,11 @@ async def serve_http(
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     userver = uvicorn.Server(config)
     if on_ready is not None:
-        ready = on_ready(sock.getsockname()[1])
-        if ready is not None:
-            await ready
+
+        def stop() -> None:
+            userver.should_exit = True
+
+        on_ready(sock.getsockname()[1], stop)
     try:
         await userver.serve(sockets=[sock])
     finally:
