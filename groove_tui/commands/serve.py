@@ -86,7 +86,13 @@ def _serve(
         if bind is None:
             await app.serve_stdio(server)
         else:
-            await app.serve_http(server, bind[0], bind[1], token)
+            await app.serve_http(
+                server,
+                bind[0],
+                bind[1],
+                token,
+                lambda port, _stop: print(http_line(bind[0], port, token), file=sys.stderr, flush=True),
+            )
 
     watching = app.Watching(service, on_event, debounce_ms) if watch else contextlib.nullcontext()
     with watching:
@@ -150,11 +156,14 @@ def describe(
     )
     if bind is None:
         lines.append("  MCP over stdio")
-    else:
-        host = f"[{bind[0]}]" if ":" in bind[0] else bind[0]
-        auth = "bearer token required" if token else "no token: loopback only"
-        lines.append(f"  MCP over streamable HTTP at http://{host}:{bind[1]}/mcp ({auth})")
     return "\n".join(lines)
+
+
+def http_line(host: str, port: int, token: str | None) -> str:
+    """Where the HTTP endpoint listens (the port the OS gave, when 0 was asked for)."""
+    shown = f"[{host}]" if ":" in host else host
+    auth = "bearer token required" if token else "no token: loopback only"
+    return f"  MCP over streamable HTTP at http://{shown}:{port}/mcp ({auth}); ctrl+c stops"
 
 
 def _shown(value: Any) -> str:

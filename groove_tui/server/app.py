@@ -232,7 +232,8 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_bind(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT`, `PORT` or `HOST` (port 3100); `[::1]:PORT` for IPv6. ValueError if invalid."""
+    """`HOST:PORT`, `:PORT`, `PORT` or `HOST` (port 3100); `[::1]:PORT` for IPv6; port 0 lets the OS
+    choose. ValueError if invalid."""
     text = text.strip()
     host, port_text = "127.0.0.1", str(DEFAULT_PORT)
     if text.startswith("["):
@@ -253,8 +254,8 @@ def parse_bind(text: str) -> tuple[str, int]:
         host = text  # a bare IPv6 address
     elif text:
         host = text
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 0 (any free port) to 65535")
     if not host:
         raise ValueError(f"{text!r}: no host")
     return host, int(port_text)

@@ -1,0 +1,107 @@
+"""`groove-tui serve` on the command line: the flags, their refusals, and the real process end to end over
+stdio with the SDK's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from helpers import SAMPLE_KB, write_kb
+from serve_helpers import answer
+
+
+def test_a_mistyped_serve_is_suggested(cli, tmp_path):
+    code, _out, err = cli("serev", "x")
+    assert code == 2 and "did you mean 'serve'?" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--http", "0.0.0.0:3100"], "listens beyond this machine"),
+        (["--http", "192.168.1.10:3100"], "GROOVE_TUI_MCP_TOKEN"),
+        (["--http", "127.0.0.1:99999"], "--http '127.0.0.1:99999': the port must be a number from 0"),
+        (["--http", "[::1"], "unclosed '['"),
+        (["--http", "127.0.0.1:3100", "--token", " "], "the bearer token is empty"),
+        (["--debounce-ms", "1"], "--debounce-ms 1 is invalid: expected an integer in [10, 60000]"),
+        (["--lambda", "3"], "--lambda"),
+    ],
+)
+def test_bad_serve_flags_are_refused_in_one_line_before_anything_is_served(cli, tmp_path, flags, message):
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    code, out, err = cli("serve", str(kb), "--model", "hashing", *flags)
+    assert code == 1 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_bind_parser_reads_grooves_spellings():
+    from groove_tui.server.app import is_loopback, parse_bind
+
+    assert parse_bind("127.0.0.1:3100") == ("127.0.0.1", 3100)
+    assert parse_bind(":8080") == ("127.0.0.1", 8080)
+    assert parse_bind("8080") == ("127.0.0.1", 8080)
+    assert parse_bind("[::1]:3100") == ("::1", 3100)
+    assert parse_bind("0.0.0.0") == ("0.0.0.0", 3100)
+    assert [is_loopback(h) for h in ("127.0.0.2", "localhost", "::1", "::ffff:127.0.0.1", "0.0.0.0", "10.0.0.1")] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_serve_runs_as_its_own_process_over_stdio(tmp_path, cli, monkeypatch):
+    """The installed command, spawned the way an MCP client spawns it: the settings it serves are said on
+    stderr, its search answers what `groove-tui search --format json` prints (plus the uri), and stdout
+    carries nothing but the protocol."""
+    (tmp_path / "groove.toml").write_text("[search.mmr]\nenabled = true\nlambda = 0.6\n", encoding="utf-8")
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    code, out, _err = cli(
+        "search", str(kb), "pinning futures", "--model", "hashing", "--format", "json", "--limit", "5"
+    )
+    assert code == 0
+    expected = json.loads(out)
+    exe = Path(sys.executable).parent / "groove-tui"
+    params = StdioServerParameters(
+        command=str(exe) if exe.exists() else sys.executable,
+        args=[
+            *([] if exe.exists() else ["-m", "groove_tui.cli"]),
+            "serve",
+            str(kb),
+            "--model",
+            "hashing",
+            "--no-watch",
+        ],
+        env={**os.environ, "GROOVE_TUI_INDEX_DIR": str(tmp_path / "indexes"), "HF_HUB_OFFLINE": "1"},
+        cwd=str(tmp_path),
+    )
+    errlog = tmp_path / "stderr.txt"
+
+    async def session():
+        with errlog.open("w", encoding="utf-8") as err:
+            async with Client(stdio_client(params, errlog=err)) as client:
+                got = answer(await client.call_tool("search", {"query": "pinning futures"}))
+                bad = await client.call_tool("get_document", {"path": "../groove.toml"})
+                return got, bad
+
+    got, bad = anyio.run(session)
+    for hit in got["results"]:
+        assert hit.pop("uri").startswith("kb://doc/")
+    assert got == expected
+    assert bad.is_error and answer(bad) == {"error": "Access denied: path is outside the knowledge base."}
+    said = errlog.read_text(encoding="utf-8")
+    assert f"groove-tui serve: {kb.resolve()} — 4 documents" in said
+    assert "MMR on (λ 0.6, same-doc penalty 0)" in said
+    assert f"search.mmr.lambda = 0.6 ({tmp_path / 'groove.toml'})" in said
+    assert "not following edits" in said and "MCP over stdio" in said
+    assert "Traceback" not in said
