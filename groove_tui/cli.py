@@ -338,10 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument(
         "--mode",
-        choices=("search", "index", "all", "rerank", "readers"),
+        choices=("search", "index", "all", "rerank", "readers", "serve"),
         default="search",
         help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
-        "readers: search latency idle and while another process indexes a copy of --docs documents",
+        "readers: search latency idle and while another process indexes a copy of --docs documents; "
+        "serve: the search tool of groove-tui serve over stdio against Engine.search in-process",
     )
     be.add_argument(
         "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"

@@ -105,3 +105,25 @@ def test_serve_runs_as_its_own_process_over_stdio(tmp_path, cli, monkeypatch):
     assert f"search.mmr.lambda = 0.6 ({tmp_path / 'groove.toml'})" in said
     assert "not following edits" in said and "MCP over stdio" in said
     assert "Traceback" not in said
+
+
+def test_the_serve_bench_times_the_stdio_round_trip_against_engine_search(tmp_path, cli, monkeypatch):
+    """`groove-tui bench --mode serve` spawns the server, asks it with both protocol eras, pairs every
+    query with the same search in-process, and judges the cached passes' p50 difference."""
+    from groove_tui.commands.bench import command, search
+
+    monkeypatch.setattr(command, "bench_cli_help", lambda runs=5: None)
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing-64", "--quiet")[0] == 0
+    code, out, err = cli(
+        "bench", str(kb), "--model", "hashing-64", "--mode", "serve", "--repeat", "1", "--format", "json"
+    )
+    assert code == 0, err
+    sv = json.loads(out)["serve"]
+    assert sv["queries"] == len(search.BUILTIN_QUERIES) and sv["limit"] == 5
+    for era in ("handshake", "per_request"):
+        for phase in ("first", "again"):
+            figures = sv["eras"][era][phase]
+            assert figures["in_process_ms"]["n"] == figures["round_trip_ms"]["n"] == sv["queries"]
+    assert sv["overhead_p50_ms"] == sv["eras"]["handshake"]["again"]["overhead_p50_ms"]
+    assert "serve_overhead_p50_ms" in json.loads(out)["targets"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -40,10 +41,15 @@ DEFAULT_PORT = 3100
 _NO_CACHE = CacheHint(ttl_ms=0, scope="public")  # the index changes under a watcher: stale at once
 
 
-def _json(value: Any) -> str:
-    from groove_tui.engine.types import json_text
+_C1 = re.compile("[\x7f-\x9f]")
 
-    return json_text(value)
+
+def _json(value: Any) -> str:
+    """The answer as one line of JSON: the same value `search --format json` prints, without its
+    indentation, which an agent pays for in tokens and json's pure-Python indenting encoder in time.
+    DEL and the C1 controls are escaped as everywhere else (a terminal showing a log would obey them)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def build_server(service: KbService) -> Server[Any]:

@@ -132,7 +132,7 @@ class KbService:
                 return error(f"invalid path_globs: {exc}")
 
         engine = self.engine
-        if engine.store.counts()[0] == 0:
+        if engine.store.conn().execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None:
             return error(
                 f"the knowledge base has not been indexed yet (index: {engine.store.db_path}); call "
                 "rebuild_index, or wait for the watcher's first run"
