@@ -17,6 +17,7 @@ import ipaddress
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from groove_tui.engine.index.watch import WatchEvent
 
 TOKEN_ENV = "GROOVE_TUI_MCP_TOKEN"
+SERVER_MS = "groove-tui/server_ms"  # a result's `_meta` key: the tool's own time on the server, in ms
 DEFAULT_PORT = 3100
 _NO_CACHE = CacheHint(ttl_ms=0, scope="public")  # the index changes under a watcher: stale at once
 
@@ -84,8 +86,12 @@ def build_server(service: KbService) -> Server[Any]:
                 return _result(slot, True)
             answer = await anyio.to_thread.run_sync(service.rebuild_index, args, slot)
             return _result(answer, "error" in answer)
+        started = time.perf_counter()
         answer, is_error = await anyio.to_thread.run_sync(service.call, name, arguments)
-        return _result(answer, is_error)
+        result = _result(answer, is_error)
+        # How long the tool itself took, on the server: what a client's round trip adds is the rest.
+        result.meta = {SERVER_MS: round((time.perf_counter() - started) * 1000, 3)}
+        return result
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
         groups = await anyio.to_thread.run_sync(_locked(service, service.topic_groups))

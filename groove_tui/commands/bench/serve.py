@@ -9,12 +9,14 @@ legs read) and cached on the `--repeat` passes after it. Reported: p50 / p95 of 
 difference (round trip minus in-process, query by query). The target is on the difference of the p50s
 of the cached passes: there the engine's work is the same few milliseconds on both sides, so the
 difference is what MCP adds (validation, the JSON answer, stdio, the client); the cold pass adds the
-noise of two processes' caches to it.
+noise of two processes' caches to it. The server also says how long the tool itself took (the result's
+`_meta`), so each round trip splits into the server's own time and what carrying it costs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -56,6 +58,8 @@ def bench_serve(
     import anyio
     from mcp import Client, StdioServerParameters
 
+    from groove_tui.server.app import SERVER_MS
+
     notify = progress or (lambda _label, _done, _total: None)
     queries = list(queries)[:SERVE_QUERIES]
     params = engine.default_params(limit=SERVE_LIMIT)
@@ -65,7 +69,7 @@ def bench_serve(
 
     async def era(mode: str) -> dict[str, Any]:
         samples: dict[str, dict[str, list[float]]] = {
-            p: {"local": [], "remote": [], "diff": []} for p in ("first", "again")
+            p: {"local": [], "remote": [], "diff": [], "server": [], "added": []} for p in ("first", "again")
         }
         t0 = time.perf_counter()
         with open(os.devnull, "w") as errlog:
@@ -93,9 +97,12 @@ def bench_serve(
                         b = ms_since(t)
                         if result.is_error:
                             raise ValueError(f"the served search of {q!r} failed: {_text(result)}")
+                        server_ms = float((result.meta or {}).get(SERVER_MS, math.nan))
                         got["local"].append(a)
                         got["remote"].append(b)
                         got["diff"].append(b - a)
+                        got["server"].append(server_ms)
+                        got["added"].append(b - server_ms)
         out: dict[str, Any] = {"connect_ms": round(connect_ms, 1)}
         for phase, got in samples.items():
             lp, rp = percentiles(got["local"]), percentiles(got["remote"])
@@ -103,6 +110,8 @@ def bench_serve(
                 "in_process_ms": lp,
                 "round_trip_ms": rp,
                 "paired_difference_ms": percentiles(got["diff"]),
+                "server_tool_ms": percentiles(got["server"]),
+                "round_trip_minus_server_ms": percentiles(got["added"]),
                 "overhead_p50_ms": round(rp["p50"] - lp["p50"], 3),
             }
         return out
@@ -127,13 +136,15 @@ def format_serve(sv: dict[str, Any]) -> list[str]:
         f"serve: {sv['queries']} queries, limit {sv['limit']}: Engine.search here vs the search tool of a groove-tui "
         "serve subprocess over stdio (SDK client, answer parsed); first pass cold on both sides, then "
         f"{sv['repeat']} cached",
-        f"  {'protocol, pass':<30} {'in-process p50':>15} {'round trip p50':>15} {'p95':>8} {'difference p50':>15}",
+        f"  {'protocol, pass':<30} {'in-process p50':>15} {'round trip p50':>15} {'p95':>8} {'difference p50':>15}"
+        f" {'server p50':>11} {'transport p50':>14}",
     ]
     for name, label in (("handshake", "initialize handshake"), ("per_request", "2026-07-28 per request")):
         for phase in ("first", "again"):
             e = sv["eras"][name][phase]
             lines.append(
                 f"  {label + ', ' + phase:<30} {f(e['in_process_ms']['p50']):>15} {f(e['round_trip_ms']['p50']):>15} "
-                f"{f(e['round_trip_ms']['p95']):>8} {f(e['overhead_p50_ms']):>15}"
+                f"{f(e['round_trip_ms']['p95']):>8} {f(e['overhead_p50_ms']):>15} "
+                f"{f(e['server_tool_ms']['p50']):>11} {f(e['round_trip_minus_server_ms']['p50']):>14}"
             )
     return lines
