@@ -65,7 +65,15 @@ def bench_serve(
     params = engine.default_params(limit=SERVE_LIMIT)
     cmd = serve_command(args)
     server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
-    out: dict[str, Any] = {"queries": len(queries), "repeat": repeat, "limit": SERVE_LIMIT, "eras": {}}
+    docs, chunks, _pending = engine.store.counts()
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "repeat": repeat,
+        "limit": SERVE_LIMIT,
+        "documents": docs,
+        "chunks": chunks,
+        "eras": {},
+    }
 
     async def era(mode: str) -> dict[str, Any]:
         samples: dict[str, dict[str, list[float]]] = {
