@@ -519,3 +519,51 @@ async def test_a_search_does_not_wait_for_an_index_write_in_progress(served_kb):
     finally:
         done.set()
         thread.join()
+
+
+def test_on_the_demo_handbook_too_a_search_answer_is_the_search_commands_json_plus_uri(cli, tmp_path):
+    """The handbook shipped in the package (33 notes, four in Japanese), queried as its golden file does."""
+    import anyio
+
+    import groove_tui.demo
+
+    kb = Path(groove_tui.demo.__file__).parent / "kb"
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    queries = ["parent retriever", "λ slider", "設定", "-reranker MMR", "watch the notes while editing"]
+    expected = []
+    for q in queries:
+        code, out, err = cli("search", str(kb), "--model", "hashing", "--format", "json", "--limit", "5", "--", q)
+        assert code == 0, err
+        expected.append(json.loads(out))
+
+    async def call():
+        with served(kb) as (_service, server):
+            async with Client(server) as client:
+                return [answer(await client.call_tool("search", {"query": q})) for q in queries]
+
+    got = anyio.run(call)
+    for body in got:
+        for hit in body["results"]:
+            assert hit.pop("uri").startswith("kb://doc/")
+    assert got == expected
+    assert all(body["results"] for body in got)
+
+
+async def test_an_index_gone_bad_is_one_error_line_not_a_traceback(served_kb, monkeypatch, capsys):
+    import sqlite3
+
+    _kb, service, server = served_kb
+
+    def broken(*_a, **_k):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(service.engine, "search", broken)
+    monkeypatch.setattr(service, "topic_groups", broken)
+    async with Client(server) as client:
+        result = await client.call_tool("search", {"query": "tokio"})
+        assert result.is_error
+        assert answer(result) == {"error": "search failed: database disk image is malformed"}
+        with pytest.raises(MCPError) as caught:
+            await client.list_resources()
+        assert "database disk image is malformed" in str(caught.value)
+    assert "Traceback" not in capsys.readouterr().err

@@ -94,7 +94,10 @@ def build_server(service: KbService) -> Server[Any]:
         return result
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
-        groups = await anyio.to_thread.run_sync(_locked(service, service.topic_groups))
+        try:
+            groups = await anyio.to_thread.run_sync(_locked(service, service.topic_groups))
+        except Exception as exc:  # the index unreadable: one line, never a traceback
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"listing the topic groups failed: {exc}") from None
         resources = []
         for prefix, paths in groups.items():
             name = prefix or "(root)"
@@ -127,6 +130,8 @@ def build_server(service: KbService) -> Server[Any]:
             text, mime = await anyio.to_thread.run_sync(_locked(service, lambda: service.read_resource(uri)))
         except NotServed as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        except Exception as exc:  # the index unreadable: one line, never a traceback
+            raise MCPError(code=types.INTERNAL_ERROR, message=f"reading {uri} failed: {exc}") from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
     async def list_prompts(_ctx: Any, _params: Any) -> types.ListPromptsResult:

@@ -15,6 +15,7 @@ A resource is narrower still: only what the index holds is offered or served.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import stat
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
     from groove_tui.engine import Engine
     from groove_tui.engine.index.store import CandidateRow
+
+log = logging.getLogger(__name__)
 
 FILE_NOT_FOUND = 'File not found: {path}. Path should be relative to the knowledge base (e.g. "notes/overview.md").'
 SYMLINK_DENIED = "Access denied: symlinks are not allowed."
@@ -75,14 +78,18 @@ class KbService:
             args = spec.check(arguments)
         except s.ArgumentError as exc:
             return error(str(exc)), True
-        if name == "rebuild_index":
-            slot = self.claim_rebuild()
-            if isinstance(slot, dict):
-                return slot, True
-            answer = self.rebuild_index(args, slot)
-        else:
-            with self.read_lock:
-                answer = getattr(self, name)(args)
+        try:
+            if name == "rebuild_index":
+                slot = self.claim_rebuild()
+                if isinstance(slot, dict):
+                    return slot, True
+                answer = self.rebuild_index(args, slot)
+            else:
+                with self.read_lock:
+                    answer = getattr(self, name)(args)
+        except Exception as exc:  # an index gone bad, a disk error: one line for the caller, never a traceback
+            log.warning("%s failed: %s", name, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            return error(f"{name} failed: {_one_line(exc)}"), True
         return answer, isinstance(answer, dict) and "error" in answer
 
     # ------------------------------------------------------------ search
@@ -370,6 +377,11 @@ class KbService:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "…"
 
 
 def _num(v: float) -> str:
