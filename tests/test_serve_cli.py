@@ -127,3 +127,62 @@ def test_the_serve_bench_times_the_stdio_round_trip_against_engine_search(tmp_pa
             assert figures["in_process_ms"]["n"] == figures["round_trip_ms"]["n"] == sv["queries"]
     assert sv["overhead_p50_ms"] == sv["eras"]["handshake"]["again"]["overhead_p50_ms"]
     assert "serve_overhead_p50_ms" in json.loads(out)["targets"]
+
+
+def test_serve_over_http_as_its_own_process_with_a_token_then_ctrl_c(tmp_path, cli):
+    """`groove-tui serve --http 127.0.0.1:0` with the token in the environment: it says where it listens,
+    refuses a request without the token, answers the SDK's client with it, and stops cleanly on ctrl+c."""
+    import re
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    env = {
+        **os.environ,
+        "GROOVE_TUI_INDEX_DIR": str(tmp_path / "indexes"),
+        "HF_HUB_OFFLINE": "1",
+        "GROOVE_TUI_MCP_TOKEN": "t0ken",
+    }
+    exe = Path(sys.executable).parent / "groove-tui"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "groove_tui.cli"]
+    err_path = tmp_path / "stderr.txt"
+    with err_path.open("w", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            [*cmd, "serve", str(kb), "--model", "hashing", "--http", "127.0.0.1:0"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            url = None
+            while url is None:
+                assert proc.poll() is None, err_path.read_text(encoding="utf-8")
+                assert time.monotonic() < deadline, "the server never said where it listens"
+                found = re.search(
+                    r"at (http://127\.0\.0\.1:\d+/mcp) \(bearer token required\)", err_path.read_text("utf-8")
+                )
+                url = found.group(1) if found else None
+                time.sleep(0.05)
+            refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+            assert refused.status_code == 401
+
+            async def session():
+                headers = {"Authorization": "Bearer t0ken"}
+                async with Client(streamable_http_client(url, http_client=httpx.AsyncClient(headers=headers))) as c:
+                    return answer(await c.call_tool("search", {"query": "tokio runtime", "limit": 1}))
+
+            assert anyio.run(session)["results"][0]["path"] == "notes/rust/async.md"
+        finally:
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=30)
+    said = err_path.read_text(encoding="utf-8")
+    assert code == 0, said
+    assert "following edits to the notes (debounce 500 ms)" in said
+    assert said.rstrip().endswith("groove-tui serve: stopped") and "Traceback" not in said

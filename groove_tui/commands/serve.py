@@ -95,7 +95,8 @@ def _serve(
             )
 
     watching = app.Watching(service, on_event, debounce_ms) if watch else contextlib.nullcontext()
-    with watching:
+    # ctrl+c is how a terminal user stops a server: not a failure
+    with watching, contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
     print("groove-tui serve: stopped", file=sys.stderr, flush=True)
     return 0

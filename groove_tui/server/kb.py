@@ -15,6 +15,7 @@ A resource is narrower still: only what the index holds is offered or served.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import os
@@ -403,7 +404,7 @@ def _read_checked(path: Path, cap: int) -> bytes:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == getattr(__import__("errno"), "ELOOP", -1):
+        if exc.errno == errno.ELOOP:  # the name became a link after the checks
             raise NotServed(NOT_REGULAR) from None
         raise NotServed(f"Failed to read file: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as fh:
