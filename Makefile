@@ -38,7 +38,8 @@ test: setup
 	$(BIN)/lint-imports
 
 # Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders, then
-# readers' latency idle and while another process indexes (a temporary copy; the KB's index is not written).
+# readers' latency idle and while another process indexes (a temporary copy; the KB's index is not written),
+# and what `groove-tui serve` adds to a search over stdio.
 # DATA holds the evaluation sets (docs/evaluation.md, "Reference results"). Indexes live in BENCH_INDEX, one
 # per model (never the KB). USE's is built if missing (a few minutes); e5's takes much longer on 2 cores, so
 # its search bench runs only once you have built it (command printed). RECORD=DIR also writes each run's
@@ -69,7 +70,10 @@ bench: setup
 	done; \
 	echo "=== readers during an index (use-multilingual, a temporary copy of 300 docs)"; \
 	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
-		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
+		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1; \
+	echo "=== groove-tui serve: the search tool over stdio against Engine.search (use-multilingual)"; \
+	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
+		--mode serve --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
 
 # The docs' reference tables, rendered from the measurement records in benchmarks/results (a test checks them).
 tables: setup

@@ -378,6 +378,47 @@ def scale(records: Records) -> str:
     return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
 
 
+def serve_overhead(records: Records) -> str:
+    name, rec = records.get(Want("bench", "scifact", "bge-small-en", "serve"))
+    sv = rec["figures"]["serve"]
+    rows = []
+    for era, label in (("handshake", "initialize handshake"), ("per_request", "2026-07-28, per request")):
+        for phase, what in (("first", "first pass (cold)"), ("again", "cached passes")):
+            e = sv["eras"][era][phase]
+            rows.append(
+                [
+                    f"{label}, {what}",
+                    _ms(e["in_process_ms"]["p50"]),
+                    _ms(e["round_trip_ms"]["p50"]),
+                    _ms(e["round_trip_ms"]["p95"]),
+                    f"**{_ms(e['overhead_p50_ms'])}**"
+                    if (era, phase) == ("handshake", "again")
+                    else _ms(e["overhead_p50_ms"]),
+                    _ms(e["server_tool_ms"]["p50"]),
+                    _ms(e["round_trip_minus_server_ms"]["p50"]),
+                ]
+            )
+    docs = sv.get("documents")
+    intro = (
+        f"{sv['queries']} scifact claims, `limit` {sv['limit']}, each searched in-process (`Engine.search`) and "
+        f"then through the `search` tool of a `groove-tui serve` subprocess over stdio (the MCP SDK's client, "
+        f"answer parsed); one cold pass, then {sv['repeat']} cached ones"
+        + (f", on {docs:,} documents" if docs else "")
+        + ". Difference: round trip p50 − in-process p50. Server: the tool's own time as the server reports it; "
+        "carriage: round trip − server time, query by query."
+    )
+    head = [
+        "protocol, pass",
+        "in-process p50 ms",
+        "round trip p50 ms",
+        "p95 ms",
+        "difference ms",
+        "server p50 ms",
+        "carriage p50 ms",
+    ]
+    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
+
+
 TABLES: dict[str, Callable[[Records], str]] = {
     "eval-reference": eval_reference,
     "coverage": coverage,
@@ -386,6 +427,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "search-latency": search_latency,
     "readers": readers,
     "scale": scale,
+    "serve-overhead": serve_overhead,
 }
 
 

@@ -1,5 +1,5 @@
 """Command line: builds the parser and dispatches. `groove-tui <kb>` opens the explorer; `index`, `search`,
-`eval`, `sweep`, `bench`, `status`, `config`, `models` are headless, each a module of `groove_tui.commands`.
+`serve`, `eval`, `sweep`, `bench`, `status`, `config`, `models` are headless, each a module of `groove_tui.commands`.
 
 Only argparse, the settings and the commands' shared helpers (stdlib only) are imported at module level so
 `groove-tui --help` stays fast; a command's module is imported when it runs. Data goes to stdout, errors and
@@ -21,13 +21,14 @@ from typing import NoReturn
 from groove_tui.commands.common import CLIError
 from groove_tui.settings.config import FUSION_METHODS
 
-COMMANDS = ("index", "search", "eval", "sweep", "bench", "status", "config", "models", "demo")
+COMMANDS = ("index", "search", "serve", "eval", "sweep", "bench", "status", "config", "models", "demo")
 
 EPILOG = """commands:
   groove-tui KB                       open the explorer (indexes or updates first, with progress)
   groove-tui demo                     the explorer on a handbook about groove-tui, with its golden file
   groove-tui index KB [--force]       (re)index headlessly; --watch keeps it current as notes change
   groove-tui search KB "query"        search; --format json gives groove's response shape
+  groove-tui serve KB                 groove's MCP server (stdio; --http HOST:PORT) with these settings
   groove-tui eval KB --golden F       recall / MRR / nDCG against a golden file
   groove-tui eval KB --compare A B    the same, two settings query by query (wins and losses)
   groove-tui sweep KB --param S       the golden set at every value of a setting (--plot charts it)
@@ -114,9 +115,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _pipeline_flags(
-    p: argparse.ArgumentParser, *, limit_help: str = "number of results (default 10, at most 1000)"
+    p: argparse.ArgumentParser, *, limit_help: str | None = "number of results (default 10, at most 1000)"
 ) -> None:
-    p.add_argument("--limit", type=int, default=None, help=limit_help)
+    if limit_help is not None:  # serve: the limit is each call's own
+        p.add_argument("--limit", type=int, default=None, help=limit_help)
     p.add_argument("--mmr", action=argparse.BooleanOptionalAction, default=None, help="MMR diversity re-rank")
     p.add_argument("--lambda", dest="mmr_lambda", type=float, default=None, help="MMR relevance weight in [0, 1]")
     p.add_argument("--same-doc-penalty", type=float, default=None, help="MMR same-document penalty in [0, 1]")
@@ -226,6 +228,37 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--format", choices=("text", "json"), default="text")
     se.add_argument("--explain", action="store_true", help="compiled query, leg ranks, RRF terms, stage traces")
 
+    sv = sub.add_parser(
+        "serve",
+        help="groove's MCP server over this KB, with the settings the explorer and search use",
+        description="Serve the KB to MCP clients (LLM agents) with groove's tools, resources and prompts, "
+        "ranked by the settings in effect here: groove.toml, the settings saved from the explorer, these "
+        "flags. Speaks MCP over stdio unless --http is given. Settings and progress go to stderr. See "
+        "docs/serve.md for client configuration.",
+    )
+    _common(sv)
+    _pipeline_flags(sv, limit_help=None)
+    sv.add_argument(
+        "--http",
+        nargs="?",
+        const="127.0.0.1:3100",
+        default=None,
+        metavar="HOST:PORT",
+        help="streamable HTTP at http://HOST:PORT/mcp instead of stdio (default 127.0.0.1:3100; a bind beyond "
+        "loopback needs a bearer token)",
+    )
+    sv.add_argument(
+        "--token",
+        default=None,
+        help="bearer token clients must send over HTTP (default $GROOVE_TUI_MCP_TOKEN; prefer the "
+        "environment: a flag shows in the process list)",
+    )
+    sv.add_argument("--no-watch", action="store_true", help="do not follow edits to the notes (default [watch])")
+    sv.add_argument(
+        "--debounce-ms", type=int, default=None, help="gather a burst of edits for at most this long (default [watch])"
+    )
+    sv.add_argument("--polling", action="store_true", default=None, help="poll the KB instead of OS events")
+
     ev = sub.add_parser("eval", help="recall@k / MRR / nDCG@k against a golden file")
     _common(ev)
     ev.add_argument("--golden", help="golden YAML (default [eval] golden)")
@@ -305,10 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument(
         "--mode",
-        choices=("search", "index", "all", "rerank", "readers"),
+        choices=("search", "index", "all", "rerank", "readers", "serve"),
         default="search",
         help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
-        "readers: search latency idle and while another process indexes a copy of --docs documents",
+        "readers: search latency idle and while another process indexes a copy of --docs documents; "
+        "serve: the search tool of groove-tui serve over stdio against Engine.search in-process",
     )
     be.add_argument(
         "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"
@@ -380,6 +414,7 @@ HANDLERS = {
     "open": "open",
     "index": "index",
     "search": "search",
+    "serve": "serve",
     "eval": "eval",
     "sweep": "sweep",
     "config": "config",

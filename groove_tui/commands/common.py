@@ -48,12 +48,13 @@ def config_for(args: argparse.Namespace):
     return replace(config, reranker=rr)
 
 
-def load_engine(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False):
+def load_engine(args: argparse.Namespace, *, allow_model_change: bool = False, readonly: bool = False, config=None):
     """The engine for a command. Readers (search, status, eval, sweep) open the index read-only: they
-    answer from the last commit while an index runs and never wait for its write lock."""
+    answer from the last commit while an index runs and never wait for its write lock. `config`: the
+    settings already read (`config_for`) and completed by the command; read from `args` when None."""
     from groove_tui.engine import Engine, IndexNotReady, ModelMismatch
 
-    config = config_for(args)
+    config = config_for(args) if config is None else config
     try:
         return Engine.open(
             args.kb, config=config, index_dir=args.index_dir, allow_model_change=allow_model_change, readonly=readonly

@@ -25,6 +25,7 @@ from groove_tui.commands.bench.search import (
     bench_search,
     load_queries,
 )
+from groove_tui.commands.bench.serve import bench_serve, format_serve
 from groove_tui.commands.bench.targets import verdicts
 from groove_tui.commands.common import CLIError, config_for, load_engine
 from groove_tui.output import textout
@@ -167,6 +168,9 @@ def format_text(result: dict[str, Any]) -> str:
         ):
             st = rr[key]
             lines.append(f"  {label:<18} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {st['n']:>6}   {unit}")
+    sv = result.get("serve")
+    if sv:
+        lines += format_serve(sv)
     rd = result.get("readers")
     if rd:
         lines += [
@@ -255,6 +259,10 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
             repeat,
             load_queries(getattr(args, "queries", None)),
             progress=progress,
+        )
+    if mode == "serve":
+        result["serve"] = bench_serve(
+            engine, args, load_queries(getattr(args, "queries", None)), repeat, progress=progress
         )
     if mode in ("index", "all"):
         docs_arg = getattr(args, "docs", None)

@@ -19,6 +19,7 @@ TARGETS = {
     "rerank_p50_ms": 1500.0,
     "rerank_cached_p50_ms": 5.0,
     "readers_failed": 0,
+    "serve_overhead_p50_ms": 5.0,
 }
 
 
@@ -56,6 +57,9 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if rr and rr["per_query_ms"]["n"]:
         put("rerank_p50_ms", rr["per_query_ms"]["p50"])
         put("rerank_cached_p50_ms", rr["cached_rerank_ms"]["p50"])
+    sv = result.get("serve")
+    if sv:
+        put("serve_overhead_p50_ms", sv["overhead_p50_ms"])
     rd = result.get("readers")
     if rd:
         put("readers_failed", sum(rd[k]["failed"] for k in ("idle", "other_index_busy", "indexing")))

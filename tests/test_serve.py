@@ -1,0 +1,569 @@
+"""`groove-tui serve`: groove's MCP surface over the engine, through the SDK's own in-process client (both
+protocol eras: the legacy initialize handshake and the 2026 per-request one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from helpers import SAMPLE_KB, write_kb
+from serve_helpers import answer, served
+
+
+@pytest.fixture
+def served_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    with served(kb) as (service, server):
+        yield kb, service, server
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+# ---------------------------------------------------------------- the surface
+
+
+async def test_the_surface_is_grooves_five_tools_four_prompts_and_the_kb_resources(served_kb, mode):
+    _kb, _service, server = served_kb
+    async with Client(server, mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["get_connection_graph", "get_document", "list_topics", "rebuild_index", "search"]
+        props = tools["search"].input_schema["properties"]
+        assert set(props) == {
+            "query",
+            "limit",
+            "category",
+            "topic",
+            "rerank",
+            "min_quality",
+            "include_low_quality",
+            "path_globs",
+            "tags_any",
+            "tags_all",
+            "date_from",
+            "date_to",
+            "min_confidence_ratio",
+            "mmr",
+            "mmr_lambda",
+            "mmr_same_doc_penalty",
+            "parent_retriever",
+        }
+        assert tools["search"].input_schema["required"] == ["query"]
+        assert "default 5" in props["limit"]["description"]
+        assert set(tools["get_connection_graph"].input_schema["properties"]) == {
+            "start",
+            "depth",
+            "fan_out",
+            "min_similarity",
+            "seed_strategy",
+            "category",
+            "topic",
+            "exclude_paths",
+            "dedup_by_path",
+            "max_nodes",
+            "max_seed_chunks",
+        }
+        assert tools["rebuild_index"].annotations.read_only_hint is False
+        assert tools["search"].annotations.read_only_hint is True
+        prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
+        assert prompts == ["deep_dive", "find_gaps", "summarize_topic", "whats_new"]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["kb://doc/{path}"]
+        assert templates[0].mime_type is None  # documents could be of several types: each read says its own
+        uris = sorted(r.uri for r in (await client.list_resources()).resources)
+        assert uris == sorted(
+            [
+                "kb://topic/",
+                "kb://topic/notes/python",
+                "kb://topic/notes/rust",
+                "kb://topic/%E6%97%A5%E6%9C%AC%E8%AA%9E",
+            ]
+        )
+        assert client.server_info.name == "groove-tui"
+
+
+# ---------------------------------------------------------------- search = `search --format json` + uri
+
+CASES = [
+    ("tokio runtime", [], {}),
+    ("sqlite vector search", ["--tag-any", "python"], {"tags_any": ["python"]}),
+    (
+        "search",
+        ["--path-glob", "notes/**", "--path-glob", "!notes/python/**"],
+        {"path_globs": ["notes/**", "!notes/python/**"]},
+    ),
+    ("再ランキング 設定", [], {}),
+    ("rust -pinning", ["--date-from", "2026-02-01"], {"date_from": "2026-02-01"}),
+    ("async", ["--limit", "2", "--min-confidence-ratio", "1.2"], {"limit": 2, "min_confidence_ratio": 1.2}),
+    ("futures", ["--mmr", "--lambda", "0.3", "--parent"], {"mmr": True, "mmr_lambda": 0.3, "parent_retriever": True}),
+]
+
+
+@pytest.mark.parametrize(("query", "flags", "arguments"), CASES)
+def test_a_search_answer_is_the_search_commands_json_plus_each_hits_uri(
+    tmp_path, monkeypatch, cli, query, flags, arguments
+):
+    """The same query and settings (a groove.toml the explorer saved MMR into, the call's own filters)
+    give `groove-tui search --format json`'s answer, each hit with its kb://doc/ uri added."""
+    import anyio
+
+    (tmp_path / "groove.toml").write_text(
+        "[search]\nmin_confidence_ratio = 1.4\n\n[search.mmr]\nenabled = true\nlambda = 0.6\n", encoding="utf-8"
+    )
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    limit = [] if "--limit" in flags else ["--limit", "5"]  # groove's default over MCP is 5
+    code, out, err = cli("search", str(kb), query, "--model", "hashing", "--format", "json", *limit, *flags)
+    assert code == 0, err
+    expected = json.loads(out)
+    assert expected["results"], "the case must find something"
+
+    async def call():
+        with served(kb) as (_service, server):
+            async with Client(server) as client:
+                return answer(await client.call_tool("search", {"query": query, **arguments}))
+
+    got = anyio.run(call)
+    for hit in got["results"]:
+        uri = hit.pop("uri")
+        assert uri.startswith("kb://doc/") and uri.isascii()
+    assert got == expected
+
+
+async def test_search_uses_grooves_default_limit_and_clamps_the_maximum(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        default = answer(await client.call_tool("search", {"query": "the", "include_low_quality": True}))
+        assert len(default["results"]) == 5
+        many = answer(await client.call_tool("search", {"query": "the", "limit": 10**9, "include_low_quality": True}))
+        assert "error" not in many and len(many["results"]) == 8  # clamped to 1000, the KB holds 8 chunks
+        none = answer(await client.call_tool("search", {"query": "the", "limit": 0}))
+        assert none["results"] == []
+
+
+async def test_hit_uris_percent_encode_the_path_and_resolve_to_the_document(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        hits = answer(await client.call_tool("search", {"query": "再ランキング", "limit": 1}))["results"]
+        assert hits[0]["uri"] == "kb://doc/%E6%97%A5%E6%9C%AC%E8%AA%9E/%E6%A4%9C%E7%B4%A2.md"
+        read = await client.read_resource(hits[0]["uri"])
+        assert read.contents[0].mime_type == "text/markdown"
+        assert "再ランキング" in read.contents[0].text
+
+
+# ---------------------------------------------------------------- bad input: groove's checks, in groove's order
+
+BAD_SEARCHES = [
+    # the MMR values come before the query's size, the query's size before the lists, the lists before the globs
+    (
+        {"query": "x" * 2000, "mmr_lambda": 1.5, "tags_any": ["a"] * 65},
+        "mmr_lambda out of range: 1.5 (must be 0.0..=1.0)",
+    ),
+    ({"query": "x", "mmr_same_doc_penalty": -0.1}, "mmr_same_doc_penalty out of range: -0.1 (must be 0.0..=1.0)"),
+    ({"query": "é" * 513, "tags_any": ["a"] * 65}, "query is too large: 1026 bytes (max 1024 bytes)."),
+    ({"query": "x", "tags_any": ["a"] * 65, "path_globs": []}, "tags_any has too many entries: 65 (max 64)."),
+    ({"query": "x", "tags_all": ["t" * 1025]}, "tags_all has an entry that is too large: 1025 bytes (max 1024 bytes)."),
+    ({"query": "x", "path_globs": ["a" * 1025]}, "path_globs has an entry that is too large: 1025 bytes"),
+    ({"query": "x", "path_globs": []}, "invalid path_globs: path_globs cannot be empty."),
+    ({"query": "x", "path_globs": ["notes/{a"]}, "invalid path_globs: invalid path_glob pattern 'notes/{a'"),
+    ({"query": "x", "date_from": "last week"}, "date_from = 'last week' is invalid"),
+    ({"query": "-only -exclusions"}, "exclu"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "message"), BAD_SEARCHES)
+async def test_bad_search_values_get_grooves_error_envelope_in_grooves_order(served_kb, arguments, message):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        result = await client.call_tool("search", arguments)
+    body = answer(result)
+    assert set(body) == {"error"} and result.is_error
+    assert message in body["error"]
+
+
+BAD_SHAPES = [
+    ("search", {"query": "x", "limt": 3}, "search: unknown argument 'limt' — did you mean 'limit'?"),
+    ("search", {"query": 5}, "search: query = 5 is invalid: expected a string"),
+    ("search", {}, "search: query is required (a string)"),
+    ("search", {"query": "x", "limit": "5"}, 'search: limit = "5" is invalid: expected an integer >= 0'),
+    ("search", {"query": "x", "limit": -1}, "search: limit = -1 is invalid: expected an integer >= 0"),
+    ("search", {"query": "x", "limit": 2.5}, "expected an integer >= 0"),
+    ("search", {"query": "x", "mmr": "false"}, 'search: mmr = "false" is invalid: expected true or false'),
+    (
+        "search",
+        {"query": "x", "tags_any": "rust"},
+        'search: tags_any = "rust" is invalid: expected an array of strings',
+    ),
+    ("search", {"query": "x", "tags_any": [1]}, "expected an array of strings"),
+    ("get_document", {"path": ["a"]}, 'get_document: path = ["a"] is invalid: expected a string'),
+    ("list_topics", {"x": 1}, "list_topics: unknown argument 'x' (it takes: none)"),
+    ("rebuild_index", {"force": "yes"}, 'rebuild_index: force = "yes" is invalid: expected true or false'),
+    ("get_connection_graph", {"start": "a.md", "depth": True}, "expected an integer >= 0"),
+    ("nonexistent", {}, "unknown tool 'nonexistent'"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "message"), BAD_SHAPES)
+async def test_wrong_names_and_types_are_refused_naming_the_argument(served_kb, tool, arguments, message):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert message in answer(result)["error"]
+
+
+async def test_null_means_not_given_as_in_groove(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        body = answer(await client.call_tool("search", {"query": "tokio", "limit": None, "tags_any": None}))
+    assert len(body["results"]) <= 5 and body["filter_applied"] == {}
+
+
+async def test_out_of_range_quality_and_ratio_are_clamped_as_groove_clamps_them(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        low = answer(
+            await client.call_tool("search", {"query": "tokio", "min_quality": -3, "min_confidence_ratio": -1})
+        )
+        assert "error" not in low and low["filter_applied"] == {"min_confidence_ratio": -1}
+        assert low["low_confidence"] is False
+        high = answer(await client.call_tool("search", {"query": "tokio", "min_quality": 7}))
+        one = answer(await client.call_tool("search", {"query": "tokio", "min_quality": 1}))
+        assert "error" not in high and high == one
+
+
+# ---------------------------------------------------------------- documents
+
+
+@pytest.fixture
+def hostile_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The sample KB plus what must never be served: links out of the KB, a hard link, a big note,
+    a file that is not Markdown; and a secret beside the KB."""
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "keys.md").write_text("TOPSECRET ssh-rsa AAAA\n", encoding="utf-8")
+    (secret / "other.md").write_text("TOPSECRET token\n", encoding="utf-8")
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    os.symlink(secret, kb / "linked")  # a folder link out of the KB
+    os.symlink(secret / "keys.md", kb / "notes" / "keys.md")  # a file link out of the KB
+    os.link(secret / "other.md", kb / "notes" / "hard.md")  # the same file under a second name
+    (kb / "notes" / "big.md").write_text("# Big\n\n" + "enormous words " * 80_000, encoding="utf-8")
+    (kb / "notes" / "plain.txt").write_text("not markdown\n", encoding="utf-8")
+    with served(kb) as (service, server):
+        yield kb, service, server
+
+
+DOCUMENT_REFUSALS = [
+    ("notes/keys.md", "Access denied: symlinks are not allowed."),
+    ("linked/keys.md", "Access denied: path is outside the knowledge base."),
+    ("notes/hard.md", "Access denied: files with more than one name (hard links) are not allowed."),
+    ("../secret/keys.md", "Access denied: path is outside the knowledge base."),
+    ("notes/../../secret/keys.md", "Access denied: path is outside the knowledge base."),
+    ("/etc/passwd", "Access denied: path is outside the knowledge base."),
+    ("notes/big.md", "File too large: 1200007 bytes (max 1048576 bytes)."),
+    ("notes/plain.txt", 'Access denied: extension "txt" is not in the indexed parser registry. Allowed: ["md"]'),
+    ("notes/missing.md", "File not found: notes/missing.md."),
+    ("nul\x00.md", "File not found"),
+]
+
+
+@pytest.mark.parametrize(("path", "message"), DOCUMENT_REFUSALS)
+async def test_get_document_refuses_what_groove_refuses(hostile_kb, path, message):
+    _kb, _service, server = hostile_kb
+    async with Client(server) as client:
+        result = await client.call_tool("get_document", {"path": path})
+    body = answer(result)
+    assert result.is_error and message in body["error"]
+    assert "TOPSECRET" not in result.content[0].text
+
+
+async def test_get_document_answers_grooves_shape(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        body = answer(await client.call_tool("get_document", {"path": "notes/rust/async.md"}))
+    assert body == {
+        "path": "notes/rust/async.md",
+        "title": "Async Rust",
+        "date": "2026-03-01",
+        "topic": None,
+        "tags": ["rust", "async"],
+        "content": SAMPLE_KB["notes/rust/async.md"],
+        "truncated": False,
+    }
+
+
+# ---------------------------------------------------------------- resources
+
+REFUSED_URIS = [
+    "kb://doc/../../etc/passwd",
+    "kb://doc/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    "kb://doc/notes/../../secret/keys.md",
+    "kb://doc//etc/passwd",
+    "kb://doc/notes%5C..%5Csecret.md",
+    "kb://doc/a%zz.md",
+    "kb://doc/",
+    "kb://doc/linked/keys.md",  # on disk through a link, never indexed
+    "kb://doc/notes/keys.md",
+    "kb://doc/notes/hard.md",
+    "kb://doc/notes/big.md",  # indexed, but over 1 MiB: not offered
+    "kb://doc/notes/unindexed.md",
+    "kb://topic/../..",
+    "kb://topic/nothing-here",
+    "file:///etc/passwd",
+    "kb://other/x",
+]
+
+
+@pytest.mark.parametrize("uri", REFUSED_URIS)
+async def test_a_resource_read_is_bounded_by_the_index(hostile_kb, uri):
+    kb, _service, server = hostile_kb
+    (kb / "notes" / "unindexed.md").write_text("# Late\n\nWritten after the index.\n", encoding="utf-8")
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+    assert caught.value.error.code == -32602
+    assert "TOPSECRET" not in str(caught.value)
+
+
+async def test_the_listing_offers_topic_groups_and_no_oversized_document(hostile_kb):
+    _kb, _service, server = hostile_kb
+    async with Client(server) as client:
+        groups = {r.uri: r for r in (await client.list_resources()).resources}
+        assert set(groups) == {
+            "kb://topic/",
+            "kb://topic/notes",
+            "kb://topic/notes/python",
+            "kb://topic/notes/rust",
+            "kb://topic/%E6%97%A5%E6%9C%AC%E8%AA%9E",
+        }
+        listing = (await client.read_resource("kb://topic/notes/rust")).contents[0].text
+        assert "`notes/rust/async.md` — kb://doc/notes/rust/async.md" in listing
+        big = answer(await client.call_tool("search", {"query": "enormous words", "limit": 20}))["results"]
+        assert any(h["path"] == "notes/big.md" for h in big)
+        assert all("uri" not in h for h in big if h["path"] == "notes/big.md")  # found, but not offered
+
+
+# ---------------------------------------------------------------- rebuild_index
+
+
+async def test_a_second_rebuild_is_refused_while_the_first_runs(served_kb, monkeypatch):
+    import anyio
+
+    _kb, service, server = served_kb
+    started, release = threading.Event(), threading.Event()
+    real_index = service.engine.index
+
+    def slow_index(**kw):
+        started.set()
+        release.wait(30)
+        return real_index(**kw)
+
+    monkeypatch.setattr(service.engine, "index", slow_index)
+    async with Client(server) as client, anyio.create_task_group() as tg:
+        first: dict = {}
+
+        async def run_first():
+            first["body"] = answer(await client.call_tool("rebuild_index", {"force": False}))
+
+        tg.start_soon(run_first)
+        await anyio.to_thread.run_sync(started.wait, 30)
+        second = await client.call_tool("rebuild_index", {})
+        assert second.is_error
+        assert answer(second)["error"].startswith("A rebuild is already running (started 0s ago).")
+        searched = answer(await client.call_tool("search", {"query": "tokio"}))  # reads keep answering
+        assert searched["results"]
+        release.set()
+    assert set(first["body"]) == {
+        "total_documents",
+        "updated",
+        "renamed",
+        "deleted",
+        "skipped",
+        "total_chunks",
+        "duration_ms",
+    }
+    assert first["body"]["total_documents"] == 4
+    async with Client(server) as client:  # the slot is free again
+        assert not (await client.call_tool("rebuild_index", {})).is_error
+
+
+async def test_rebuild_index_picks_up_edits_made_without_a_watcher(served_kb):
+    kb, _service, server = served_kb
+    (kb / "notes" / "new.md").write_text("# Zebras\n\nStriped zebras graze on the savanna grass.\n", encoding="utf-8")
+    async with Client(server) as client:
+        body = answer(await client.call_tool("rebuild_index", {}))
+        assert body["updated"] == 1 and body["total_documents"] == 5
+        hits = answer(await client.call_tool("search", {"query": "zebras savanna"}))["results"]
+        assert hits[0]["path"] == "notes/new.md"
+
+
+# ---------------------------------------------------------------- get_connection_graph
+
+
+async def test_the_connection_graph_walks_from_a_document_within_grooves_bounds(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        graph = answer(
+            await client.call_tool(
+                "get_connection_graph",
+                {"start": "notes/rust/async.md", "depth": 99, "fan_out": 99, "min_similarity": 0.0, "max_nodes": 4},
+            )
+        )
+        assert graph["start_path"] == "notes/rust/async.md"
+        assert len(graph["nodes"]) == 4 and graph["truncated"] is True
+        assert graph["truncation"][0]["reason"] == "node_budget"
+        assert {n["depth"] for n in graph["nodes"]} <= {0, 1, 2, 3}
+        assert all(n["path"] != "notes/rust/async.md" for n in graph["nodes"] if n["depth"] > 0)
+        centroid = answer(
+            await client.call_tool(
+                "get_connection_graph",
+                {"start": "notes/rust/async.md", "seed_strategy": "centroid", "min_similarity": 0},
+            )
+        )
+        assert [n["depth"] for n in centroid["nodes"]][:1] == [0] and centroid["stats"]["seeds_used"] == 3
+        bad = await client.call_tool("get_connection_graph", {"start": "notes/rust/async.md", "seed_strategy": "x"})
+        assert bad.is_error and "unknown seed_strategy 'x'" in answer(bad)["error"]
+        missing = answer(await client.call_tool("get_connection_graph", {"start": "nope.md"}))
+        assert "document not found (no chunks for path): nope.md" in missing["error"]
+
+
+# ---------------------------------------------------------------- prompts
+
+
+async def test_a_prompt_is_one_user_message_carrying_its_argument(served_kb):
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        got = await client.get_prompt("summarize_topic", {"topic": "zqxw-topic"})
+        assert len(got.messages) == 1 and got.messages[0].role == "user"
+        assert "zqxw-topic" in got.messages[0].content.text and "list_topics" in got.messages[0].content.text
+        new = await client.get_prompt("whats_new", {})
+        assert "date_from" in new.messages[0].content.text
+        gaps = await client.get_prompt("find_gaps", {"topic": "rust"})
+        assert 'topic: "rust"' in gaps.messages[0].content.text
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("no_such_prompt", {})
+        assert "summarize_topic" in str(unknown.value)
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("deep_dive", {})
+        assert "question" in str(missing.value)
+
+
+# ---------------------------------------------------------------- the watcher and concurrent reads
+
+
+async def test_the_watcher_keeps_the_served_index_current(served_kb):
+    import anyio
+
+    from groove_tui.server.app import Watching
+
+    kb, service, server = served_kb
+    events = []
+    with Watching(service, events.append, debounce_ms=50):
+        async with Client(server) as client:
+            await anyio.to_thread.run_sync(lambda: _wait(lambda: any(e.kind == "watching" for e in events)))
+            (kb / "notes" / "otters.md").write_text(
+                "# Otters\n\nSea otters hold hands while sleeping.\n", encoding="utf-8"
+            )
+            await anyio.to_thread.run_sync(lambda: _wait(lambda: any(e.kind == "batch" for e in events)))
+            hits = answer(await client.call_tool("search", {"query": "sea otters sleeping"}))["results"]
+    assert hits[0]["path"] == "notes/otters.md"
+
+
+def _wait(done, timeout: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "the watcher did not report in time"
+        time.sleep(0.05)
+
+
+async def test_a_search_does_not_wait_for_an_index_write_in_progress(served_kb):
+    """A writer holding the index's write lock and an open write transaction (as the watcher does
+    mid-batch) neither blocks a search nor shows it the uncommitted rows."""
+    import anyio
+
+    _kb, service, server = served_kb
+    writing, done = threading.Event(), threading.Event()
+
+    def writer():
+        conn = service.engine.store.open_connection()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM chunks")
+        writing.set()
+        done.wait(30)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        await anyio.to_thread.run_sync(writing.wait, 30)
+        async with Client(server) as client:
+            hits = answer(await client.call_tool("search", {"query": "tokio runtime"}))["results"]
+        assert hits and hits[0]["path"] == "notes/rust/async.md"
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_on_the_demo_handbook_too_a_search_answer_is_the_search_commands_json_plus_uri(cli, tmp_path):
+    """The handbook shipped in the package (33 notes, four in Japanese), queried as its golden file does."""
+    import anyio
+
+    import groove_tui.demo
+
+    kb = Path(groove_tui.demo.__file__).parent / "kb"
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    queries = ["parent retriever", "λ slider", "設定", "-reranker MMR", "watch the notes while editing"]
+    expected = []
+    for q in queries:
+        code, out, err = cli("search", str(kb), "--model", "hashing", "--format", "json", "--limit", "5", "--", q)
+        assert code == 0, err
+        expected.append(json.loads(out))
+
+    async def call():
+        with served(kb) as (_service, server):
+            async with Client(server) as client:
+                return [answer(await client.call_tool("search", {"query": q})) for q in queries]
+
+    got = anyio.run(call)
+    for body in got:
+        for hit in body["results"]:
+            assert hit.pop("uri").startswith("kb://doc/")
+    assert got == expected
+    assert all(body["results"] for body in got)
+
+
+async def test_an_index_gone_bad_is_one_error_line_not_a_traceback(served_kb, monkeypatch, capsys):
+    import sqlite3
+
+    _kb, service, server = served_kb
+
+    def broken(*_a, **_k):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(service.engine, "search", broken)
+    monkeypatch.setattr(service, "topic_groups", broken)
+    async with Client(server) as client:
+        result = await client.call_tool("search", {"query": "tokio"})
+        assert result.is_error
+        assert answer(result) == {"error": "search failed: database disk image is malformed"}
+        with pytest.raises(MCPError) as caught:
+            await client.list_resources()
+        assert "database disk image is malformed" in str(caught.value)
+    assert "Traceback" not in capsys.readouterr().err
