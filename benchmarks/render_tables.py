@@ -419,6 +419,39 @@ def serve_overhead(records: Records) -> str:
     return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
 
 
+WORD_LEG_ROWS = (
+    ("scifact", "bge-small-en", "hybrid"),
+    ("scifact", "bge-small-en", "fts"),
+    ("jsquad", "multilingual-e5-small", "hybrid"),
+)
+
+
+def word_leg(records: Records) -> str:
+    """The word leg on (the default) and off, on the same index and golden set."""
+    rows, used = [], []
+    for kb, model, legs in WORD_LEG_ROWS:
+        on = records.get(Want("eval", kb, model, legs))
+        off = records.get(Want("eval", kb, model, f"{legs}-no-word-leg"))
+        used += [on, off]
+        a_on, a_off = on[1]["figures"]["aggregate"], off[1]["figures"]["aggregate"]
+        n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
+        rows.append(
+            [
+                kb,
+                f"`{model}`",
+                dict(LEGS)[legs],
+                f"{a_on['query_count']:,}",
+                _f4(n_off),
+                _f4(n_on),
+                f"{n_on - n_off:+.4f}",
+                _f4(a_off["recall_at_k"]["10"]),
+                _f4(a_on["recall_at_k"]["10"]),
+            ]
+        )
+    head = ["set", "embedder", "legs", "queries", "nDCG@10 off", "on", "Δ", "recall@10 off", "on"]
+    return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
+
+
 TABLES: dict[str, Callable[[Records], str]] = {
     "eval-reference": eval_reference,
     "coverage": coverage,
@@ -428,6 +461,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "readers": readers,
     "scale": scale,
     "serve-overhead": serve_overhead,
+    "word-leg": word_leg,
 }
 
 
