@@ -158,7 +158,7 @@ class Searcher:
             pq.match_expr,
             pq.positive_text,
             bq.explain if bq else None,
-            wq.positive_expr if wq is not None and params.legs != "vector" else None,
+            wq.positive_expr if wq is not None else None,
         )
         warnings: tuple[str, ...] = (
             ("the query has more than 32 distinct phrases; the rest were dropped",) if pq.truncated else ()
@@ -246,7 +246,7 @@ class Searcher:
 
             t = time.perf_counter()
             cjk_spans = bq is not None and bq.positive_expr is not None
-            words = wq.words if wq is not None and wq.positive_expr is not None and params.legs != "vector" else ()
+            words = wq.words if wq is not None else ()
             hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans, words)) for h in hits]
             timings["spans"] = _ms(t)
         except sqlite3.OperationalError as exc:
@@ -305,7 +305,7 @@ class Searcher:
             timings[key] = timings.get(key, 0.0) + value
         if bq is not None and bq.positive_expr is not None:
             timings["bigram"] = timings.get("bigram", 0.0) + legs.bigram_ms
-        word_leg = wq is not None and wq.positive_expr is not None and params.legs != "vector"
+        word_leg = wq is not None
         if word_leg:
             timings["word"] = timings.get("word", 0.0) + legs.word_ms
         _check(cancel)
@@ -475,18 +475,18 @@ class Searcher:
         nothing_pending: tuple[float, frozenset[int]] = (1.0, frozenset())
         share, unembedded = self._vector_share(fts, bigram, word) if vector else nothing_pending
         legs = Legs(
-            tuple(vector),
-            tuple(fts),
-            rows,
-            embed_ms,
-            vector_ms,
-            fts_ms,
-            tuple(bigram),
-            bigram_ms,
-            share,
-            unembedded,
-            tuple(word),
-            word_ms,
+            vector=tuple(vector),
+            fts=tuple(fts),
+            rows=rows,
+            embed_ms=embed_ms,
+            vector_ms=vector_ms,
+            fts_ms=fts_ms,
+            bigram=tuple(bigram),
+            bigram_ms=bigram_ms,
+            vector_share=share,
+            unembedded=unembedded,
+            word=tuple(word),
+            word_ms=word_ms,
         )
         self.legs_cache.put(key, legs)
         return legs
@@ -517,11 +517,13 @@ class Searcher:
         return 1.0 - len(pending) / len(ids), frozenset(pending)
 
     def _word_query(self, query: str, params: SearchParams) -> WordQuery | None:
-        """The word side of the query (None: the leg is off, or the index has no complete word table)."""
+        """The word side of the query, None when the leg does not run: switched off, a vector-only search,
+        an index whose word table is not complete yet, or no word to search for (a query in CJK only)."""
         on = self.config.search.word_leg if params.word_leg is None else check_bool("word_leg", params.word_leg)
-        if not on or not self.store.words_ready():
+        if not on or params.legs == "vector" or not self.store.words_ready():
             return None
-        return compile_words(query)
+        wq = compile_words(query)
+        return wq if wq.positive_expr is not None else None
 
     def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
         """Chunks an excluded CJK group matches in the bigram table (e.g. `-設定`, under the trigram floor)."""
