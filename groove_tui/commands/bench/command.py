@@ -128,6 +128,7 @@ def _format_watch(result: dict[str, Any], w: dict[str, Any]) -> list[str]:
         ("vector", "vector_found_ms"),
         ("  embedder alone", "embed_ms"),
         ("  vector − embedder", "vector_minus_embed_ms"),
+        ("  vector − full text", "vector_after_fts_ms"),
     ):
         st = sv[key]
         lines.append(f"  {label:<22} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {_fmt(st['max']):>9} {st['n']:>5}")
@@ -135,7 +136,11 @@ def _format_watch(result: dict[str, Any], w: dict[str, Any]) -> list[str]:
     if missed["fts"] or missed["vector"]:
         lines.append(f"  not found: {missed['fts']} by full text, {missed['vector']} by vector")
     if b.get("files"):
-        took = "not indexed in full" if b["seconds"] is None else f"indexed in {b['seconds']:.2f} s"
+        took = (
+            "not indexed in full"
+            if b["seconds"] is None
+            else f"all found by full text after {b['fulltext_s']:.2f} s, the last batch done after {b['seconds']:.2f} s"
+        )
         lines.append(
             f"  burst: {b['files']:,} files ({b['rewritten']:,} rewritten, {b['created']:,} new) written in "
             f"{b['written_s']:.2f} s, {took}, {b['batches']} batch{'es' if b['batches'] != 1 else ''} "
@@ -355,7 +360,9 @@ def run(args: argparse.Namespace) -> int:
             )
     idle = getattr(args, "idle_seconds", None)
     if idle is not None and not IDLE_SECONDS[0] <= idle <= IDLE_SECONDS[1]:
-        raise CLIError(f"--idle-seconds {idle:g} is invalid: expected seconds in [{IDLE_SECONDS[0]:g}, {IDLE_SECONDS[1]:g}]")
+        raise CLIError(
+            f"--idle-seconds {idle:g} is invalid: expected seconds in [{IDLE_SECONDS[0]:g}, {IDLE_SECONDS[1]:g}]"
+        )
     if getattr(args, "mode", None) == "watch":
         return _bench_watch(args)
     if args.scale is not None:
