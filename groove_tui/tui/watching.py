@@ -71,6 +71,13 @@ class KbWatching(_AppPart):
         ev: Any = msg.event
         if ev.kind == "batch":
             r = ev.report
+            if r is not None and r.skipped:
+                # Otherwise silent: a saved note that never shows up would look like a search problem.
+                first, n = r.skipped[0], len(r.skipped)
+                more = f" (and {n - 1} more)" if n > 1 else ""
+                self.notify(
+                    f"not indexed: {first.path}: {first.reason}{more}", severity="warning", markup=False, timeout=10
+                )
             notes = (r.added + r.updated + r.deleted + r.renamed) if r is not None else 0
             if r is None or not (notes or r.embedded):
                 return  # a save that changed nothing the index holds
