@@ -6,13 +6,15 @@ Watch mode (`--mode watch`) copies the KB into a temporary folder — replicated
 configured debounce. A second engine, opened read-only and kept open the whole run as the explorer keeps
 its own, does the searching. Then:
 
-- idle: process CPU time over `--idle-seconds` of wall time with nothing changing (the watcher waits);
-- saves: `--saves` times, a note is written — alternately a new note under `watchbench/` and a new
-  section appended to an existing note — holding words no other note has. From the moment the file is
-  closed, the reader polls a full-text-only search for one of those words and a vector-only search for
-  the note's sentence until each returns that note: "save → found" for each leg. The embedder alone is
-  then timed on the chunks the edit changed, so the vector figure can be judged against "embedding time
-  plus 200 ms";
+- idle: process CPU time over `--idle-seconds` of wall time with nothing changing (the watcher waits),
+  once the reader is quiet: on a large index it reads the vectors into memory on a background thread
+  after its first search and after every write, which is not the watcher's cost;
+- saves: `--saves` times, each from a quiet reader, a note is written — alternately a new note under
+  `watchbench/` and a new section appended to an existing note — holding words no other note has. From the
+  moment the file is closed, the reader polls a full-text-only search for one of those words and a vector-
+  only search for the note's sentence until each returns that note: "save → found" for each leg. The
+  embedder alone is then timed on the chunks the edit changed, so the vector figure can be judged against
+  "embedding time plus 200 ms";
 - burst: `--burst` files written as fast as a `git checkout` writes them (half new notes, half existing
   ones rewritten) and the batches the watcher made of them counted, until the index holds every one.
 
@@ -188,11 +190,15 @@ def _bench_in(kb, config, target, saves, idle_seconds, burst, notify: Notify, ro
 
 
 def _warm(reader: Engine) -> None:
-    """First searches load the model and the vector matrix; not what a save costs."""
+    """Until the reader is quiet: its first searches load the model, and on a large index a vector search
+    starts reading the vectors into memory on a background thread (after every write too: the matrix
+    follows the index's generation). Neither is what idling or a save costs, so both wait for it."""
     from groove_tui.engine.types import SearchParams
 
     reader.search("warm up the reader", SearchParams(legs="fts"))
-    reader.search("warm up the reader", SearchParams(legs="vector"))
+    for _ in range(2):  # the second search finds the generation read, or starts reading the current one
+        reader.search("warm up the reader", SearchParams(legs="vector"))
+        reader._searcher.vectors.wait_loaded(timeout=FOUND_TIMEOUT_S)
 
 
 def _idle(events: _Events, seconds: float, notify: Notify) -> dict[str, Any]:
@@ -315,6 +321,7 @@ def _saves(reader: Engine, writer: Engine, events: _Events, edits: _Edits, n: in
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bench-reader") as pool:
         for i in range(n):
             notify("saves", i, n)
+            _warm(reader)  # each save starts from a quiet reader, not amid the last one's matrix read
             words = [_word() for _ in range(WORDS_PER_NOTE)]
             sentence = " ".join(words)
             existing = edits.next_existing() if i % 2 else None
