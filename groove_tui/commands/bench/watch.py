@@ -394,7 +394,9 @@ def _burst(reader: Engine, events: _Events, edits: _Edits, n: int, debounce_ms: 
     conn = reader.store.conn()
     done_at, indexed = None, 0
     deadline = time.perf_counter() + max(FOUND_TIMEOUT_S, n * 0.5)
+    looked = t0  # when the last look that still missed a file began: the batch that wrote it ended after
     while time.perf_counter() < deadline:
+        now = time.perf_counter()
         stored: dict[str, int] = {}
         paths = list(want)
         for start in range(0, len(paths), 500):
@@ -408,8 +410,9 @@ def _burst(reader: Engine, events: _Events, edits: _Edits, n: int, debounce_ms: 
         if indexed == n:
             done_at = time.perf_counter()
             break
+        looked = now
         time.sleep(0.05)
-    _settle(events, debounce_ms, since=done_at)
+    _settle(events, debounce_ms, since=looked if done_at is not None else None)
     batches = events.batches_since(t0)
     return {
         "files": n,
