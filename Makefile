@@ -42,12 +42,15 @@ test: setup
 # and what `groove-tui serve` adds to a search over stdio.
 # DATA holds the evaluation sets (docs/evaluation.md, "Reference results"). Indexes live in BENCH_INDEX, one
 # per model (never the KB). USE's is built if missing (a few minutes); e5's takes much longer on 2 cores, so
-# its search bench runs only once you have built it (command printed). RECORD=DIR also writes each run's
+# its search bench runs only once you have built it (command printed). Then a real watcher over a temporary
+# copy of scifact replicated to each of WATCH_SCALES chunks: save to found, idle CPU, a 1,000-file burst.
+# RECORD=DIR also writes each run's
 # measurement record into DIR (e.g. RECORD=benchmarks/results, then `make tables`).
 BENCH_INDEX  ?= $(HOME)/.cache/groove-tui/bench
 BENCH_REPEAT ?= 2
 RECORD       ?=
 BENCH_RECORD  = $(if $(RECORD),--record $(RECORD))
+WATCH_SCALES ?= 10000 100000
 bench: setup
 	@if [ ! -d "$(DATA)/scifact" ]; then echo "no evaluation sets in $(DATA): run make bench DATA=/path/to/sets"; exit 0; fi; \
 	kb=$(DATA)/scifact/kb; q=$(DATA)/scifact/golden-train.yml; \
@@ -74,6 +77,10 @@ bench: setup
 	echo "=== groove-tui serve: the search tool over stdio against Engine.search (use-multilingual)"; \
 	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
 		--mode serve --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
+	for n in $(WATCH_SCALES); do \
+		echo "=== watching a temporary copy replicated to $$n chunks (hashing-384; 100,000 takes ~20 min)"; \
+		$(BIN)/groove-tui bench $$kb --mode watch --scale $$n $(BENCH_RECORD) || exit 1; \
+	done
 
 # The docs' reference tables, rendered from the measurement records in benchmarks/results (a test checks them).
 tables: setup

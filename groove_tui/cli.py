@@ -338,11 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument(
         "--mode",
-        choices=("search", "index", "all", "rerank", "readers", "serve"),
+        choices=("search", "index", "all", "rerank", "readers", "serve", "watch"),
         default="search",
         help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
         "readers: search latency idle and while another process indexes a copy of --docs documents; "
-        "serve: the search tool of groove-tui serve over stdio against Engine.search in-process",
+        "serve: the search tool of groove-tui serve over stdio against Engine.search in-process; "
+        "watch: a real watcher over a copy of the KB (to --scale N chunks, hashing-384 unless --model): "
+        "save to found, idle CPU, a burst's batches",
     )
     be.add_argument(
         "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"
@@ -361,11 +363,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead of --mode: replicate the KB to >= N chunks in a "
         "temporary KB and index (hashing-384 embedder unless --model; --index-dir unused) and time search",
     )
+    be.add_argument("--saves", type=int, default=30, help="watch mode: notes saved and searched for (default 30)")
+    be.add_argument(
+        "--idle-seconds", type=float, default=10.0, help="watch mode: how long idle CPU is measured (default 10)"
+    )
+    be.add_argument("--burst", type=int, default=1000, help="watch mode: files written in the burst (default 1000)")
     be.add_argument(
         "--scale-dir",
         metavar="DIR",
         default=None,
-        help="scale mode: keep the synthesised KB and index in "
+        help="scale and watch modes: keep the synthesised KB and index in "
         "DIR and reuse them on the next run (default: a temporary directory, removed)",
     )
 

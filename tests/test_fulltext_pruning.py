@@ -1,11 +1,13 @@
 """Exact top-k pruning of the full-text leg (engine/retrieve/fulltext.py): on generated tables and random
 queries it must return exactly the plain bm25 statement's rows — ids, scores to the last bit, tie order —
-at several limits and weights, with exclusions, on the trigram and the bigram tables; and a search through
-the engine must not change at all when it is switched on (filters, exclusions, both legs)."""
+at several limits and weights, with exclusions, on the trigram and the bigram tables — and answer rather
+than fall back wherever the query's shape lets it (a silent fallback would pass every equality); and a
+search through the engine must not change at all when it is switched on (filters, exclusions, both legs)."""
 
 from __future__ import annotations
 
 import random
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -154,6 +156,33 @@ def _expressions(query: str) -> list[tuple[str, str]]:
     return out
 
 
+_QUOTED = re.compile(r'"(?:[^"]|"")*"( \*)?')
+
+
+def _should_prune(table: str, expr: str, limit: int) -> bool:
+    """Whether the pruned path must answer (not decline) on these generated tables: every case the
+    module docstring lists for declining is excluded here from the expression itself — a trigram
+    phrase that folds to under 3 characters or is a prefix, more phrases than it takes, a limit past
+    its own — so a silent fallback anywhere else fails the test instead of passing it. (The tables are
+    consistent, hold fewer rows than it ever gives up at, and MIN_ROWS is lifted for this module.)"""
+    phrases = [(m.group(0), m.group(1)) for m in _QUOTED.finditer(expr)]
+    if not phrases or len(phrases) > fp.MAX_PHRASES or not 0 < limit <= fp.MAX_LIMIT:
+        return False
+    if table == "fts_bigram":
+        return True
+    positive = expr.split(") NOT (", 1)[0]
+    for m in _QUOTED.finditer(positive):
+        if m.group(1) or len(ps.FOLD.fold(m.group(0)[1:-1].replace('""', '"'))) < 3:
+            return False
+    return True
+
+
+def _assert_exact(got, expected, table: str, expr: str, limit: int) -> None:
+    if _should_prune(table, expr, limit):
+        assert got is not None, f"pruning fell back where it must answer: {table} {expr!r} limit {limit}"
+    assert got is None or got == expected, (table, expr, limit)
+
+
 @pytest.fixture(scope="module")
 def tables():
     """Three generated tables: small (fewer matches than the limit is common), medium, and one that
@@ -179,7 +208,7 @@ def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, wh
         if warm:  # caches filled by another limit first: must not leak into this answer
             pruned.ranked(store.conn(), table, expr, weights, max(1, limit // 3), store.generation())
         got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
-        assert got is None or got == expected, (table, expr, limit)
+        _assert_exact(got, expected, table, expr, limit)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -193,7 +222,7 @@ def test_a_session_shares_statistics_across_queries_and_case(tables, queries, we
         for variant in (query, query.upper(), query.swapcase()):
             for table, expr in _expressions(variant):
                 got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
-                assert got is None or got == _plain(store, table, expr, weights, limit), (table, expr, limit)
+                _assert_exact(got, _plain(store, table, expr, weights, limit), table, expr, limit)
 
 
 def test_pruning_really_runs_and_prunes(tables):
@@ -208,7 +237,7 @@ def test_pruning_really_runs_and_prunes(tables):
         query = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(2, 8)))
         for table, expr in _expressions(query):
             got = pruned.ranked(store.conn(), table, expr, (2.0, 1.0, 1.0), 10, store.generation())
-            assert got is None or got == _plain(store, table, expr, (2.0, 1.0, 1.0), 10)
+            _assert_exact(got, _plain(store, table, expr, (2.0, 1.0, 1.0), 10), table, expr, 10)
             answered[table] += got is not None
             matched[table] += (
                 store.conn().execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (expr,)).fetchone()[0]
@@ -373,7 +402,7 @@ def test_stored_statistics_give_the_plain_statements_rows(stored_tables, query, 
     pruned = fp.PrunedFulltext()
     for table, expr in _expressions(query):
         got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
-        assert got is None or got == _plain(store, table, expr, weights, limit), (table, expr, limit)
+        _assert_exact(got, _plain(store, table, expr, weights, limit), table, expr, limit)
 
 
 def test_stored_statistics_are_used_and_are_fts5s_answer(stored_tables):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import errno
 import os
 import queue
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,9 +36,11 @@ class Running:
         )
 
     def next(self, want: Callable[[WatchEvent], bool]) -> WatchEvent:
-        """The first event (from now on) that `want` accepts."""
+        """The first event (from now on) that `want` accepts, within TIMEOUT (a watcher that keeps
+        reporting something else, such as an error and a retry, fails the test rather than hanging it)."""
+        deadline = time.monotonic() + TIMEOUT
         while True:
-            event = self.events.get(timeout=TIMEOUT)
+            event = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
             self.seen.append(event)
             if want(event):
                 return event
@@ -152,6 +156,54 @@ def test_a_symlink_loop_and_a_note_deleted_before_it_is_read_are_survived(watchi
     watching.until_indexed("stays.md")
     assert _paths(eng, "narwhal") == {"stays.md"} and _paths(eng, "soon") == set()
     assert not [e for e in watching.seen if e.kind == "error"]
+
+
+def test_an_unreadable_note_is_skipped_with_its_reason_kept_and_indexed_once_readable(
+    watching: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests run as root, which chmod does not stop from reading: the open itself is refused for the
+    paths in `locked`, as the OS refuses it for a file without read permission. A FIFO named like a
+    note (never opened, it would block) goes into the same batch."""
+    from groove_tui.commands.index import format_watch_event
+    from groove_tui.engine.index import walk
+
+    kb, eng = watching.eng.kb_path, watching.eng
+    (kb / "locked.md").write_text("# Locked\n\nzebrafinch before\n", "utf-8")
+    watching.until_indexed("locked.md")
+    locked = {os.fspath(kb / "locked.md"), os.fspath(kb / "new-locked.md")}
+    real = walk._open_nonblocking
+
+    def refusing(path: str, flags: int) -> int:
+        if os.fspath(path) in locked:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real(path, flags)
+
+    monkeypatch.setattr(walk, "_open_nonblocking", refusing)
+    (kb / "locked.md").write_text("# Locked\n\nzebrafinch okapi after\n", "utf-8")
+    (kb / "new-locked.md").write_text("# New\n\nzebrafinch okapi new\n", "utf-8")
+    os.mkfifo(kb / "pipe.md")
+    (kb / "open.md").write_text("# Open\n\nzebrafinch okapi open\n", "utf-8")
+    watching.settle(lambda: "open.md" in _paths(eng, "okapi"))
+    watching.settle(lambda: {"locked.md", "new-locked.md", "pipe.md"} <= _skipped(watching.seen))
+    issues = {i.path: i.reason for e in watching.seen if e.kind == "batch" and e.report for i in e.report.skipped}
+    assert issues["locked.md"] == issues["new-locked.md"] == "unreadable: Permission denied"
+    assert issues["pipe.md"] == "not a regular file (a FIFO)"
+    # The rest of the batch is indexed; the note that was indexed before keeps its last readable text.
+    assert _paths(eng, "okapi") == {"open.md"} and _paths(eng, "zebrafinch") == {"locked.md", "open.md"}
+    assert not [e for e in watching.seen if e.kind == "error"]
+    batch = next(e for e in watching.seen if e.kind == "batch" and e.report and e.report.skipped)
+    line = format_watch_event(batch)  # index --watch's line: counted, with the first reason
+    assert re.search(r"\d+ skipped \((locked|new-locked|pipe)\.md: ", line) and "Traceback" not in line
+    # Readable again (the permissions fixed: chmod is itself an event): both are picked up.
+    locked.clear()
+    os.chmod(kb / "locked.md", 0o644)
+    os.chmod(kb / "new-locked.md", 0o644)
+    watching.settle(lambda: _paths(eng, "okapi") == {"locked.md", "new-locked.md", "open.md"})
+    assert _paths(eng, "before") == set()
+
+
+def _skipped(seen: list[WatchEvent]) -> set[str]:
+    return {i.path for e in seen if e.kind == "batch" and e.report for i in e.report.skipped}
 
 
 def test_the_os_watch_limit_switches_to_polling_with_the_setting_to_raise(

@@ -129,7 +129,8 @@ def record_bench(recording: Recording | None, result: dict[str, Any], args: Any)
     if recording is None:
         return None
     mode = result.get("mode") or "search"
-    variant = f"scale{getattr(args, 'scale', None)}" if mode == "scale" else mode
+    scale = getattr(args, "scale", None)
+    variant = f"{mode}{scale}" if mode in ("scale", "watch") and scale else mode
     kb = Path(args.kb).expanduser().resolve()
     subject = {
         "kb": str(kb),

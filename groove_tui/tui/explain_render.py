@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
@@ -13,6 +14,10 @@ from groove_tui.engine.types import Hit, HitTrace, QueryInfo
 from groove_tui.output.textout import escape_name, scale_text
 from groove_tui.tui.render import fmt_score, one_line
 from groove_tui.tui.runconfig import FUSION_HEADINGS
+
+LABEL_CELLS = 18  # "  " and a 16-cell label
+MIN_VALUE_CELLS = 12  # under this, a value column would hold a word or two a line: plain wrapping reads better
+_MEASURE = Console(width=1000, color_system=None, legacy_windows=False)  # only measures (Text.wrap needs one)
 
 
 def _num(v: float | None, digits: int = 4) -> str:
@@ -34,8 +39,10 @@ def explain_text(
     *,
     rank: int | None = None,
     head_style: Style | str = "bold underline",
+    width: int | None = None,
 ) -> Text:
-    """The compiled query and the focused hit's trace, stage by stage."""
+    """The compiled query and the focused hit's trace, stage by stage. With `width` (the pane's cells), a
+    value too long for the line wraps under itself, clear of the labels' column."""
     t = Text()
 
     def head(label: str) -> None:
@@ -46,10 +53,16 @@ def explain_text(
 
     def row(label: str, value: str | Text) -> None:
         t.append(f"  {label:<16}", style="dim")
-        if isinstance(value, Text):
-            t.append_text(value)
+        text = value if isinstance(value, Text) else Text(one_line(value))
+        room = (width or 0) - LABEL_CELLS
+        if width is None or room < MIN_VALUE_CELLS or text.cell_len <= room:
+            t.append_text(text)  # (a pane too narrow for a column of values just wraps)
         else:
-            t.append(one_line(value))
+            for i, line in enumerate(text.wrap(_MEASURE, room)):
+                if i:
+                    t.append("\n" + " " * LABEL_CELLS)
+                line.rstrip()
+                t.append_text(line)
         t.append("\n")
 
     if query is not None:

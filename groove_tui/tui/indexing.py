@@ -204,6 +204,7 @@ class KbIndexing(_AppPart):
 
         t = Text()
         t.append(self.kb_label(width), style="bold")
+        after_label = len(t)
         model = getattr(self._engine, "model_id", None) or self.config.embedding.model
         t.append(f" · model {render_one_line(str(model))}", style="")
         p = self.index_progress
@@ -223,8 +224,11 @@ class KbIndexing(_AppPart):
                 t.append(f", {pending:,} awaiting vectors", style="italic")
         elif self._engine is None:
             t.append("  · opening…", style="italic")
+        note = None
         if self.watch_note is not None and (p is None or p.phase == "done"):
-            t.append(f"  · {self.watch_note[0]}", style=self.watch_note[1])
+            note = Text(f"  · {self.watch_note[0]}", style=self.watch_note[1])
+            note_at = len(t)
+            t.append_text(note)
         rr = self.reranker_model
         if not rr:
             t.append("  · rerank none (groove-tui models pull ms-marco-l12)", style="dim")
@@ -236,6 +240,9 @@ class KbIndexing(_AppPart):
                 t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off'} (pending)", style="italic")
             else:
                 t.append(f"  · rerank {render_one_line(rr)} {'on' if on else 'off (F4)'}", style="" if on else "dim")
+        if note is not None and width is not None and t.cell_len > width:
+            # The line is cut at the right: what the watcher just did goes ahead of the model and counts.
+            t = Text.assemble(t[:after_label], note, t[after_label:note_at], t[note_at + len(note) :])
         return t
 
     def kb_label(self, width: int | None = None) -> str:

@@ -25,6 +25,11 @@ else:
     _AppPart = object
 
 
+def update_stamp() -> str:
+    """The wall-clock time the header gives an update (a function, so a picture of it can be fixed)."""
+    return time.strftime("%H:%M:%S")
+
+
 def hit_key(hit: Hit) -> tuple[str, int]:
     """A hit's identity across an update: an edited note's chunks are written again under new ids."""
     return (hit.path, hit.chunk_index)
@@ -71,11 +76,18 @@ class KbWatching(_AppPart):
         ev: Any = msg.event
         if ev.kind == "batch":
             r = ev.report
+            if r is not None and r.skipped:
+                # Otherwise silent: a saved note that never shows up would look like a search problem.
+                first, n = r.skipped[0], len(r.skipped)
+                more = f" (and {n - 1} more)" if n > 1 else ""
+                self.notify(
+                    f"not indexed: {first.path}: {first.reason}{more}", severity="warning", markup=False, timeout=10
+                )
             notes = (r.added + r.updated + r.deleted + r.renamed) if r is not None else 0
             if r is None or not (notes or r.embedded):
                 return  # a save that changed nothing the index holds
             if notes:
-                stamp = time.strftime("%H:%M:%S")
+                stamp = update_stamp()
                 self.watch_note = (f"updated {stamp} · {notes} note{'s' if notes != 1 else ''}", "")
                 self.rerun_after_update()
             self._read_index_counts()

@@ -140,6 +140,7 @@ class FakeEngine:
     finished: list[str] = field(default_factory=list)  # queries whose search returned or raised
     gate: object = None  # optional callable (query, params) -> threading.Event | None the search waits on
     closed: bool = False
+    docs: tuple[Doc, ...] = DOCS  # what the index holds: a test edits it as a watched save would
 
     def needs_index(self) -> bool:
         return self.stale
@@ -148,7 +149,7 @@ class FakeEngine:
         return SearchParams()
 
     def status(self) -> IndexStatus:
-        held = 0 if self.fresh else len(DOCS)
+        held = 0 if self.fresh else len(self.docs)
         return IndexStatus(
             documents=held,
             chunks=held,
@@ -162,7 +163,7 @@ class FakeEngine:
         )
 
     def index(self, progress=None, force=False, cancel=None) -> IndexReport:
-        n = len(DOCS)
+        n = len(self.docs)
         for i in range(n + 1):
             if i and not _step(self.fulltext_steps, cancel):
                 return IndexReport()
@@ -220,7 +221,7 @@ class FakeEngine:
         if len(query) > 300:
             raise FakeQueryError("The query is too long (max 300 characters).")
         scored = []
-        for doc_id, doc in enumerate(DOCS, 1):
+        for doc_id, doc in enumerate(self.docs, 1):
             low = doc.content.lower()
             if any(x.lower() in low for x in exclude):
                 continue
@@ -242,7 +243,7 @@ class FakeEngine:
             scored.sort(key=lambda x: x[1])
         if params.mmr:  # deterministic "diversification": λ decides how far the tail is pulled forward
             lam = params.mmr_lambda
-            scored.sort(key=lambda x: -(lam * x[0] + (1 - lam) * (len(DOCS) - x[1]) / 2))
+            scored.sort(key=lambda x: -(lam * x[0] + (1 - lam) * (len(self.docs) - x[1]) / 2))
         scored = scored[: params.limit]
         hits = []
         for rank, (count, doc_id, doc) in enumerate(scored, 1):
@@ -283,6 +284,9 @@ class FakeEngine:
                     if params.mmr
                     else None,
                     parent="merged chunks 0–2" if expanded else None,
+                    # vectors pending: half the full-text hits embedded, the others read by their full text
+                    vector_share=0.5 if self.pending else None,
+                    vector_imputed=bool(self.pending) and doc_id % 2 == 0,
                 )
             hits.append(
                 Hit(
@@ -323,5 +327,6 @@ class FakeEngine:
                 bigram_expr=None,
             ),
             pending_embeddings=self.pending,
+            vector_share=0.5 if self.pending else 1.0,
             explain=params.explain,
         )

@@ -392,6 +392,33 @@ def test_explain_shows_each_legs_scale_under_a_score_fusion():
     assert "scale" not in rrf and "cosine" not in rrf
 
 
+def test_explain_wraps_a_long_value_under_itself_in_a_narrow_pane():
+    tr = HitTrace(
+        vector_rank=None,
+        vector_distance=None,
+        fts_rank=2,
+        fts_bm25=-3.0,
+        rrf_vector=0.4,
+        rrf_fts=0.4,
+        rrf_score=0.8,
+        rrf_rank=1,
+        fusion="dbsf",
+        vector_share=0.5,
+        vector_imputed=True,
+    )
+    lines = explain_render.explain_text(mkhit("c", trace=tr), None, width=54).plain.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  vector share    50% of full-text hits"))
+    rest = lines[start + 1 : start + 4]
+    assert all(len(line) <= 54 for line in lines)
+    assert all(line.startswith(" " * 18) and line[18] != " " for line in rest)  # clear of the labels
+    assert " ".join(line.strip() for line in [lines[start][18:], *rest]).startswith(
+        "50% of full-text hits embedded: vector weight × 0.50; the others' vector terms are their full-text readings"
+    )
+    # Without a width (the detail screen's text, a wide pane) rows are one line each, as before.
+    unwrapped = explain_render.explain_text(mkhit("c", trace=tr), None).plain
+    assert "the others' vector terms are their full-text readings" in unwrapped
+
+
 def test_empty_pages_and_mmr_order_are_explained():
     none = _resp(results=())
     assert str(render.order_note(none)).startswith("No hits: try other words")

@@ -6,6 +6,8 @@ indexes once. Waits are on state, with generous timeouts."""
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import re
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from groove_tui.settings.config import Config, EmbeddingConfig
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.results import ResultsPane
 
-from .helpers import SIZE, TestApp, paths, screen_lines, search, settle, wait_until
+from .helpers import SIZE, TestApp, notifications, paths, screen_lines, search, settle, wait_until
 
 NOTES = {
     "a.md": "# Alpha\n\n## Tokio\n\ntokio runtime schedules tasks\n",
@@ -95,3 +97,32 @@ async def test_watch_off_indexes_once(tmp_path: Path) -> None:
         assert not any(w.group == "watch" for w in app.workers)
         await search(app, pilot, "tokio runtime")
         assert {"a.md", "b.md"} <= set(paths(app))
+
+
+async def test_a_note_that_cannot_be_read_is_named_with_its_reason_and_the_rest_is_indexed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from groove_tui.engine.index import walk
+
+    real = walk._open_nonblocking
+
+    def refusing(path: str, flags: int) -> int:  # root reads through chmod: refuse as the OS would
+        if os.path.basename(path) == "locked.md":
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path, flags)
+
+    monkeypatch.setattr(walk, "_open_nonblocking", refusing)
+    app = watched_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await _watching(app, pilot)
+        await search(app, pilot, "tokio runtime")
+        (app.kb_path / "locked.md").write_text("# Locked\n\n## Tokio\n\ntokio runtime locked\n", "utf-8")
+        (app.kb_path / "open.md").write_text("# Open\n\n## Tokio\n\ntokio runtime open\n", "utf-8")
+        await wait_until(pilot, lambda: "open.md" in paths(app), what="the readable note found")
+        await wait_until(
+            pilot,
+            lambda: any("locked.md: unreadable: Permission denied" in n for n in notifications(app)),
+            what="the unreadable note named",
+        )
+        assert "locked.md" not in paths(app)
+        assert not any("Traceback" in n or "Error" in n for n in notifications(app))

@@ -1,6 +1,6 @@
 """`groove-tui bench`: search latency per stage and indexing throughput, measured in one process.
 
-One module per mode: `search`, `indexing`, `readers`, `scale`; this one runs the mode asked for, judges
+One module per mode: `search`, `indexing`, `readers`, `scale`, `watch`; this one runs the mode asked for, judges
 the figures against their targets and prints them as text or JSON. Machines are noisy: compare ratios within one
 run; medians over repeats.
 """
@@ -27,6 +27,7 @@ from groove_tui.commands.bench.search import (
 )
 from groove_tui.commands.bench.serve import bench_serve, format_serve
 from groove_tui.commands.bench.targets import verdicts
+from groove_tui.commands.bench.watch import run_watch
 from groove_tui.commands.common import CLIError, config_for, load_engine
 from groove_tui.output import textout
 
@@ -110,6 +111,47 @@ def _format_scale(result: dict[str, Any], sc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _format_watch(result: dict[str, Any], w: dict[str, Any]) -> list[str]:
+    syn, ix, idle, sv, b = w["synthesised"], w["index"], w["idle"], w["saves"], w["burst"]
+    where = f"kept in {w['kept_in']}" if w.get("kept_in") else "a temporary copy (removed)"
+    lines = [
+        "",
+        f"watch: {ix['documents']:,} docs, {ix['chunks']:,} chunks ({syn['copies']} "
+        f"cop{'y' if syn['copies'] == 1 else 'ies'} of the KB), {where}; embedder {result['model']}",
+        f"  real watcher (OS events, debounce {w['debounce_ms']} ms), up {w['watch_start_s']:.2f} s after it was "
+        f"started; searches from a second engine, read-only, open throughout",
+        f"  idle: {idle['cpu_percent']:.2f} % CPU ({idle['cpu_seconds']:.3f} s over {idle['seconds']:.1f} s, "
+        f"{idle['events']} events)",
+        f"  {'save → found':<22} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'n':>5}",
+    ]
+    for label, key in (
+        ("full text", "fts_found_ms"),
+        ("vector", "vector_found_ms"),
+        ("  embedder alone", "embed_ms"),
+        ("  vector − embedder", "vector_minus_embed_ms"),
+        ("  vector − full text", "vector_after_fts_ms"),
+    ):
+        st = sv[key]
+        lines.append(f"  {label:<22} {_fmt(st['p50']):>9} {_fmt(st['p95']):>9} {_fmt(st['max']):>9} {st['n']:>5}")
+    missed = sv["missed"]
+    if missed["fts"] or missed["vector"]:
+        lines.append(f"  not found: {missed['fts']} by full text, {missed['vector']} by vector")
+    if b.get("files"):
+        took = (
+            "not indexed in full"
+            if b["seconds"] is None
+            else f"all found by full text after {b['fulltext_s']:.2f} s, the last batch done after {b['seconds']:.2f} s"
+        )
+        lines.append(
+            f"  burst: {b['files']:,} files ({b['rewritten']:,} rewritten, {b['created']:,} new) written in "
+            f"{b['written_s']:.2f} s, {took}, {b['batches']} batch{'es' if b['batches'] != 1 else ''} "
+            f"(files per batch {', '.join(str(n) for n in b['batch_files']) or '—'})"
+        )
+    for message in w.get("watcher_errors") or ():
+        lines.append(f"  watcher error: {message}")
+    return lines
+
+
 def _fmt(x: float | None, unit: str = "") -> str:
     return "—" if x is None else f"{x:.2f}{unit}"
 
@@ -121,6 +163,8 @@ def format_text(result: dict[str, Any]) -> str:
     sc = result.get("scale")
     if sc:
         lines += _format_scale(result, sc)
+    if result.get("watch"):
+        lines += _format_watch(result, result["watch"])
     s = result.get("search")
     if s:
         lines += [
@@ -217,10 +261,11 @@ def format_text(result: dict[str, Any]) -> str:
     v = result.get("targets") or {}
     if v:
         lines += ["", "targets:"]
+        width = max(26, *(len(name) for name in v))
         for name, t in v.items():
             mark = "ok  " if t["met"] else "MISS"
             op = "≥" if name == "throughput_ratio" else "≤"
-            lines.append(f"  {mark} {name:<26} {t['value']:.3f} {op} {t['target']:g}")
+            lines.append(f"  {mark} {name:<{width}} {t['value']:.3f} {op} {t['target']:g}")
     return "\n".join(lines) + "\n"
 
 
@@ -308,7 +353,10 @@ BENCH_LIMITS = (
     ("docs", 0, 10_000_000, " (0 = all)"),
     ("rerank_queries", 1, 100_000, ""),
     ("scale", 1, 100_000_000, " chunks"),
+    ("saves", 1, 10_000, ""),
+    ("burst", 0, 1_000_000, " files (0 = no burst)"),
 )
+IDLE_SECONDS = (0.1, 3600.0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -318,14 +366,22 @@ def run(args: argparse.Namespace) -> int:
             raise CLIError(
                 f"--{name.replace('_', '-')} {value} is invalid: expected an integer in [{lo}, {hi:,}]{note}"
             )
+    idle = getattr(args, "idle_seconds", None)
+    if idle is not None and not IDLE_SECONDS[0] <= idle <= IDLE_SECONDS[1]:
+        raise CLIError(
+            f"--idle-seconds {idle:g} is invalid: expected seconds in [{IDLE_SECONDS[0]:g}, {IDLE_SECONDS[1]:g}]"
+        )
+    if getattr(args, "mode", None) == "watch":
+        return _bench_watch(args)
     if args.scale is not None:
         return _bench_scale(args)
     with load_engine(args) as engine:
         return run_bench_command(engine, args)
 
 
-def _bench_scale(args: argparse.Namespace) -> int:
-    # The KB's own engine is never opened: opening would create an index for it in the cache.
+def _copy_config(args: argparse.Namespace) -> tuple[Path, Any]:
+    """The KB and the configuration of a bench that works on a copy of it (scale, watch): the KB's own
+    engine is never opened, as opening would create an index for it in the cache."""
     from dataclasses import replace
 
     kb = Path(args.kb).expanduser()
@@ -334,4 +390,14 @@ def _bench_scale(args: argparse.Namespace) -> int:
     config = config_for(args)
     if not args.model:
         config = replace(config, embedding=replace(config.embedding, model=SCALE_MODEL))
-    return run_scale_command(kb.resolve(), config, args)
+    return kb.resolve(), config
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    kb, config = _copy_config(args)
+    return run_scale_command(kb, config, args)
+
+
+def _bench_watch(args: argparse.Namespace) -> int:
+    kb, config = _copy_config(args)
+    return _run_and_print(lambda progress: run_watch(kb, config, args, progress=progress), args)

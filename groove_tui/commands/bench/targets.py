@@ -20,6 +20,13 @@ TARGETS = {
     "rerank_cached_p50_ms": 5.0,
     "readers_failed": 0,
     "serve_overhead_p50_ms": 5.0,
+    "watch_fts_found_p50_ms": 500.0,
+    "watch_fts_found_p95_ms": 1000.0,
+    "watch_vector_minus_embed_p95_ms": 200.0,
+    "watch_missed": 0,
+    "watch_idle_cpu_percent": 1.0,
+    "watch_burst_batches": 3,
+    "watch_burst_unindexed": 0,
 }
 
 
@@ -63,4 +70,15 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rd = result.get("readers")
     if rd:
         put("readers_failed", sum(rd[k]["failed"] for k in ("idle", "other_index_busy", "indexing")))
+    w = result.get("watch")
+    if w:
+        sv = w["saves"]
+        put("watch_fts_found_p50_ms", sv["fts_found_ms"]["p50"])
+        put("watch_fts_found_p95_ms", sv["fts_found_ms"]["p95"])
+        put("watch_vector_minus_embed_p95_ms", sv["vector_minus_embed_ms"]["p95"])
+        put("watch_missed", sv["missed"]["fts"] + sv["missed"]["vector"])
+        put("watch_idle_cpu_percent", w["idle"]["cpu_percent"])
+        if w["burst"].get("files"):
+            put("watch_burst_batches", w["burst"]["batches"])
+            put("watch_burst_unindexed", w["burst"]["unindexed"])
     return out

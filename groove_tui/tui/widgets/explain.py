@@ -40,4 +40,8 @@ class ExplainPanel(VerticalScroll):
     def refresh_content(self) -> None:
         hit, query, timings, rank = self._args
         style = self.get_component_rich_style("explain--heading", partial=True)
-        self._body.update(explain_render.explain_text(hit, query, timings, rank=rank, head_style=style))
+        width = self.scrollable_content_region.width or None
+        self._body.update(explain_render.explain_text(hit, query, timings, rank=rank, head_style=style, width=width))
+
+    def on_resize(self) -> None:
+        self.refresh_content()  # long values wrap to the new width
