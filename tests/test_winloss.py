@@ -57,7 +57,9 @@ def test_eval_compare_prints_the_table_of_two_separate_runs(sweep_setup, capsys,
     kb, idx, config, golden, golden_path = sweep_setup
     monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(idx))
     monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: idx / "no-history-here")
-    common = ["eval", str(kb), "--model", "hashing-64", "--golden", str(golden_path)]
+    settings = golden_path.parent / "no-word-leg.toml"  # the fixture's configuration, as the command reads it
+    settings.write_text("[search]\nword_leg = false\n", encoding="utf-8")
+    common = ["eval", str(kb), "--model", "hashing-64", "--golden", str(golden_path), "--config", str(settings)]
     a, b = "fusion=rrf", "fusion=dbsf mmr_lambda=0.5"
     assert cli.main([*common, "--compare", a, b, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
