@@ -23,7 +23,7 @@ def test_a_query_compiles_to_its_words_without_stop_words():
     assert compile_words("to be or not to be").positive_expr == '"to" OR "be" OR "or" OR "not"'  # only stop words
     quoted = compile_words('"extract files" -gzip tar -"foo bar"')
     assert quoted.positive_expr == '"extract files" OR "tar"'
-    assert quoted.negative_expr == '"gzip" OR "foo bar"'
+    assert quoted.words == ("extract files", "tar")  # exclusions are the other legs' (see below)
     assert compile_words("groove.toml 東京").positive_expr == '"groove.toml"'  # CJK is the bigram leg's
     assert compile_words("東京 設定").positive_expr is None
     assert compile_words('say "hi"" there').positive_expr is not None  # groove's scanner decides the quotes

@@ -12,7 +12,8 @@ are one term and `tar` is not in `target`.
 * A query compiles to an OR of its words, each quoted (FTS5 tokenizes a quoted string with the table's
   own tokenizer, so it is stemmed as the text was; a piece such as `groove.toml` becomes the phrase of
   its adjacent tokens); English stop words are dropped unless nothing else is left; a quoted segment is
-  one phrase; excluded words and phrases become `NOT (…)`.
+  one phrase. Exclusions are not compiled here: the search drops the chunks the other legs' exclusions
+  match from this leg too, so every leg excludes the same chunks (groove's rule, §C.7).
 
 Changing what is indexed must bump `WORDS_VERSION`: indexes recording another version are rebuilt.
 """
@@ -69,33 +70,21 @@ def _or(terms: list[str]) -> str | None:
 @dataclass(frozen=True, slots=True)
 class WordQuery:
     positive_expr: str | None  # None: no word to search for (e.g. a query in CJK only)
-    negative_expr: str | None
-    words: tuple[str, ...]  # the positive words and phrases, as typed (what highlighting looks for)
-
-    @property
-    def match_expr(self) -> str | None:
-        if self.positive_expr is None:
-            return None
-        if self.negative_expr is None:
-            return self.positive_expr
-        return f"({self.positive_expr}) NOT ({self.negative_expr})"
+    words: tuple[str, ...]  # the words and phrases searched for, as typed (what highlighting looks for)
 
 
 def compile_words(raw: str) -> WordQuery:
     """The word-table side of `raw` (segments scanned exactly as groove's compiler scans them)."""
     plain: list[str] = []
     quoted: list[str] = []
-    negative: list[str] = []
     for excluded, is_quoted, text in segments(raw):
         pieces = _pieces(text)
-        if excluded and is_quoted and pieces:
-            negative.append(fts_phrase(" ".join(pieces)))
-        elif excluded:
-            negative.extend(fts_phrase(p) for p in pieces)
-        elif is_quoted and pieces:
+        if excluded:
+            continue
+        if is_quoted and pieces:
             quoted.append(" ".join(pieces))
         elif not is_quoted:
             plain.extend(pieces)
     kept = [p for p in plain if not _is_stop(p)] or plain  # a query of stop words only keeps them
     words = tuple(dict.fromkeys([*quoted, *kept]))
-    return WordQuery(_or([fts_phrase(w) for w in words]), _or(negative), words)
+    return WordQuery(_or([fts_phrase(w) for w in words]), words)
