@@ -24,63 +24,9 @@ from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store, fulltext_rows
 from groove_tui.engine.retrieve import fulltext as fp
 
+from helpers import FOLD_VOCAB as VOCAB
 from helpers import hashing_config, write_kb
 
-# Common words (match most rows), rarer ones, words that contain each other (trigram substrings), text
-# the fold must get right (case, diacritics, ß, İ, Greek final sigma, combining marks), self-overlapping
-# phrases, and Japanese for the bigram table.
-VOCAB = [
-    "the",
-    "the",
-    "the",
-    "and",
-    "and",
-    "of",
-    "with",
-    "for",
-    "cells",
-    "cell",
-    "cellular",
-    "protein",
-    "proteins",
-    "expression",
-    "express",
-    "tokio",
-    "runtime",
-    "spawn",
-    "sqlite",
-    "vector",
-    "search",
-    "trigram",
-    "banana",
-    "bananas",
-    "aaaa",
-    "aaa",
-    "abab",
-    "ababab",
-    "Éclair",
-    "éclair",
-    "ECLAIR",
-    "straße",
-    "STRASSE",
-    "İstanbul",
-    "istanbul",
-    "σοφός",
-    "ΣΟΦΟΣ",
-    "café",
-    "café",
-    "naïve",
-    "東京",
-    "東京都",
-    "設定",
-    "設定ファイル",
-    "検索",
-    "ランキング",
-    "評価",
-    "の",
-    "は",
-    "を",
-]
 PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
 
 

@@ -19,46 +19,9 @@ from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store
 from groove_tui.engine.retrieve import fulltext as fp
 
+from helpers import FOLD_VOCAB as VOCAB
 from helpers import hashing_config, write_kb
 
-# Common and rare words, words inside words, self-overlapping phrases and text the fold must get right
-# (case, diacritics, ß, İ, Greek final sigma), and Japanese.
-VOCAB = [
-    "the",
-    "the",
-    "the",
-    "and",
-    "and",
-    "of",
-    "with",
-    "cells",
-    "cell",
-    "cellular",
-    "protein",
-    "proteins",
-    "expression",
-    "express",
-    "banana",
-    "bananas",
-    "aaaa",
-    "aaa",
-    "abab",
-    "ababab",
-    "Éclair",
-    "éclair",
-    "ECLAIR",
-    "straße",
-    "STRASSE",
-    "İstanbul",
-    "istanbul",
-    "σοφός",
-    "ΣΟΦΟΣ",
-    "café",
-    "naïve",
-    "東京",
-    "東京都",
-    "検索",
-]
 WEIGHTINGS = ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9), (3.0, 2.0, 1.0))  # frequencies, doubles, row counts only
 
 

@@ -32,7 +32,6 @@ from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
     DiskFile,
     decode_markdown,
-    in_scope,
     name_is_utf8,
     printable_name,
     read_file,
@@ -314,6 +313,8 @@ class Indexer:
         after the full text, so the next search reads them; kept current even while pruning is off, so
         the journal never grows. Best effort: a set that cannot follow is dropped, never left stale."""
         try:
+            if not phrase_stats.edits_waiting(self.store.conn()):
+                return  # a run that changed nothing takes no write lock for this
             with self.store.transaction() as conn:
                 phrase_stats.follow_edits(conn)
         except sqlean.Error as exc:
@@ -484,7 +485,7 @@ class Indexer:
                     "UNION ALL SELECT id, path, content_hash FROM documents WHERE path >= ? AND path < ?",
                     (s, s + "/", s + "0"),
                 ).fetchall()
-        return {p: (i, h) for i, p, h in rows if scope is None or in_scope(p, scope)}
+        return {p: (i, h) for i, p, h in rows}
 
     def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:
         """Whether every document must be cut again: `[chunking] max_chunk_bytes` differs from the cap the

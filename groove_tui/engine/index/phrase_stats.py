@@ -21,6 +21,7 @@ __all__ = [
     "TrigramFold",
     "common_phrases",
     "drop_stored_phrases",
+    "edits_waiting",
     "follow_edits",
     "store_common_phrases",
     "stored_epoch",
@@ -274,6 +275,14 @@ def stored_epoch(conn: sqlite3.Connection) -> int | None:
     if row is None or row[0] <= 0 or row[1]:
         return None
     return int(row[0])
+
+
+def edits_waiting(conn: sqlite3.Connection) -> bool:
+    """Whether the journal holds edits the stored set has not followed yet (a read: no write lock)."""
+    try:
+        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM fts_phrase_journal)").fetchone()[0])
+    except sqlite3.OperationalError:  # no set was ever kept
+        return False
 
 
 def drop_stored_phrases(conn: sqlite3.Connection) -> None:

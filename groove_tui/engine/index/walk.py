@@ -148,14 +148,6 @@ def walk_paths(
     return sorted(found)
 
 
-def in_scope(rel: str, scope: frozenset[str]) -> bool:
-    """Whether a KB-relative file path is one of `scope` or lies under one of its folders."""
-    if rel in scope or "" in scope:
-        return True
-    parts = rel.split("/")
-    return any("/".join(parts[:n]) in scope for n in range(1, len(parts)))
-
-
 @dataclass(slots=True)
 class DiskFile:
     rel: str
