@@ -347,6 +347,8 @@ def _saves(reader: Engine, writer: Engine, events: _Events, edits: _Edits, n: in
                 "embed_ms": round(e_ms, 3),
                 "embedded_chunks": e_chunks,
                 "batch_ms": None if batch is None else round(batch[1].milliseconds, 2),
+                # when the batch (vectors included) was committed, from the save: what the reader lags by
+                "batch_done_ms": None if batch is None else round((batch[0] - t0) * 1000.0, 2),
             }
             rows.append(row)
             if f_ms is None:
