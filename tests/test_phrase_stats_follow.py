@@ -258,7 +258,7 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
     got, stats = answers(config)
     assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
 
-    monkeypatch.setattr(Indexer, "_follow_phrase_statistics", lambda self: None)
+    monkeypatch.setattr(Indexer, "follow_phrase_statistics", lambda self: False)
     monkeypatch.setattr(Indexer, "_phrase_statistics", lambda self, cancel: None)
     (kb / "sub/n004.md").write_text("# cells\n\nthe the the cells cells banana\n")
     with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
@@ -266,3 +266,34 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
         assert ps.stored_epoch(eng.store.conn()) is None
     got, stats = answers(config)
     assert stats["pruned"] > 0 and stats["stored_lists"] == 0 and got == answers(plain_cfg)[0]
+
+
+def test_a_watched_update_defers_the_set_to_the_quiet_moment_and_stays_exact_meanwhile(tmp_path):
+    """A batch's index work is its documents' own: `update(defer_statistics=True)` leaves the journal
+    waiting, searches meanwhile read no stored list and still equal a search without pruning, and
+    `follow_statistics` (the watcher's quiet moment) makes the set FTS5's answer again."""
+    kb = _kb(tmp_path)
+    config = hashing_config()
+    plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
+    params = SearchParams(limit=10, legs="fts", min_quality=0)
+    queries = ("the cells and protein expression", "banana and the cells")
+
+    def answers(cfg):
+        with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx", readonly=True) as eng:
+            out = [[(h.chunk_id, h.score) for h in eng.search(q, params).results] for q in queries]
+            return out, eng._searcher.pruned.stats
+
+    with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        assert eng.follow_statistics() is False  # nothing waits
+        (kb / "sub/n001.md").write_text("# the cells\n\nthe cells the cells banana protein\n")
+        (kb / "n003.md").unlink()
+        eng.update(["sub/n001.md", "n003.md"], defer_statistics=True)
+        conn = eng.store.conn()
+        assert ps.edits_waiting(conn) and ps.stored_epoch(conn) is None
+        got, stats = answers(config)
+        assert stats["stored_lists"] == 0 and got == answers(plain_cfg)[0]
+        assert eng.follow_statistics() is True
+        assert not ps.edits_waiting(conn) and assert_stored_is_fts5(conn)
+    got, stats = answers(config)
+    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]

@@ -150,10 +150,17 @@ class WatchedKB(RuleBasedStateMachine):
 
     @rule()
     def flush(self) -> None:
-        """The watcher's batch: an update of just the paths the events named (a burst is one batch)."""
+        """The watcher's batch: an update of just the paths the events named (a burst is one batch),
+        the stored statistics left to the next quiet moment as the watcher leaves them."""
         if self.pending:
-            self.eng.update(self.pending)
+            self.eng.update(self.pending, defer_statistics=True)
             self.pending.clear()
+
+    @rule()
+    def quiet(self) -> None:
+        """The watcher's quiet moment after batches: the statistics they deferred are followed."""
+        self.flush()
+        self.eng.follow_statistics()
 
     @rule()
     def search(self) -> None:

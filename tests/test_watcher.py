@@ -252,3 +252,50 @@ def test_limit_errors_are_recognised() -> None:
     assert watch_mod._is_watch_limit(OSError(errno.ENOSPC, "No space left on device"))
     assert watch_mod._is_watch_limit(RuntimeError("OS file watch limit reached."))
     assert not watch_mod._is_watch_limit(OSError(errno.EACCES, "Permission denied"))
+
+
+def test_deferred_statistics_are_followed_once_per_quiet_moment_and_retried_while_busy(tmp_path: Path) -> None:
+    """A batch leaves the stored statistics to the first quiet moment after it: `settle` runs then, once
+    (no batch, no call), and again at the next quiet moment when another process held the index."""
+    from groove_tui.engine.errors import IndexBusy
+
+    kb = write_kb(tmp_path / "kb", {"start.md": "# Start\n\nnothing here yet\n"})
+    calls: queue.Queue[str] = queue.Queue()
+    answers = iter(["busy", "done"])
+
+    def settle() -> None:
+        answer = next(answers, "again")
+        calls.put(answer)
+        if answer == "busy":
+            raise IndexBusy("another groove-tui process is indexing")
+
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        events: queue.Queue[WatchEvent] = queue.Queue()
+        stop = threading.Event()
+        watcher = watch_mod.Watcher(
+            kb,
+            eng.config.exclude_dirs,
+            update=lambda paths: eng.update(paths, defer_statistics=True),
+            catch_up=eng.index,
+            settle=settle,
+            on_event=events.put,
+            stop=stop,
+            debounce_ms=100,
+        )
+        thread = threading.Thread(target=watcher.run)
+        thread.start()
+        try:
+            while events.get(timeout=TIMEOUT).kind != "watching":
+                pass
+            (kb / "note.md").write_text("# Note\n\nokapi\n", "utf-8")
+            while events.get(timeout=TIMEOUT).kind != "batch":
+                pass
+            assert calls.get(timeout=TIMEOUT) == "busy"
+            assert calls.get(timeout=TIMEOUT) == "done"
+            # quiet moments without a batch call nothing
+            time.sleep(3 * watch_mod.FIRST_YIELD_MS / 1000)
+            assert calls.empty()
+        finally:
+            stop.set()
+            thread.join(TIMEOUT)

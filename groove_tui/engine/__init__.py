@@ -193,10 +193,15 @@ class Engine:
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
         embed: bool = True,
+        *,
+        defer_statistics: bool = False,
     ) -> IndexReport:
         """Bring the index up to date for the KB-relative `paths` only (files or folders, created,
         changed, deleted or moved): full text first, then vectors, exactly what `index` would write for
-        them. A changed `.grooveignore` changes what every path means, so it runs a whole `index`."""
+        them. A changed `.grooveignore` changes what every path means, so it runs a whole `index`.
+        `defer_statistics`: leave the stored phrase statistics to `follow_statistics` (the watcher calls
+        it once the KB is quiet), so a batch's index work is the changed documents' own; searches are
+        exact meanwhile, their first look at a common phrase only slower."""
         import sqlean
 
         if self.readonly:
@@ -210,9 +215,19 @@ class Engine:
         if scope is not None and ".grooveignore" in scope:
             scope = None
         try:
-            return self._index(progress, False, cancel, embed, scope)
+            return self._index(progress, False, cancel, embed, scope, follow_statistics=not defer_statistics)
         except sqlean.OperationalError as exc:
             raise self.store.write_error(exc) from exc
+
+    def follow_statistics(self) -> bool:
+        """Bring the stored phrase statistics up to date with edits an update deferred them for (their
+        chunks only). Returns False when nothing waited; raises IndexBusy while another process indexes."""
+        from groove_tui.engine.index.indexer import writer_lock
+
+        if self.readonly:
+            return False
+        with writer_lock(self.index_dir):
+            return self._indexer().follow_phrase_statistics()
 
     def watch(
         self,
@@ -230,8 +245,9 @@ class Engine:
         Watcher(
             self.kb_path,
             self.config.exclude_dirs,
-            update=lambda paths: self.update(paths, cancel=stop),
+            update=lambda paths: self.update(paths, cancel=stop, defer_statistics=True),
             catch_up=lambda: self.index(cancel=stop),
+            settle=self.follow_statistics,
             stale=self.needs_index,
             on_event=on_event,
             stop=stop,
@@ -246,6 +262,8 @@ class Engine:
         cancel: threading.Event | None,
         embed: bool,
         scope: frozenset[str] | None = None,
+        *,
+        follow_statistics: bool = True,
     ) -> IndexReport:
         from groove_tui.engine.index.indexer import _now, writer_lock
         from groove_tui.engine.models import choice as modelchoice
@@ -273,7 +291,14 @@ class Engine:
                 self.store.set_meta("embedding_model", self.model_id)
             if first is not None:
                 scope = None
-            report = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=embed, scope=scope)
+            report = self._indexer().run(
+                progress=progress,
+                force=force,
+                cancel=cancel,
+                embed=embed,
+                scope=scope,
+                follow_statistics=follow_statistics,
+            )
         if not modelchoice.reads_cjk(self.model_id) and (report.added or report.updated):
             count, examples = modelchoice.cjk_documents(self.store, since=started)
             if count:

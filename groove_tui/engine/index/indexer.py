@@ -149,9 +149,12 @@ class Indexer:
         cancel: threading.Event | None = None,
         embed: bool = True,
         scope: frozenset[str] | None = None,
+        follow_statistics: bool = True,
     ) -> IndexReport:
         """Index the KB, or with `scope` only the files at or under those KB-relative paths (what the
-        watcher saw change): the same diff, writes and embedding as a full run, for just those paths."""
+        watcher saw change): the same diff, writes and embedding as a full run, for just those paths.
+        `follow_statistics=False` leaves the stored phrase statistics to `follow_phrase_statistics` later
+        (the watcher's quiet moment): searches meanwhile are exact without them."""
         started = time.perf_counter()
         report = _Counts()
         notify = progress or (lambda _p: None)
@@ -164,7 +167,8 @@ class Indexer:
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual, scope)
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
-        self._follow_phrase_statistics()
+        if follow_statistics:
+            self.follow_phrase_statistics()
         fulltext_done = time.perf_counter()
         if embed:
             self._embed_phase(report, notify, cancel, contextual)
@@ -308,17 +312,19 @@ class Indexer:
                 self.store.conn().execute("ROLLBACK")
             log.warning("phrase statistics not stored: %s", exc)
 
-    def _follow_phrase_statistics(self) -> None:
-        """Bring the stored phrase statistics up to date with this run's edits (their chunks only), right
-        after the full text, so the next search reads them; kept current even while pruning is off, so
-        the journal never grows. Best effort: a set that cannot follow is dropped, never left stale."""
+    def follow_phrase_statistics(self) -> bool:
+        """Bring the stored phrase statistics up to date with the journalled edits (their chunks only);
+        an index run does it right after the full text, so the next search reads them, and keeps them
+        current even while pruning is off, so the journal never grows. Best effort: a set that cannot
+        follow is dropped, never left stale. Returns whether edits were waiting."""
         try:
             if not phrase_stats.edits_waiting(self.store.conn()):
-                return  # a run that changed nothing takes no write lock for this
+                return False  # a run that changed nothing takes no write lock for this
             with self.store.transaction() as conn:
                 phrase_stats.follow_edits(conn)
         except sqlean.Error as exc:
             log.warning("phrase statistics not followed: %s", exc)
+        return True
 
     def _compact_fulltext(self, changed: int, cancel: threading.Event | None) -> None:
         """Merge the full-text segments once a tenth of the documents changed since the last merge.

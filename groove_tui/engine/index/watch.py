@@ -72,6 +72,7 @@ class Watcher:
         update: Callable[[frozenset[str]], IndexReport],
         catch_up: Callable[[], IndexReport],
         stale: Callable[[], bool] = lambda: False,
+        settle: Callable[[], object] = lambda: None,
         on_event: Callable[[WatchEvent], None],
         stop: threading.Event,
         debounce_ms: int = 500,
@@ -82,6 +83,8 @@ class Watcher:
         self.update = update
         self.catch_up = catch_up
         self.stale = stale
+        self.settle = settle
+        self._unsettled = False  # a batch was written since `settle` last ran
         self.on_event = on_event
         self.stop = stop
         self.debounce_ms = debounce_ms
@@ -173,6 +176,8 @@ class Watcher:
                 return  # the run loop waits for it; what was gathered is kept for later
             if pending:
                 self._apply(pending)
+            elif not changes and self._unsettled:
+                self._settle()
             if self.stop.is_set():
                 return
 
@@ -204,6 +209,7 @@ class Watcher:
                 pending.clear()
                 return
             pending.clear()
+            self._unsettled = True
             self.on_event(
                 WatchEvent(
                     "batch",
@@ -213,6 +219,18 @@ class Watcher:
                 )
             )
             return
+
+    def _settle(self) -> None:
+        """The KB has been quiet for FIRST_YIELD_MS since the last batch: bring derived state the batches
+        deferred up to date (the stored phrase statistics), off the path of their own searches. A busy
+        index or a failure leaves it for the next quiet moment; the searches are exact either way."""
+        try:
+            self.settle()
+        except IndexBusy:
+            return
+        except (EngineError, OSError) as exc:
+            log.warning("deferred statistics not followed: %s", exc)
+        self._unsettled = False
 
     def _wait_for_kb(self) -> None:
         self.on_event(
