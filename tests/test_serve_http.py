@@ -198,3 +198,31 @@ async def test_eight_clients_sending_a_thousand_mixed_requests_get_only_document
             tg.start_soon(run, requests, url, "legacy" if i % 2 else "auto")
     assert problems == []
     assert answered == 1000
+
+
+def test_accepted_connections_send_without_waiting_for_acks() -> None:
+    """The listening socket says it is TCP, so asyncio (uvicorn's loop) turns Nagle off on every accepted
+    connection: otherwise each answer's body waits for the delayed ACK of its headers."""
+    import asyncio
+    import socket
+
+    from groove_tui.server.app import listening_socket
+
+    async def accepted_nodelay() -> int:
+        got: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport):  # type: ignore[no-untyped-def]
+                sock = transport.get_extra_info("socket")
+                got.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        sock = listening_socket("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+        async with server:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+            value = await asyncio.wait_for(got, 10)
+            writer.close()
+        return value
+
+    assert asyncio.run(accepted_nodelay()) != 0

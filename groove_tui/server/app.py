@@ -16,6 +16,7 @@ import hmac
 import ipaddress
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -330,6 +331,18 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     return BearerAuth(app, token) if token else app
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening TCP socket for uvicorn. IPPROTO_TCP is named, not left 0: asyncio sets
+    TCP_NODELAY only on accepted sockets that say they are TCP, and without it an answer's body waits
+    for the ACK of its headers (a delayed ACK: ~40 ms on every JSON answer)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
 async def serve_http(
     server: Server[Any],
     host: str,
@@ -339,16 +352,10 @@ async def serve_http(
 ) -> None:
     """Serve until ctrl+c (or the stop function handed to `on_ready` is called). `on_ready(port, stop)`
     hears the bound port (0 asks the OS for a free one) once connections are accepted."""
-    import socket
-
     import uvicorn
 
     app = http_app(server, host, token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    sock = listening_socket(host, port)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     userver = uvicorn.Server(config)
     if on_ready is not None:
