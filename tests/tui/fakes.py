@@ -245,6 +245,11 @@ class FakeEngine:
             lam = params.mmr_lambda
             scored.sort(key=lambda x: -(lam * x[0] + (1 - lam) * (len(self.docs) - x[1]) / 2))
         scored = scored[: params.limit]
+        # The word leg runs as the engine runs it: per side, else [search] word_leg, and only for a query
+        # with words (its term ranks hits by how many times they hold the words, ties by document order).
+        words_on = self.config.search.word_leg if params.word_leg is None else params.word_leg
+        words_on = words_on and bool(include)
+        word_ranks = {doc_id: r for r, (_c, doc_id, _d) in enumerate(sorted(scored, key=lambda x: (-x[0], x[1])), 1)}
         hits = []
         for rank, (count, doc_id, doc) in enumerate(scored, 1):
             content, expanded = doc.content, None
@@ -287,6 +292,11 @@ class FakeEngine:
                     # vectors pending: half the full-text hits embedded, the others read by their full text
                     vector_share=0.5 if self.pending else None,
                     vector_imputed=bool(self.pending) and doc_id % 2 == 0,
+                    word_leg=words_on,
+                    word_rank=word_ranks[doc_id] if words_on else None,
+                    word_bm25=-0.8 * count if words_on else None,
+                    rrf_word=1 / (60 + word_ranks[doc_id]) if words_on else None,
+                    word_scale=(0.4, -3.2) if words_on and method != "rrf" else None,
                 )
             hits.append(
                 Hit(
@@ -325,6 +335,7 @@ class FakeEngine:
                 match_expr=" AND ".join(f'"{t}"' for t in include) + "".join(f' NOT "{x}"' for x in exclude),
                 positive_text=" ".join(include),
                 bigram_expr=None,
+                word_expr=" OR ".join(f'"{t}"' for t in include) if words_on else None,
             ),
             pending_embeddings=self.pending,
             vector_share=0.5 if self.pending else 1.0,

@@ -186,3 +186,21 @@ def test_snapshot_explain_while_vectors_are_pending_narrow(snap_compare, tmp_pat
         await settle(app, pilot)
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZES["narrow"], run_before=run_before)
+
+
+def test_snapshot_explain_word_leg_rows_wide(snap_compare, tmp_path):
+    """The word leg's rows in the explain pane: its rank and bm25 under the legs, its term and scale
+    under the fusion."""
+
+    async def run_before(pilot):
+        app = pilot.app
+        await _query(pilot, "tokio runtime")
+        await pilot.press("f6")
+        await settle(app, pilot)
+        app.clear_notifications()
+        panel = app.screen.query_one("#explain")
+        body = str(panel._body.render())
+        panel.scroll_to(y=body[: body.index("Hit #1")].count("\n"), animate=False)
+        await settle(app, pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZES["wide"], run_before=run_before)
