@@ -269,6 +269,7 @@ SEARCH_STAGES = (
     ("vector", "vector leg"),
     ("fts", "full-text leg"),
     ("bigram", "bigram leg (CJK queries)"),
+    ("word", "word leg"),
     ("fuse", "fusion"),
     ("spans", "highlight spans"),
     ("total", "total"),
@@ -280,8 +281,10 @@ def search_latency(records: Records) -> str:
     s = rec["figures"]["search"]
     stages = s["stages_ms"]
     rows = [
-        [label, _ms(stages[key]["p50"]), _ms(stages[key]["p95"])] for key, label in SEARCH_STAGES if stages[key]["n"]
-    ]  # a stage that never ran (the bigram leg without CJK queries) has no row
+        [label, _ms(stages[key]["p50"]), _ms(stages[key]["p95"])]
+        for key, label in SEARCH_STAGES
+        if stages.get(key, {}).get("n")
+    ]  # a stage that never ran (the bigram leg without CJK queries) or was not measured has no row
     rows.append(
         [
             "**everything but the query embedding**",

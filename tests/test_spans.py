@@ -265,3 +265,49 @@ def test_occurrences_do_not_overlap() -> None:
     assert match_spans("aaa", "aaaaaa") == [(0, 3), (3, 6)]  # adjacent, not merged
     assert match_spans("abab", "abababab") == [(0, 4), (4, 8)]
     assert len(match_spans("aaa", "a" * 400)) == 100 and match_spans("aaa", "a" * 400)[1] == (3, 6)
+
+
+_WORD_VOCAB = [
+    "extract", "extracting", "Extracts", "EXTRACTED", "tar", "target", "tars", "café", "CAFE", "cafés",
+    "İstanbul", "istanbul", "straße", "STRASSE", "x2", "x²", "groove.toml", "snake_case", "don't",
+    "running", "runs", "ran", "1984", "naïve", "naive", "ﬁle", "file", "Files", "ΣΊΣΥΦΟΣ", "σίσυφος",
+]  # fmt: skip
+
+
+def _word_spans_by_fts5(words, content):
+    """The reference: every distinct content word in a scratch word table, asked with FTS5's MATCH."""
+    import re
+
+    import sqlean
+
+    from groove_tui.engine.analysis.query import fts_phrase
+    from groove_tui.engine.analysis.words import WORDS_TOKENIZE
+
+    token = re.compile(r"[^\W_]+")
+    found = [(m.start(), m.end(), m.group().lower()) for m in token.finditer(content)]
+    distinct = list(dict.fromkeys(t for *_, t in found))
+    pieces = list(dict.fromkeys(p for w in words for p in token.findall(w)))
+    if not distinct or not pieces:
+        return []
+    conn = sqlean.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(x, tokenize='{WORDS_TOKENIZE}')")
+    conn.executemany("INSERT INTO w(rowid, x) VALUES (?, ?)", enumerate(distinct))
+    matched = set()
+    for piece in pieces:
+        matched.update(
+            distinct[r] for (r,) in conn.execute("SELECT rowid FROM w WHERE w MATCH ?", (fts_phrase(piece),))
+        )
+    return [(s, e) for s, e, t in found if t in matched][:100]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    content=st.lists(st.sampled_from([*_WORD_VOCAB, " ", ", ", "-", "\n", "(", ")"]), max_size=40).map("".join),
+    words=st.lists(st.sampled_from(_WORD_VOCAB), min_size=1, max_size=4),
+)
+def test_whole_word_spans_are_the_words_fts5_matches(content, words):
+    """The word leg's highlights, found through the tokenizer's remembered terms, equal asking FTS5's
+    MATCH of every distinct word of the content (stems, folds, diacritics, phrases of several tokens)."""
+    from groove_tui.engine.stages.spans import _word_spans
+
+    assert _word_spans(words, content) == _word_spans_by_fts5(words, content)

@@ -196,6 +196,7 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
                 "total_minus_embed_ms": percentiles(minus_embed[v]),
                 "fts_ms": percentiles(stages[v]["fts"]),
                 "bigram_ms": percentiles(stages[v]["bigram"]),
+                "word_ms": percentiles(stages[v]["word"]),
                 "vector_ms": percentiles(stages[v]["vector"]),
             }
             for v in SCALE_VARIANTS

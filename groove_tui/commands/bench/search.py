@@ -3,9 +3,9 @@
 Search mode (`--mode search`) runs every query of a golden file (or a built-in English/Japanese mix)
 `--repeat` times through `Engine.search` with the default parameters and no reranker. Before each of
 those searches the retrieval caches are cleared, so every stage — the query embedding included — runs
-for real; p50/p95 per stage (embed, vector, fts, bigram, fuse, rerank, mmr, parent, spans, total) and for
-"total minus embed": the sum of every stage but the embedding (the query is embedded on its own thread
-while the full-text legs run, so `total - embed` would hide the overlap). Then, cache warm, the same queries
+for real; p50/p95 per stage (embed, vector, fts, bigram, word, fuse, rerank, mmr, parent, spans, total)
+and for "total minus embed": the sum of every stage but the embedding (the query is embedded on its own
+thread while the full-text legs run, so `total - embed` would hide the overlap). Then, cache warm, the same queries
 re-run after a settings change (MMR on, λ 0.7 →
 0.5: the explorer's slider case), with MMR on, with the parent retriever on, the bare MMR selection of a
 250-candidate pool down to 10, and cancellation: a search is started in a worker thread, its cancel event
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from groove_tui.engine import Engine, SearchParams
 
 
-STAGES = ("embed", "vector", "fts", "bigram", "fuse", "rerank", "mmr", "parent", "spans", "total")
+STAGES = ("embed", "vector", "fts", "bigram", "word", "fuse", "rerank", "mmr", "parent", "spans", "total")
 # "Everything but the query embedding": the query is embedded on its own thread while the full-text legs
 # run, so `total - embed` would hide the overlap; the sum of the other stages is the work it leaves.
 

@@ -38,7 +38,7 @@ from functools import lru_cache
 import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import cjk_terms, nfkc
-from groove_tui.engine.analysis.query import fts_phrase, split_terms, trim
+from groove_tui.engine.analysis.query import split_terms, trim
 from groove_tui.engine.analysis.words import WORDS_TOKENIZE
 
 __all__ = ["MATCH_SPAN_MAX_CONTENT_BYTES", "MATCH_SPAN_MAX_TERMS", "fold", "match_spans"]
@@ -184,6 +184,7 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 _WORD = re.compile(r"[^\W_]+")
 _SCRATCH = threading.local()  # one scratch FTS5 table per thread: searches run on several
+_TERMS_KEPT = 200_000  # words whose terms a thread remembers (a few tens of MB at most)
 
 
 def _word_table() -> sqlite3.Connection:
@@ -191,25 +192,60 @@ def _word_table() -> sqlite3.Connection:
     if conn is None:
         conn = sqlite3.connect(":memory:", check_same_thread=False)
         conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(x, tokenize='{WORDS_TOKENIZE}')")
+        conn.execute("CREATE VIRTUAL TABLE wv USING fts5vocab(w, 'instance')")
         _SCRATCH.conn = conn
+        _SCRATCH.terms = {}
     return conn
 
 
+def _terms_of(words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word's terms as the word table's tokenizer gives them (folded, stemmed, in order), asked of
+    FTS5 once per distinct word and thread and remembered: a result list repeats most of its words."""
+    conn = _word_table()
+    known: dict[str, tuple[str, ...]] = _SCRATCH.terms
+    new = [w for w in dict.fromkeys(words) if w not in known]
+    if new:
+        if len(known) + len(new) > _TERMS_KEPT:
+            known.clear()
+        conn.execute("DELETE FROM w")
+        conn.executemany("INSERT INTO w(rowid, x) VALUES (?, ?)", enumerate(new))
+        got: dict[int, list[str]] = {}
+        for doc, term in conn.execute("SELECT doc, term FROM wv ORDER BY doc, offset"):
+            got.setdefault(doc, []).append(term)
+        for i, w in enumerate(new):
+            known[w] = tuple(got.get(i, ()))
+    return {w: known[w] for w in words}
+
+
+def _holds(terms: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
+    """Whether `phrase` occurs in `terms` as consecutive terms (FTS5's phrase match within one row)."""
+    n = len(phrase)
+    return n > 0 and any(terms[i : i + n] == phrase for i in range(len(terms) - n + 1))
+
+
 def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
-    """The content's whole words the word leg matches for `words` (each word of a phrase on its own)."""
-    tokens = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(content)]
-    distinct = list(dict.fromkeys(t for *_, t in tokens))
-    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))
+    """The content's whole words the word leg matches for `words` (each word of a phrase on its own): a
+    content word whose terms hold a query word's terms, as `w MATCH "word"` finds it."""
+    lowered = content.lower()
+    same_places = len(lowered) == len(content)  # (lowering only ever lengthens a character)
+    tokens = [] if same_places else [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(content)]
+    distinct = list(dict.fromkeys(_WORD.findall(lowered) if same_places else (t for *_, t in tokens)))
+    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
     if not distinct or not pieces:
         return []
-    conn = _word_table()
-    conn.execute("DELETE FROM w")
-    conn.executemany("INSERT INTO w(rowid, x) VALUES (?, ?)", enumerate(distinct))
-    matched: set[str] = set()
-    for piece in pieces[:MATCH_SPAN_MAX_TERMS]:
-        matched.update(
-            distinct[r] for (r,) in conn.execute("SELECT rowid FROM w WHERE w MATCH ?", (fts_phrase(piece),))
-        )
+    terms = _terms_of([*distinct, *pieces])
+    wanted = {terms[p] for p in pieces if terms[p]}
+    single = {t[0] for t in wanted if len(t) == 1}
+    longer = [t for t in wanted if len(t) > 1]
+    matched = {word for word in distinct if not single.isdisjoint(terms[word])}
+    if longer:
+        matched.update(word for word in distinct if any(_holds(terms[word], t) for t in longer))
+    if not matched:
+        return []
+    if same_places:  # the matched words where they stand whole (no word character either side)
+        alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
+        whole = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])")
+        return [m.span() for m in whole.finditer(lowered)][:_SPAN_BUDGET]
     return [(s, e) for s, e, t in tokens if t in matched][:_SPAN_BUDGET]
 
 
