@@ -138,17 +138,14 @@ def test_engine_results_do_not_change_with_the_scan(tmp_path):
             for legs, limit in pages:
                 ours, theirs = both(q, legs, limit)
                 assert ours == theirs, (q, legs, limit)
-        # an edit moves the generation: the old matrix is never used, sqlite-vec answers until it is read
+        # an edit moves the generation: the matrix answers with the edit's delta, never as it was
         (kb / "n000.md").write_text("# Note 0\n\nbanana banana sqlite", encoding="utf-8")
         eng.index()
         for q in queries:
             ours, theirs = both(q, "vector", 10)
             assert ours == theirs
-        scan.wait_loaded()
-        assert scan._generation == eng.store.generation() and scan._matrix_t is not None
-        for q in queries:
-            ours, theirs = both(q, "vector", 10)
-            assert ours == theirs
+        now = eng.store.generation()
+        assert scan._generation != now and scan._deltas.get(now) is not None
 
 
 def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, monkeypatch):
@@ -170,3 +167,89 @@ def test_vector_scan_is_a_checked_boolean():
     assert parse_config({"search": {"vector_scan": False}}).search.vector_scan is False
     with pytest.raises(ConfigError, match=r"search.vector_scan"):
         parse_config({"search": {"vector_scan": "yes"}})
+
+
+def _answers(eng, plain, queries=("rust tokio", "protein expression in cells", "banana", "copy")):
+    out = []
+    for q in queries:
+        for limit in (1, 5, 40):
+            p = SearchParams(limit=limit, legs="vector")
+            out.append((q, limit, _hits(eng.search(q, p)), _hits(plain.search(q, p))))
+    return out
+
+
+def test_later_generations_are_served_from_the_matrix_and_their_delta_exactly(tmp_path, monkeypatch):
+    """Edits after the matrix was read — a changed note, a new one tying another's vector, a deletion, a
+    rename, chunks still waiting for their vectors, then written — are answered from the matrix and the
+    journal's delta exactly as sqlite-vec answers; a forced rebuild (vectors replaced wholesale) and a
+    journal trimmed past the matrix are never served from it."""
+    from groove_tui.engine.index import store as store_mod
+
+    kb = _kb(tmp_path)
+    on = hashing_config()
+    off = replace(on, search=replace(on.search, vector_scan=False))
+    with (
+        Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng,
+        Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain,
+    ):
+        eng.index()
+        scan = eng._searcher.vectors
+        eng.search("warm", SearchParams(legs="vector"))
+        scan.wait_loaded()
+        read_at = scan._generation
+        assert scan._matrix_t is not None
+
+        def edit_and_compare(edit, embed=True):
+            edit()
+            eng.index(embed=embed)
+            for q, limit, ours, theirs in _answers(eng, plain):
+                assert ours == theirs, (q, limit)
+            gen = eng.store.generation()
+            for q in ("rust tokio", "banana sqlite", "protein cells"):  # the scan's own rows, unfiltered
+                qvec = np.asarray(eng.embedder().embed_query(q), np.float32)
+                for k in (1, 7, 80):
+                    want = (
+                        eng.store.conn()
+                        .execute(
+                            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? "
+                            "ORDER BY distance",
+                            (qvec.tobytes(), k),
+                        )
+                        .fetchall()
+                    )
+                    assert scan.knn(qvec, k, gen) in (None, want), (q, k)
+            return gen
+
+        served = []
+        steps = [
+            lambda: (kb / "n000.md").write_text("# Note 0\n\nbanana banana sqlite", encoding="utf-8"),
+            lambda: (kb / "copy-c.md").write_text("# Same\n\nrust tokio", encoding="utf-8"),  # ties two rows
+            lambda: (kb / "n001.md").unlink(),
+            lambda: (kb / "n002.md").rename(kb / "moved.md"),
+        ]
+        for step in steps:
+            gen = edit_and_compare(step)
+            served.append(scan._generation == read_at and scan._deltas.get(gen) is not None)
+        gen = edit_and_compare(lambda: (kb / "n003.md").write_text("# Three\n\nprotein cells", "utf-8"), False)
+        assert scan._deltas.get(gen) is not None  # the edited note has no vector yet: absent, as in sqlite-vec
+        edit_and_compare(lambda: None)  # its vector written
+        assert all(served)
+
+        eng.index(force=True)  # every vector replaced: the matrix's epoch is over
+        gen = eng.store.generation()
+        for q, limit, ours, theirs in _answers(eng, plain):
+            assert ours == theirs, (q, limit)
+        assert scan._deltas.get(gen) is None
+        scan.wait_loaded()
+        eng.search("warm", SearchParams(legs="vector"))
+        scan.wait_loaded()
+        assert scan._generation == eng.store.generation()
+
+        monkeypatch.setattr(store_mod, "VEC_JOURNAL_KEPT", 1)  # the journal trimmed past the matrix
+        for i in range(3):
+            (kb / f"n01{i}.md").write_text(f"# Trim {i}\n\nsqlite vector {i}", encoding="utf-8")
+        eng.index()
+        gen = eng.store.generation()
+        for q, limit, ours, theirs in _answers(eng, plain):
+            assert ours == theirs, (q, limit)
+        assert scan._deltas.get(gen) is None

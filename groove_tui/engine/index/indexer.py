@@ -211,7 +211,7 @@ class Indexer:
             self.store.recreate_fulltext(conn)  # empty, hence current (both versions recorded)
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
-            conn.execute("DROP TABLE IF EXISTS vec_chunks")
+            self.store.replace_vectors(conn)
             for key in ("embedding_model", "embedding_dim", "context_mode"):
                 conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
             self.store.bump_generation(conn)

@@ -57,7 +57,21 @@ CREATE INDEX IF NOT EXISTS idx_chunks_quality ON chunks(quality_score);
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
 CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded = 0;
 CREATE INDEX IF NOT EXISTS idx_documents_title ON documents(title COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS vec_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS vec_journal_add AFTER INSERT ON chunks WHEN NEW.embedded != 0
+    BEGIN INSERT INTO vec_journal(chunk_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS vec_journal_flag AFTER UPDATE OF embedded ON chunks
+    WHEN OLD.embedded IS NOT NEW.embedded BEGIN INSERT INTO vec_journal(chunk_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS vec_journal_remove AFTER DELETE ON chunks
+    BEGIN INSERT INTO vec_journal(chunk_id) VALUES (OLD.id); END;
 """
+# vec_journal names, in write order, every chunk whose vector may have changed: a vector is written only
+# with its chunk's `embedded` flag set (in the same transaction) and removed with the chunk or the flag,
+# and chunk ids are never reused (AUTOINCREMENT), so a reader holding one generation's vectors in memory
+# brings them to a later one by reading just those chunks (engine/retrieve/vector_scan.py). Only the
+# newest VEC_JOURNAL_KEPT entries are kept, and replacing the vectors wholesale (a forced rebuild) empties
+# the journal: a reader whose entries are gone reads every vector again.
+VEC_JOURNAL_KEPT = 20_000
 
 # The full-text tables are contentless (content='') WITHOUT groove's contentless_delete=1: a DELETE on a
 # contentless_delete table leaves the stored totals bm25 reads (row count, tokens per column) as they
@@ -342,6 +356,15 @@ class Store:
             "INSERT INTO index_meta(key, value) VALUES ('generation', '1') "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+        conn.execute(
+            "DELETE FROM vec_journal WHERE seq <= (SELECT seq FROM sqlite_sequence WHERE name = 'vec_journal') - ?",
+            (VEC_JOURNAL_KEPT,),
+        )
+
+    def replace_vectors(self, conn: sqlite3.Connection) -> None:
+        """Every vector goes (the table dropped): readers holding vectors in memory read them all again."""
+        conn.execute("DROP TABLE IF EXISTS vec_chunks")
+        conn.execute("DELETE FROM vec_journal")  # (sqlite_sequence keeps counting: a reader sees the gap)
 
     # ------------------------------------------------------------ vectors
 

@@ -19,16 +19,24 @@ dimension-major float32 matrix in numpy takes about a quarter of that (docs/perf
   chunk and offset come from vec0's `vec_chunks_rowids` table (sqlite-vec 0.1.9's layout; anything
   else and the matrix is not built). The tests check it on exact duplicates within and across chunks.
 
-The matrix is one index generation's vectors, read in one transaction with that generation; it serves a
-search only while the store is still at that generation, and is read again (on a background thread,
-sqlite-vec answering meanwhile) after any write. Tables under MIN_ROWS rows stay with sqlite-vec, where
-the scan is already a few milliseconds.
+The matrix is one index generation's vectors, read in one transaction with that generation. A later
+generation is served from it plus that generation's *delta*: the index journals every chunk whose vector
+may have changed (`vec_journal`, engine/index/store.py), so the chunks named since the matrix was read
+are looked up — their vectors now, or their absence — in one snapshot of the later generation, and a
+search scans the matrix with those rows masked out and the delta's rows beside it, merging both in
+sqlite-vec's order (distance, then storage chunk, then offset descending: each row's place comes from
+`vec_chunks_rowids`). A saved note is so found by its vector at once, not after a re-read of every
+vector (seconds at 100k). A delta too large, or a journal emptied past the matrix (trimmed, or the
+vectors replaced wholesale), and the matrix is read again on a background thread, sqlite-vec
+answering meanwhile. Tables under MIN_ROWS rows stay with sqlite-vec, where the scan is already a few
+milliseconds.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import sqlean as sqlite3
@@ -36,6 +44,9 @@ import sqlean as sqlite3
 __all__ = ["MIN_ROWS", "VectorScan", "calibrated", "distances", "nearest", "read_vectors"]
 
 MIN_ROWS = 25_000  # below this sqlite-vec's own scan is a few ms; the matrix is not worth its memory
+REREAD_SHARE = 0.01  # a delta naming more than this share of the matrix's rows starts a fresh read
+REREAD_ROWS = 256  # (and at least this many: a small index's deltas are cheap whatever their share)
+DELTA_MAX_SHARE = 0.05  # past this a delta is not served (sqlite-vec answers until the read is done)
 
 
 def distances(matrix_t: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -64,17 +75,21 @@ def nearest(ids: np.ndarray, dist: np.ndarray, k: int) -> list[tuple[int, float]
     return [(int(i), float(d)) for i, d in zip(ids[cand], dist[cand], strict=True)]
 
 
-def read_vectors(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every vector of `vec_chunks` as (ids, dimension-major matrix), rows in sqlite-vec's scan order
-    (chunk ascending, offset descending); None when vec0's layout is not the one this mirrors."""
-    try:
-        found = conn.execute(
-            "SELECT v.chunk_id, v.embedding, r.chunk_id, r.chunk_offset FROM vec_chunks v "
-            "JOIN vec_chunks_rowids r ON r.rowid = v.chunk_id"
-        ).fetchall()
-    except sqlite3.Error:
-        return None
-    if not found or any(r[2] is None or r[3] is None for r in found):
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Vectors with their places in sqlite-vec's storage, in its scan order (chunk ascending, offset
+    descending): ids, the dimension-major matrix, each row's storage chunk and offset."""
+
+    ids: np.ndarray
+    matrix_t: np.ndarray
+    chunk: np.ndarray
+    offset: np.ndarray
+
+
+def _rows(found: list[tuple[int, bytes, int, int]]) -> _Rows | None:
+    """`found` (chunk id, embedding, storage chunk, offset) in scan order; None for a layout this does not
+    mirror (no place, or embeddings of mixed sizes)."""
+    if any(r[2] is None or r[3] is None for r in found):
         return None
     n = len(found)
     ids = np.fromiter((r[0] for r in found), np.int64, n)
@@ -82,11 +97,48 @@ def read_vectors(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray] | No
     offset = np.fromiter((r[3] for r in found), np.int64, n)
     blob = b"".join(r[1] for r in found)
     del found
-    if len(blob) % (4 * n):
+    if n and len(blob) % (4 * n):
         return None
     order = np.lexsort((-offset, chunk))
-    matrix = np.frombuffer(blob, np.float32).reshape(n, -1)
-    return ids[order], np.ascontiguousarray(matrix[order].T)
+    matrix = np.frombuffer(blob, np.float32).reshape(n, -1) if n else np.empty((0, 0), np.float32)
+    return _Rows(ids[order], np.ascontiguousarray(matrix[order].T), chunk[order], offset[order])
+
+
+def _read_all(conn: sqlite3.Connection) -> _Rows | None:
+    try:
+        found = conn.execute(
+            "SELECT v.chunk_id, v.embedding, r.chunk_id, r.chunk_offset FROM vec_chunks v "
+            "JOIN vec_chunks_rowids r ON r.rowid = v.chunk_id"
+        ).fetchall()
+    except sqlite3.Error:
+        return None
+    return _rows(found) if found else None
+
+
+def read_vectors(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every vector of `vec_chunks` as (ids, dimension-major matrix), rows in sqlite-vec's scan order
+    (chunk ascending, offset descending); None when vec0's layout is not the one this mirrors."""
+    read = _read_all(conn)
+    return None if read is None else (read.ids, read.matrix_t)
+
+
+def _journal_mark(conn: sqlite3.Connection) -> int | None:
+    """The journal's last entry in the caller's snapshot (0: none yet); None for an index without one."""
+    try:
+        conn.execute("SELECT 1 FROM vec_journal LIMIT 0")
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vec_journal'").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Delta:
+    """What a later generation changed against the matrix: its rows to mask, and the rows to add."""
+
+    removed: np.ndarray | None  # bool per matrix row, None when no row went
+    added: _Rows | None
+    size: int  # chunks the journal named
 
 
 _CALIBRATION: bool | None = None
@@ -120,12 +172,13 @@ def _calibrate(conn: sqlite3.Connection) -> bool:
 
 
 class VectorScan:
-    """One generation's vectors (in sqlite-vec's scan order, a dimension-major float32 matrix) and KNN.
+    """One generation's vectors (in sqlite-vec's scan order, a dimension-major float32 matrix) and KNN,
+    for that generation and, through its delta, for the later ones (module docstring).
 
-    `knn` answers only for the generation it holds, else None (the caller asks sqlite-vec). A matrix of
-    another generation is read again on one background thread. A generation whose table is small, or
-    whose vectors are still being written (the index run's second phase bumps the generation batch by
-    batch), holds no matrix: reading 100k vectors after every batch would only slow the embedder."""
+    `knn` answers None when it cannot answer exactly (the caller asks sqlite-vec). A generation whose
+    table is small, or whose vectors are still being written (the index run's second phase bumps the
+    generation batch by batch), holds no matrix of its own: reading 100k vectors after every batch would
+    only slow the embedder."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
         self._connect = connect  # a new connection, closed after each read (Store.open_connection)
@@ -133,24 +186,61 @@ class VectorScan:
         self._generation: int | None = None  # what the fields below describe (None: nothing read yet)
         self._ids = np.empty(0, np.int64)
         self._matrix_t: np.ndarray | None = None  # None: this generation is left to sqlite-vec
+        self._base: _Rows | None = None  # the matrix's rows with their places
+        self._mark: int | None = None  # the journal's last entry when the matrix was read
+        self._deltas: dict[int, _Delta | None] = {}  # by later generation (None: none can be served)
         self._reader: threading.Thread | None = None
         self._closed = False
 
     def knn(self, query: np.ndarray, k: int, generation: int) -> list[tuple[int, float]] | None:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
-        no matrix (yet): small, vectors pending, not read yet or being read."""
+        no matrix and no delta against one (yet): small, vectors pending, not read yet or being read."""
         with self._lock:
-            reading = self._reader is not None and self._reader.is_alive()
-            if self._generation != generation and not reading and not self._closed:
+            base, delta = self._base, None
+            if self._generation != generation and base is not None and not self._closed:
+                delta = self._delta(generation)
+            reread = self._generation != generation and (
+                delta is None or base is None or delta.size > max(REREAD_ROWS, REREAD_SHARE * len(base.ids))
+            )
+            if reread and not (self._reader is not None and self._reader.is_alive()) and not self._closed:
                 # a daemon thread: a one-shot `groove-tui search` exits without waiting for the read
                 self._reader = threading.Thread(target=self._load, name="groove-vector-scan", daemon=True)
                 self._reader.start()
-            if self._generation != generation or self._matrix_t is None:
+            if self._matrix_t is None or (self._generation != generation and delta is None):
                 return None
             ids, matrix_t = self._ids, self._matrix_t
-        if matrix_t.shape[0] != len(query):
+        q = np.asarray(query, np.float32)
+        if matrix_t.shape[0] != len(q):
             return None
-        return nearest(ids, distances(matrix_t, np.asarray(query, np.float32)), k)
+        if delta is None:
+            return nearest(ids, distances(matrix_t, q), k)
+        assert base is not None
+        return _nearest_with(base, delta, q, k)
+
+    def _delta(self, generation: int) -> _Delta | None:
+        """The delta of `generation` against the matrix, read once (under the lock) in a snapshot of
+        that generation; None when it cannot be served."""
+        if generation in self._deltas:
+            return self._deltas[generation]
+        delta = None
+        base, mark = self._base, self._mark
+        if base is not None and mark is not None and len(self._deltas) < 64:
+            try:
+                conn = self._connect()
+            except Exception:
+                return None
+            try:
+                conn.execute("BEGIN")
+                try:
+                    delta = _read_delta(conn, generation, base, mark)
+                finally:
+                    conn.execute("COMMIT")
+            except sqlite3.Error:
+                delta = None
+            finally:
+                conn.close()
+        self._deltas[generation] = delta
+        return delta
 
     def _load(self) -> None:
         try:
@@ -160,19 +250,20 @@ class VectorScan:
         try:
             conn.execute("BEGIN")  # one snapshot: the generation and the vectors it names
             try:
-                row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
-                generation = int(row[0]) if row else 0
+                generation = _generation_of(conn)
                 chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
                 pending = conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchone()[0]
-                read = None
+                read, mark = None, None
                 if chunks >= MIN_ROWS and not pending and calibrated(conn):
-                    read = read_vectors(conn)
+                    read, mark = _read_all(conn), _journal_mark(conn)
             finally:
                 conn.execute("COMMIT")
-            ids, matrix_t = read if read is not None else (np.empty(0, np.int64), None)
             with self._lock:
                 if not self._closed:
-                    self._generation, self._ids, self._matrix_t = generation, ids, matrix_t
+                    self._generation, self._base, self._mark = generation, read, mark
+                    self._ids = read.ids if read is not None else np.empty(0, np.int64)
+                    self._matrix_t = read.matrix_t if read is not None else None
+                    self._deltas = {}
         except sqlite3.Error:
             pass  # the next search asks again; sqlite-vec answers meanwhile
         finally:
@@ -190,3 +281,75 @@ class VectorScan:
         with self._lock:
             self._closed = True
             self._generation, self._ids, self._matrix_t = None, np.empty(0, np.int64), None
+            self._base, self._mark, self._deltas = None, None, {}
+
+
+def _generation_of(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _read_delta(conn: sqlite3.Connection, generation: int, base: _Rows, mark: int) -> _Delta | None:
+    """Inside the caller's snapshot: the chunks journalled since `mark`, their vectors now (or none).
+    None when the snapshot is not at `generation`, entries since `mark` are gone (trimmed, or the
+    vectors replaced wholesale), the delta is too large to serve, or a place cannot be read."""
+    if _generation_of(conn) != generation:
+        return None
+    last = _journal_mark(conn)
+    if last is None:
+        return None
+    if last == mark:
+        return _Delta(None, None, 0)
+    first = conn.execute("SELECT min(seq) FROM vec_journal WHERE seq > ?", (mark,)).fetchone()[0]
+    if first != mark + 1:  # (seq never skips a number: entries after `mark` were deleted)
+        return None
+    named = [r[0] for r in conn.execute("SELECT DISTINCT chunk_id FROM vec_journal WHERE seq > ?", (mark,))]
+    if len(named) > max(REREAD_ROWS, DELTA_MAX_SHARE * len(base.ids)):
+        return None
+    found: list[tuple[int, bytes, int, int]] = []
+    for start in range(0, len(named), 500):
+        batch = named[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        places = {
+            rowid: (chunk, offset)
+            for rowid, chunk, offset in conn.execute(
+                f"SELECT rowid, chunk_id, chunk_offset FROM vec_chunks_rowids WHERE rowid IN ({marks})", batch
+            )
+        }
+        for cid in batch:
+            if cid not in places:
+                continue
+            row = conn.execute("SELECT embedding FROM vec_chunks WHERE chunk_id = ?", (cid,)).fetchone()
+            if row is None:
+                return None  # a place without a vector: not a layout this mirrors
+            found.append((cid, row[0], *places[cid]))
+    added = _rows(found) if found else None
+    if found and (added is None or added.matrix_t.shape[0] != base.matrix_t.shape[0]):
+        return None
+    removed = np.isin(base.ids, np.asarray(named, np.int64))
+    return _Delta(removed if removed.any() else None, added, len(named))
+
+
+def _nearest_with(base: _Rows, delta: _Delta, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """`nearest` over the matrix with the delta applied: its removed rows masked, its added rows scanned
+    beside it, both merged in sqlite-vec's order (distance, storage chunk, offset descending)."""
+    if k <= 0:
+        return []
+    dist = distances(base.matrix_t, q)
+    if delta.removed is not None:
+        dist[delta.removed] = np.inf
+    live = len(dist) - (0 if delta.removed is None else int(delta.removed.sum()))
+    if k < live:
+        kth = np.partition(dist, k - 1)[k - 1]
+        cand = np.flatnonzero(dist <= kth)
+    else:
+        cand = np.flatnonzero(np.isfinite(dist))
+    ids, d, chunk, offset = base.ids[cand], dist[cand], base.chunk[cand], base.offset[cand]
+    if delta.added is not None:
+        a = delta.added
+        ids = np.concatenate([ids, a.ids])
+        d = np.concatenate([d, distances(a.matrix_t, q)])
+        chunk = np.concatenate([chunk, a.chunk])
+        offset = np.concatenate([offset, a.offset])
+    order = np.lexsort((-offset, chunk, d))[:k]
+    return [(int(i), float(x)) for i, x in zip(ids[order], d[order], strict=True)]
