@@ -25,6 +25,7 @@ from helpers import hashing_config, write_kb
 def _scan_small_tables(monkeypatch):
     """Indexes under MIN_ROWS chunks stay with sqlite-vec; these tests build small ones."""
     monkeypatch.setattr(vs, "MIN_ROWS", 0)
+    monkeypatch.setattr(vs, "CANDIDATE_FLOOR", 0)  # and narrow the candidates at any size
 
 
 def _vec_table(vectors: np.ndarray, chunk_size: int = 1024, ids=None) -> sqlite3.Connection:
@@ -66,12 +67,17 @@ def test_distances_are_sqlite_vecs_to_the_last_bit():
     k=st.integers(1, 350),
     chunk_size=st.sampled_from([8, 64, 1024]),
     deletes=st.integers(0, 20),
+    scaled=st.booleans(),
 )
-def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes):
+def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes, scaled):
     """Exact copies tie; small storage chunks put ties within one chunk and across chunks; ids are
-    inserted shuffled and some rows deleted, so neither id nor insertion order is the scan's order."""
+    inserted shuffled and some rows deleted, so neither id nor insertion order is the scan's order.
+    Rows of very different lengths stress the bound by which candidates are narrowed before the exact
+    scan; the narrowing runs at every size here."""
     rng = np.random.default_rng(seed)
     m = rng.standard_normal((rows, dim)).astype(np.float32)
+    if scaled:
+        m *= rng.choice([1e-3, 1.0, 1e3], (rows, 1)).astype(np.float32)
     if rows > 3:
         copies = rng.choice(rows, rows // 3, replace=False)
         m[copies] = m[rng.integers(0, rows, len(copies))]
@@ -88,6 +94,10 @@ def test_knn_equals_sqlite_vec_with_ties(seed, rows, dim, k, chunk_size, deletes
     assert read is not None
     got_ids, matrix_t = read
     assert vs.nearest(got_ids, vs.distances(matrix_t, q), k) == want
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(vs, "CANDIDATE_FLOOR", 0)
+        cand = vs.candidates(matrix_t, vs.row_norms(matrix_t), q, k)
+        assert vs.nearest(got_ids[cand], vs.distances(np.ascontiguousarray(matrix_t[:, cand]), q), k) == want
 
 
 def _kb(tmp_path, n: int = 60):

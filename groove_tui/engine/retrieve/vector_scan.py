@@ -2,8 +2,10 @@
 
 sqlite-vec 0.1.9 answers `vec_chunks WHERE embedding MATCH ? AND k = ?` by a brute-force scan that reads
 every stored vector from its pages (68-74 ms at 100k x 384 on this machine). The same scan over a
-dimension-major float32 matrix in numpy takes about a quarter of that (docs/performance.md). It gives
-**the same list** — ids, distances to the last bit, tie order — because it does the same arithmetic:
+dimension-major float32 matrix in numpy takes a fraction of that (docs/performance.md): one float32
+matrix-vector product bounds every row's distance (`candidates`), and only the rows that can reach the
+top k are scanned exactly. It gives **the same list** — ids, distances to the last bit, tie order —
+because those rows' distances come from the same arithmetic:
 
 * sqlite-vec's L2 distance for float32 (`distance_l2_sqr_float`, built without SIMD in the wheels) is
   `sqrtf(Σ_i (a_i - b_i)²)`, summed in float32 one dimension after the other, starting from 0. Here each
@@ -41,12 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["MIN_ROWS", "VectorScan", "calibrated", "distances", "nearest", "read_vectors"]
+__all__ = ["MIN_ROWS", "VectorScan", "calibrated", "candidates", "distances", "nearest", "read_vectors", "row_norms"]
 
 MIN_ROWS = 25_000  # below this sqlite-vec's own scan is a few ms; the matrix is not worth its memory
 REREAD_SHARE = 0.01  # a delta naming more than this share of the matrix's rows starts a fresh read
 REREAD_ROWS = 256  # (and at least this many: a small index's deltas are cheap whatever their share)
 DELTA_MAX_SHARE = 0.05  # past this a delta is not served (sqlite-vec answers until the read is done)
+CANDIDATE_FLOOR = 2_048  # up to this many rows, every row's exact distance is cheaper than narrowing
 
 
 def distances(matrix_t: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -84,6 +87,43 @@ class _Rows:
     matrix_t: np.ndarray
     chunk: np.ndarray
     offset: np.ndarray
+    norms: np.ndarray  # each row's length, in float64 (what bounds `candidates`' rounding)
+
+
+def row_norms(matrix_t: np.ndarray) -> np.ndarray:
+    """Each column's Euclidean length in float64, dimension by dimension (no float64 copy of the matrix)."""
+    acc = np.zeros(matrix_t.shape[1], np.float64)
+    for row in matrix_t:
+        r = row.astype(np.float64)
+        acc += r * r
+    return np.sqrt(acc)
+
+
+def candidates(
+    matrix_t: np.ndarray, norms: np.ndarray, query: np.ndarray, k: int, removed: np.ndarray | None = None
+) -> np.ndarray:
+    """Ascending column indices that hold every row of the exact k nearest and every row tying the k-th
+    (removed rows left out), found without the exact per-dimension scan: squared distances from one
+    float32 matrix-vector product, ‖a‖² − 2a·q + ‖q‖², each within `slack` of the float32 sum sqlite-vec
+    computes — both are sums of `dim` float32 roundings, each at most 2⁻²⁴ of (‖a‖ + ‖q‖)², with margin.
+    At least k rows lie at or under U, the k-th smallest `approx + slack`; a row whose `approx − slack`
+    exceeds U lies farther than all of them, so only the rows under it need their exact distance."""
+    n, dim = matrix_t.shape[1], matrix_t.shape[0]
+    keep = np.ones(n, bool) if removed is None else ~removed
+    live = int(keep.sum())
+    if k >= live or n <= CANDIDATE_FLOOR:
+        return np.flatnonzero(keep)
+    q64 = query.astype(np.float64)
+    q_norm = float(np.sqrt(q64 @ q64))
+    approx = norms * norms - 2.0 * (query @ matrix_t).astype(np.float64) + q_norm * q_norm
+    slack = (4.0 * (dim + 4) * 2.0**-24) * (norms + q_norm) ** 2
+    if not np.isfinite(approx[keep]).all():
+        return np.flatnonzero(keep)  # (an overflow: no bound holds, every row is scanned)
+    upper = approx + slack
+    if removed is not None:
+        upper[removed] = np.inf
+    bound = np.partition(upper, k - 1)[k - 1]
+    return np.flatnonzero((approx - slack <= bound) & keep)
 
 
 def _rows(found: list[tuple[int, bytes, int, int]]) -> _Rows | None:
@@ -101,7 +141,8 @@ def _rows(found: list[tuple[int, bytes, int, int]]) -> _Rows | None:
         return None
     order = np.lexsort((-offset, chunk))
     matrix = np.frombuffer(blob, np.float32).reshape(n, -1) if n else np.empty((0, 0), np.float32)
-    return _Rows(ids[order], np.ascontiguousarray(matrix[order].T), chunk[order], offset[order])
+    matrix_t = np.ascontiguousarray(matrix[order].T)
+    return _Rows(ids[order], matrix_t, chunk[order], offset[order], row_norms(matrix_t))
 
 
 def _read_all(conn: sqlite3.Connection) -> _Rows | None:
@@ -206,16 +247,12 @@ class VectorScan:
                 # a daemon thread: a one-shot `groove-tui search` exits without waiting for the read
                 self._reader = threading.Thread(target=self._load, name="groove-vector-scan", daemon=True)
                 self._reader.start()
-            if self._matrix_t is None or (self._generation != generation and delta is None):
+            if self._matrix_t is None or base is None or (self._generation != generation and delta is None):
                 return None
-            ids, matrix_t = self._ids, self._matrix_t
         q = np.asarray(query, np.float32)
-        if matrix_t.shape[0] != len(q):
+        if base.matrix_t.shape[0] != len(q):
             return None
-        if delta is None:
-            return nearest(ids, distances(matrix_t, q), k)
-        assert base is not None
-        return _nearest_with(base, delta, q, k)
+        return _nearest_with(base, delta or _Delta(None, None, 0), q, k)
 
     def _delta(self, generation: int) -> _Delta | None:
         """The delta of `generation` against the matrix, read once (under the lock) in a snapshot of
@@ -335,16 +372,11 @@ def _nearest_with(base: _Rows, delta: _Delta, q: np.ndarray, k: int) -> list[tup
     beside it, both merged in sqlite-vec's order (distance, storage chunk, offset descending)."""
     if k <= 0:
         return []
-    dist = distances(base.matrix_t, q)
-    if delta.removed is not None:
-        dist[delta.removed] = np.inf
-    live = len(dist) - (0 if delta.removed is None else int(delta.removed.sum()))
-    if k < live:
-        kth = np.partition(dist, k - 1)[k - 1]
-        cand = np.flatnonzero(dist <= kth)
-    else:
-        cand = np.flatnonzero(np.isfinite(dist))
-    ids, d, chunk, offset = base.ids[cand], dist[cand], base.chunk[cand], base.offset[cand]
+    cand = candidates(base.matrix_t, base.norms, q, k, delta.removed)
+    if delta.added is None:  # rows in the matrix's order, which is sqlite-vec's: ties cut in it
+        return nearest(base.ids[cand], distances(np.ascontiguousarray(base.matrix_t[:, cand]), q), k)
+    d = distances(np.ascontiguousarray(base.matrix_t[:, cand]), q)
+    ids, chunk, offset = base.ids[cand], base.chunk[cand], base.offset[cand]
     if delta.added is not None:
         a = delta.added
         ids = np.concatenate([ids, a.ids])
