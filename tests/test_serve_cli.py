@@ -121,6 +121,7 @@ def test_the_serve_bench_times_the_stdio_round_trip_against_engine_search(tmp_pa
     assert code == 0, err
     sv = json.loads(out)["serve"]
     assert sv["queries"] == len(search.BUILTIN_QUERIES) and sv["limit"] == 5
+    assert sv["warm_up_queries"] > 0  # both processes warmed up on queries the measured ones are not
     for era in ("handshake", "per_request"):
         for phase in ("first", "again"):
             figures = sv["eras"][era][phase]
@@ -186,3 +187,15 @@ def test_serve_over_http_as_its_own_process_with_a_token_then_ctrl_c(tmp_path, c
     assert code == 0, said
     assert "following edits to the notes (debounce 500 ms)" in said
     assert said.rstrip().endswith("groove-tui serve: stopped") and "Traceback" not in said
+
+
+def test_the_serve_benchs_warm_up_never_caches_a_measured_query():
+    """The warm-up takes the queries after the measured ones, or else the measured ones' words reversed
+    (the same lengths), never a measured query itself."""
+    from groove_tui.commands.bench.serve import warm_up_queries
+
+    many = [f"query number {i}" for i in range(10)]
+    assert warm_up_queries(many, 4) == many[4:8]
+    few = ["tokio runtime", "rust", "runtime tokio", "a b c"]
+    got = warm_up_queries(few, 4)
+    assert got == ["c b a"] and not set(got) & set(few)

@@ -3,14 +3,18 @@
 The same queries run two ways on the same index: `Engine.search` in this process, and the `search` tool
 of a `groove-tui serve` subprocess (stdio, the settings of this command line, no watcher) called through
 the official SDK's client, timed from the call to the parsed answer. The server is asked with both
-protocol eras: the initialize handshake most clients speak, and the 2026 per-request one. Each query runs
-in this process first and then over MCP, so both see it cold on the first pass (the query embedded, the
-legs read) and cached on the `--repeat` passes after it. Reported: p50 / p95 of each and of the paired
-difference (round trip minus in-process, query by query). The target is on the difference of the p50s
-of the cached passes: there the engine's work is the same few milliseconds on both sides, so the
-difference is what MCP adds (validation, the JSON answer, stdio, the client); the cold pass adds the
-noise of two processes' caches to it. The server also says how long the tool itself took (the result's
-`_meta`), so each round trip splits into the server's own time and what carrying it costs.
+protocol eras: the initialize handshake most clients speak, and the 2026 per-request one. Each era's
+server is a fresh process, so both sides first search other queries (`warm_up_queries`: the next ones
+of the file, or the measured ones with their words reversed — the same lengths, never the same text):
+the model's first inputs of each length cost more than later ones, and this process has seen them in
+the first era already. Then each query runs in this process first and then over MCP, so both see it
+cold on the first pass (the query embedded, the legs read) and cached on the `--repeat` passes after it.
+Reported: p50 / p95 of each and of the paired difference (round trip minus in-process, query by query).
+The target is on the difference of the p50s of the cached passes: there the engine's work is the same
+few milliseconds on both sides, so the difference is what MCP adds (validation, the JSON answer, stdio,
+the client); the cold pass adds the noise of two processes' model runs to it. The server also says how
+long the tool itself took (the result's `_meta`), so each round trip splits into the server's own time
+and what carrying it costs.
 """
 
 from __future__ import annotations
@@ -47,6 +51,17 @@ def serve_command(args: argparse.Namespace) -> list[str]:
     return cmd
 
 
+def warm_up_queries(queries: Sequence[str], measured: int) -> list[str]:
+    """Queries that warm both processes up without warming the measured ones' caches: the next
+    `measured` of the list, or else each measured query of several words with its words reversed."""
+    rest = list(queries[measured : 2 * measured])
+    if rest:
+        return rest
+    shown = set(queries[:measured])
+    flipped = (" ".join(reversed(q.split())) for q in queries[:measured])
+    return [f for f in dict.fromkeys(flipped) if f not in shown]
+
+
 def bench_serve(
     engine: Engine,
     args: argparse.Namespace,
@@ -61,6 +76,7 @@ def bench_serve(
     from groove_tui.server.app import SERVER_MS
 
     notify = progress or (lambda _label, _done, _total: None)
+    warm_up = warm_up_queries(list(queries), SERVE_QUERIES)
     queries = list(queries)[:SERVE_QUERIES]
     params = engine.default_params(limit=SERVE_LIMIT)
     cmd = serve_command(args)
@@ -70,6 +86,7 @@ def bench_serve(
         "queries": len(queries),
         "repeat": repeat,
         "limit": SERVE_LIMIT,
+        "warm_up_queries": len(warm_up),
         "documents": docs,
         "chunks": chunks,
         "eras": {},
@@ -89,6 +106,10 @@ def bench_serve(
                 if warm.is_error:
                     raise ValueError(f"the served search failed: {_text(warm)}")
                 engine.search("warm up the model", params)
+                for i, q in enumerate(warm_up):
+                    notify(f"serve ({mode}) warm-up", i, len(warm_up))
+                    engine.search(q, params)
+                    await client.call_tool("search", {"query": q})
                 await anyio.sleep(2.0)  # both processes' vector matrices loaded (a background read)
                 clear_caches(engine)  # this process starts as cold as the fresh server
                 total = (repeat + 1) * len(queries)
@@ -142,7 +163,8 @@ def format_serve(sv: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"serve: {sv['queries']} queries, limit {sv['limit']}: Engine.search here vs the search tool of a groove-tui "
-        "serve subprocess over stdio (SDK client, answer parsed); first pass cold on both sides, then "
+        "serve subprocess over stdio (SDK client, answer parsed); after "
+        f"{sv.get('warm_up_queries', 0)} other queries on both sides, a first pass cold on both, then "
         f"{sv['repeat']} cached",
         f"  {'protocol, pass':<30} {'in-process p50':>15} {'round trip p50':>15} {'p95':>8} {'difference p50':>15}"
         f" {'server p50':>11} {'transport p50':>14}",
