@@ -231,3 +231,16 @@ def test_a_run_from_a_git_checkout_records_its_commit():
         pytest.skip("installed from a wheel: the version says what ran")
     commit = records.git_commit()
     assert commit is not None and len(commit.removesuffix("-dirty")) == 7
+
+
+def test_a_records_variant_names_its_settings_file_and_fusion(kb, tmp_path):
+    """A measured variation keeps its settings in a file of its own: the record's variant (and file
+    name) says which, and an explicit --fusion, so the tables can tell the runs apart."""
+    settings = tmp_path / "no-word-leg.toml"
+    settings.write_text("[search]\nword_leg = false\n", encoding="utf-8")
+    argv = ["eval", str(kb), "--model", "hashing-64", "--golden", "golden.yml", "--legs", "fts"]
+    argv += ["--config", str(settings), "--fusion", "rrf", "--record", str(tmp_path / "results")]
+    assert cli.main(argv) == 0
+    rec = _one_record(tmp_path / "results")
+    assert rec["subject"]["variant"] == "fts-fusion-rrf-no-word-leg"
+    assert next((tmp_path / "results").glob("*.json")).name.endswith("-fts-fusion-rrf-no-word-leg.json")

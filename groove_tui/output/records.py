@@ -101,6 +101,17 @@ def begin(
     return Recording(path, kind, shlex.join([*program.split(), *words]), _now(), git_commit(), _load())
 
 
+def _settings_variant(args: Any) -> list[str]:
+    """What the command line set beside the defaults, for the record's variant: the `--config` file's
+    name (a measured variation keeps its settings in a file of its own) and an explicit `--fusion`."""
+    out = []
+    if getattr(args, "fusion", None):
+        out.append(f"fusion-{args.fusion}")
+    if getattr(args, "config", None):
+        out.append(_SLUG.sub("_", Path(args.config).stem).strip("_"))
+    return out
+
+
 def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> Path | None:
     """Write an eval's record: its figures without the per-query lists (those belong in the history)."""
     if recording is None:
@@ -111,6 +122,7 @@ def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> 
     share = getattr(args, "embedded_share", None)
     variant = [legs] + ([f"rerank-{fingerprint['reranker']}"] if fingerprint.get("reranker") else [])
     variant += [f"share{share:g}"] if share is not None else []
+    variant += _settings_variant(args)
     kb = Path(args.kb).expanduser().resolve()
     subject = {
         "kb": str(kb),
@@ -130,7 +142,7 @@ def record_bench(recording: Recording | None, result: dict[str, Any], args: Any)
         return None
     mode = result.get("mode") or "search"
     scale = getattr(args, "scale", None)
-    variant = f"{mode}{scale}" if mode in ("scale", "watch") and scale else mode
+    variant = "-".join([f"{mode}{scale}" if mode in ("scale", "watch") and scale else mode, *_settings_variant(args)])
     kb = Path(args.kb).expanduser().resolve()
     subject = {
         "kb": str(kb),
