@@ -72,6 +72,8 @@ def test_index_mode_leaves_the_kb_alone(kb, capsys):
     assert p2["index_chunks_per_s"] > 0 and p2["embedder_passages_per_s"] > 0 and p2["ratio"] > 0
     nc = i["no_change_reindex"]
     assert nc["documents"] == 4 and nc["changed"] == 0
+    wt = i["word_table"]  # the word leg's side table: its pages and its build, on the fresh index
+    assert 0 < wt["bytes"] < wt["index_bytes"] and wt["rebuilt"] and wt["build_s"] >= 0
     assert "search" not in data
     assert {"throughput_ratio", "phase_one_s", "no_change_reindex_s"} <= set(data["targets"])
 
@@ -80,7 +82,7 @@ def test_text_output(kb, capsys):
     capsys.readouterr()
     assert cli.main(["bench", str(kb), "--model", "hashing-64", "--repeat", "1", "--mode", "all", "--docs", "2"]) == 0
     out = capsys.readouterr().out
-    for word in ("total − embed", "λ re-run", "cancellation", "phase one", "ratio", "targets:"):
+    for word in ("total − embed", "λ re-run", "cancellation", "phase one", "ratio", "word table", "targets:"):
         assert word in out
 
 

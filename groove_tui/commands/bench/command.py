@@ -252,6 +252,12 @@ def format_text(result: dict[str, Any]) -> str:
             f"index {_fmt(p2['index_chunks_per_s'])} chunks/s, embedder alone "
             f"{_fmt(p2['embedder_passages_per_s'])} passages/s, ratio {_fmt(p2['ratio'])}",
         ]
+        wt = i.get("word_table")
+        if wt:
+            lines.append(
+                f"  word table: {wt['bytes'] / 1e6:.1f} MB of the index's {wt['index_bytes'] / 1e6:.1f} MB "
+                f"({100 * (wt['share'] or 0):.1f} %), built again in {wt['build_s']:.2f} s"
+            )
         if nc:
             lines.append(f"  no-change re-index of {nc['documents']:,} docs: {nc['seconds']:.3f} s")
         else:

@@ -5,7 +5,8 @@ a temporary directory (outside the KB; the walker does not follow symlinks), ind
 temporary index and compares phase two's chunks/s with the embedder's own passages/s on the same chunk
 texts (`embed_passages` in batches of `[embedding] batch_size`, no SQLite) in the same run, alternating
 the two so machine noise hits both alike. It also times phase one on a fresh copy of the whole KB's full
-text (temporary index, no embeddings) and a no-change re-index of the KB's own index (if it exists).
+text (temporary index, no embeddings), what the word leg's side table adds to that index (its share of
+the pages, and the time to build it again) and a no-change re-index of the KB's own index (if it exists).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def bench_index(
             notify("phase one", r, repeat)
             with EngineCls.open(full / "kb", config=config, index_dir=full / f"idx{r}") as eng:
                 rep = eng.index(embed=False)
+                if r == 0:
+                    out["word_table"] = word_table_cost(eng)
             p1.append(rep.fulltext_seconds)
             shutil.rmtree(full / f"idx{r}", ignore_errors=True)
         p1_s = statistics.median(p1)
@@ -138,6 +141,30 @@ def bench_index(
     else:
         out["no_change_reindex"] = None
     return out
+
+
+def word_table_cost(eng: Engine) -> dict[str, Any]:
+    """What the word leg's side table costs a freshly indexed KB: its pages against the whole index's,
+    and the time to build it, taken as a run that rebuilds it minus a run that changes nothing."""
+    conn = eng.store.conn()
+    pages = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
+    words = sum(size for name, size in pages.items() if name.startswith("fts_words"))
+    total = sum(pages.values())
+    t0 = time.perf_counter()
+    eng.index(embed=False)
+    unchanged = time.perf_counter() - t0
+    with eng.store.transaction() as wconn:
+        eng.store.set_meta("words_version", "", wconn)  # the table is built again by the next run
+    t0 = time.perf_counter()
+    eng.index(embed=False)
+    rebuilt = time.perf_counter() - t0
+    return {
+        "bytes": words,
+        "index_bytes": total,
+        "share": round(words / total, 4) if total else None,
+        "build_s": round(max(0.0, rebuilt - unchanged), 3),
+        "rebuilt": eng.store.words_ready(),
+    }
 
 
 def round_or_none(x: float | None, nd: int) -> float | None:
