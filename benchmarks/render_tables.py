@@ -465,6 +465,10 @@ def word_leg(records: Records) -> str:
 WATCH_SCALES = (10_000, 100_000)
 
 
+def _batches(n: int) -> str:
+    return f"{n} batch{'es' if n != 1 else ''}"
+
+
 def watch(records: Records) -> str:
     """Save → found at each synthesised size measured (at least one), idle CPU and the burst."""
     found = []
@@ -478,7 +482,7 @@ def watch(records: Records) -> str:
     rows = []
     for _name, rec in found:
         w = rec["figures"]["watch"]
-        sv, b = w["saves"], w["burst"]
+        sv, b, e = w["saves"], w["burst"], w.get("edit")
         missed = sv["missed"]["fts"] + sv["missed"]["vector"]
         rows.append(
             [
@@ -489,7 +493,8 @@ def watch(records: Records) -> str:
                 _ms(sv["vector_found_ms"]["p95"]),
                 _ms(sv["embed_ms"]["p95"]),
                 f"{w['idle']['cpu_percent']:.2f} %",
-                f"{b['batches']} batch{'es' if b['batches'] != 1 else ''}, "
+                "–" if not e else f"{sum(e['batch_ms']):,.0f} ms ({_batches(e['batches'])})",
+                f"{_batches(b['batches'])}, "
                 + ("not indexed in full" if b["seconds"] is None else f"{b['seconds']:,.1f} s"),
                 str(missed),
             ]
@@ -513,6 +518,7 @@ def watch(records: Records) -> str:
         "p95 ms",
         "embedder alone p95 ms",
         "idle CPU",
+        "50 notes saved at once: index work",
         "burst",
         "not found",
     ]

@@ -142,6 +142,13 @@ def _format_watch(result: dict[str, Any], w: dict[str, Any]) -> list[str]:
             if b["seconds"] is None
             else f"all found by full text after {b['fulltext_s']:.2f} s, the last batch done after {b['seconds']:.2f} s"
         )
+        e = w.get("edit")
+        if e and e["files"]:
+            lines.append(
+                f"  {e['files']} notes saved at once ({e['rewritten']} changed, {e['created']} new): "
+                f"{e['batches']} batch{'es' if e['batches'] != 1 else ''}, index work "
+                f"{' + '.join(f'{ms:,.0f}' for ms in e['batch_ms']) or '—'} ms"
+            )
         lines.append(
             f"  burst: {b['files']:,} files ({b['rewritten']:,} rewritten, {b['created']:,} new) written in "
             f"{b['written_s']:.2f} s, {took}, {b['batches']} batch{'es' if b['batches'] != 1 else ''} "

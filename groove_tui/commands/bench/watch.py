@@ -15,6 +15,8 @@ its own, does the searching. Then:
   only search for the note's sentence until each returns that note: "save → found" for each leg. The
   embedder alone is then timed on the chunks the edit changed, so the vector figure can be judged against
   "embedding time plus 200 ms";
+- edit: EDIT_FILES notes saved at once (half changed, half new), as a commit or a search-and-replace
+  touches them: its batches and their index work;
 - burst: `--burst` files written as fast as a `git checkout` writes them (half new notes, half existing
   ones rewritten) and the batches the watcher made of them counted, until the index holds every one.
 
@@ -55,6 +57,7 @@ FOUND_TIMEOUT_S = 120.0  # a save not found by then is counted as missed
 BETWEEN_SAVES_S = 0.3  # a pause after each save is found, so every save is a batch of its own
 BURST_QUIET_S = 2.0  # after a burst is indexed, batches arriving within this long still count as its own
 WORDS_PER_NOTE = 8  # unique words a saved note holds (a sentence the vector leg can match)
+EDIT_FILES = 50  # notes saved at once before the burst (half changed, half new; no more than the burst)
 
 
 Notify = Callable[[str, int, int], None]
@@ -175,6 +178,9 @@ def _bench_in(kb, config, target, saves, idle_seconds, burst, notify: Notify, ro
                 edits = _Edits(synth)
                 try:
                     out["saves"] = _saves(reader, writer, events, edits, saves, notify)
+                    # a commit that touches a few dozen notes: the index work of one such batch
+                    out["edit"] = _burst(reader, events, edits, min(EDIT_FILES, burst), debounce, notify, "edit")
+                    _settle(events, debounce)
                     out["burst"] = _burst(reader, events, edits, burst, debounce, notify)
                 finally:
                     if keep:  # undone under the watcher, so the kept index matches the kept KB
@@ -377,15 +383,17 @@ def _saves(reader: Engine, writer: Engine, events: _Events, edits: _Edits, n: in
     }
 
 
-def _burst(reader: Engine, events: _Events, edits: _Edits, n: int, debounce_ms: int, notify: Notify) -> dict:
-    """`n` files written back to back (half rewrites of existing notes when there are enough), then the
-    batches counted until the index holds every one of them as written."""
+def _burst(
+    reader: Engine, events: _Events, edits: _Edits, n: int, debounce_ms: int, notify: Notify, folder: str = "burst"
+) -> dict:
+    """`n` files written back to back (half rewrites of existing notes when there are enough, the new ones
+    under `folder`), then the batches counted until the index holds every one of them as written."""
     if n <= 0:
         return {"files": 0}
     rewrites: list[str] = []
     while len(rewrites) < n // 2 and (rel := edits.next_existing()) is not None:
         rewrites.append(rel)
-    creates = [f"{BENCH_FOLDER}/burst/n{i:05d}.md" for i in range(n - len(rewrites))]
+    creates = [f"{BENCH_FOLDER}/{folder}/n{i:05d}.md" for i in range(n - len(rewrites))]
     t0 = time.perf_counter()
     for i, rel in enumerate(rewrites):
         edits.append(rel, f"## Checked out {i}\n\n{_word()} {_word()}.\n")
@@ -408,7 +416,7 @@ def _burst(reader: Engine, events: _Events, edits: _Edits, n: int, debounce_ms: 
                 conn.execute(f"SELECT path, mtime_ns FROM documents WHERE path IN ({marks})", part).fetchall()
             )
         indexed = sum(stored.get(rel) == m for rel, m in want.items())
-        notify("burst", indexed, n)
+        notify(folder, indexed, n)
         if indexed == n:
             done_at = time.perf_counter()
             break
