@@ -138,7 +138,7 @@ def test_engine_results_do_not_change_with_the_scan(tmp_path):
         scan = eng._searcher.vectors
         eng.search("warm", SearchParams(legs="vector"))
         scan.wait_loaded()
-        assert scan._matrix_t is not None  # the scan really answers below
+        assert scan._base is not None  # the scan really answers below
 
         def both(q, legs, limit):
             p = SearchParams(limit=limit, legs=legs)
@@ -165,12 +165,12 @@ def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, m
         scan = eng._searcher.vectors
         assert scan.knn(np.zeros(64, np.float32), 5, eng.store.generation()) is None
         scan.wait_loaded()
-        assert scan._generation == eng.store.generation() and scan._matrix_t is None
+        assert scan._generation == eng.store.generation() and scan._base is None
         eng.index()
         monkeypatch.setattr(vs, "MIN_ROWS", 10_000)  # the usual floor: a small index stays with sqlite-vec
         eng.search("rust", SearchParams(legs="vector"))
         scan.wait_loaded()
-        assert scan._matrix_t is None and eng.search("rust", SearchParams(legs="vector")).results
+        assert scan._base is None and eng.search("rust", SearchParams(legs="vector")).results
 
 
 def test_vector_scan_is_a_checked_boolean():
@@ -207,7 +207,7 @@ def test_later_generations_are_served_from_the_matrix_and_their_delta_exactly(tm
         eng.search("warm", SearchParams(legs="vector"))
         scan.wait_loaded()
         read_at = scan._generation
-        assert scan._matrix_t is not None
+        assert scan._base is not None
 
         def edit_and_compare(edit, embed=True):
             edit()

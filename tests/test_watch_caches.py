@@ -65,7 +65,7 @@ def test_a_warm_engine_answers_as_a_fresh_build_after_each_watched_edit(tmp_path
         for n, (rel, text) in enumerate(edits):
             assert _answers(eng)  # every cache warm at this generation
             eng._searcher.vectors.wait_loaded()
-            assert eng._searcher.vectors._matrix_t is not None  # the scan answers the vector leg
+            assert eng._searcher.vectors._base is not None  # the scan answers the vector leg
             assert _answers(eng) == _fresh(kb, tmp_path / f"before{n}")
             if text is None:
                 (kb / rel).unlink()

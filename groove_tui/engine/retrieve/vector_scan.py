@@ -182,6 +182,13 @@ class _Delta:
     size: int  # chunks the journal named
 
 
+_UNCHANGED = _Delta(None, None, 0)
+
+
+class _MovedOn(Exception):
+    """The index was written again after the generation a search asked for: its snapshot is gone."""
+
+
 _CALIBRATION: bool | None = None
 _CALIBRATION_LOCK = threading.Lock()
 
@@ -225,9 +232,7 @@ class VectorScan:
         self._connect = connect  # a new connection, closed after each read (Store.open_connection)
         self._lock = threading.Lock()
         self._generation: int | None = None  # what the fields below describe (None: nothing read yet)
-        self._ids = np.empty(0, np.int64)
-        self._matrix_t: np.ndarray | None = None  # None: this generation is left to sqlite-vec
-        self._base: _Rows | None = None  # the matrix's rows with their places
+        self._base: _Rows | None = None  # the matrix with its rows' places (None: left to sqlite-vec)
         self._mark: int | None = None  # the journal's last entry when the matrix was read
         self._deltas: dict[int, _Delta | None] = {}  # by later generation (None: none can be served)
         self._reader: threading.Thread | None = None
@@ -237,22 +242,32 @@ class VectorScan:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
         no matrix and no delta against one (yet): small, vectors pending, not read yet or being read."""
         with self._lock:
-            base, delta = self._base, None
-            if self._generation != generation and base is not None and not self._closed:
-                delta = self._delta(generation)
-            reread = self._generation != generation and (
-                delta is None or base is None or delta.size > max(REREAD_ROWS, REREAD_SHARE * len(base.ids))
-            )
-            if reread and not (self._reader is not None and self._reader.is_alive()) and not self._closed:
+            if self._closed:
+                return None
+            base, delta, reread = self._base, None, False
+            if self._generation == generation:
+                delta = _UNCHANGED
+            elif self._generation is None or generation > self._generation:
+                if base is None:
+                    reread = True
+                else:
+                    try:
+                        delta = self._delta(generation)
+                    except _MovedOn:
+                        pass  # written again while this search ran: sqlite-vec answers it, the next has a delta
+                    else:
+                        reread = delta is None or delta.size > max(REREAD_ROWS, REREAD_SHARE * len(base.ids))
+            # (an older generation than the matrix's is a search that began before it was read: sqlite-vec)
+            if reread and not (self._reader is not None and self._reader.is_alive()):
                 # a daemon thread: a one-shot `groove-tui search` exits without waiting for the read
                 self._reader = threading.Thread(target=self._load, name="groove-vector-scan", daemon=True)
                 self._reader.start()
-            if self._matrix_t is None or base is None or (self._generation != generation and delta is None):
+            if base is None or delta is None:
                 return None
         q = np.asarray(query, np.float32)
         if base.matrix_t.shape[0] != len(q):
             return None
-        return _nearest_with(base, delta or _Delta(None, None, 0), q, k)
+        return _nearest_with(base, delta, q, k)
 
     def _delta(self, generation: int) -> _Delta | None:
         """The delta of `generation` against the matrix, read once (under the lock) in a snapshot of
@@ -297,10 +312,7 @@ class VectorScan:
                 conn.execute("COMMIT")
             with self._lock:
                 if not self._closed:
-                    self._generation, self._base, self._mark = generation, read, mark
-                    self._ids = read.ids if read is not None else np.empty(0, np.int64)
-                    self._matrix_t = read.matrix_t if read is not None else None
-                    self._deltas = {}
+                    self._generation, self._base, self._mark, self._deltas = generation, read, mark, {}
         except sqlite3.Error:
             pass  # the next search asks again; sqlite-vec answers meanwhile
         finally:
@@ -317,8 +329,7 @@ class VectorScan:
         """Drop the matrix; a read in flight finishes on its own and is discarded."""
         with self._lock:
             self._closed = True
-            self._generation, self._ids, self._matrix_t = None, np.empty(0, np.int64), None
-            self._base, self._mark, self._deltas = None, None, {}
+            self._generation, self._base, self._mark, self._deltas = None, None, None, {}
 
 
 def _generation_of(conn: sqlite3.Connection) -> int:
@@ -328,15 +339,15 @@ def _generation_of(conn: sqlite3.Connection) -> int:
 
 def _read_delta(conn: sqlite3.Connection, generation: int, base: _Rows, mark: int) -> _Delta | None:
     """Inside the caller's snapshot: the chunks journalled since `mark`, their vectors now (or none).
-    None when the snapshot is not at `generation`, entries since `mark` are gone (trimmed, or the
-    vectors replaced wholesale), the delta is too large to serve, or a place cannot be read."""
+    None when entries since `mark` are gone (trimmed, or the vectors replaced wholesale), the delta is
+    too large to serve, or a place cannot be read; _MovedOn when the snapshot is past `generation`."""
     if _generation_of(conn) != generation:
-        return None
+        raise _MovedOn
     last = _journal_mark(conn)
     if last is None:
         return None
     if last == mark:
-        return _Delta(None, None, 0)
+        return _UNCHANGED
     first = conn.execute("SELECT min(seq) FROM vec_journal WHERE seq > ?", (mark,)).fetchone()[0]
     if first != mark + 1:  # (seq never skips a number: entries after `mark` were deleted)
         return None
@@ -375,13 +386,10 @@ def _nearest_with(base: _Rows, delta: _Delta, q: np.ndarray, k: int) -> list[tup
     cand = candidates(base.matrix_t, base.norms, q, k, delta.removed)
     if delta.added is None:  # rows in the matrix's order, which is sqlite-vec's: ties cut in it
         return nearest(base.ids[cand], distances(np.ascontiguousarray(base.matrix_t[:, cand]), q), k)
-    d = distances(np.ascontiguousarray(base.matrix_t[:, cand]), q)
-    ids, chunk, offset = base.ids[cand], base.chunk[cand], base.offset[cand]
-    if delta.added is not None:
-        a = delta.added
-        ids = np.concatenate([ids, a.ids])
-        d = np.concatenate([d, distances(a.matrix_t, q)])
-        chunk = np.concatenate([chunk, a.chunk])
-        offset = np.concatenate([offset, a.offset])
+    a = delta.added
+    ids = np.concatenate([base.ids[cand], a.ids])
+    d = np.concatenate([distances(np.ascontiguousarray(base.matrix_t[:, cand]), q), distances(a.matrix_t, q)])
+    chunk = np.concatenate([base.chunk[cand], a.chunk])
+    offset = np.concatenate([base.offset[cand], a.offset])
     order = np.lexsort((-offset, chunk, d))[:k]
     return [(int(i), float(x)) for i, x in zip(ids[order], d[order], strict=True)]
