@@ -462,6 +462,77 @@ def word_leg(records: Records) -> str:
     return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
 
 
+LEG_SETS = (("scifact", "bge-small-en"), ("jsquad", "multilingual-e5-small-int8"))
+LEG_ROWS = (
+    ("vector", "vector leg alone"),
+    ("fts-no-word-leg", "character legs alone (trigram; with the bigram leg on CJK queries)"),
+    ("fts-word-leg-alone", "word leg alone"),
+    ("fts", "full text: character and word legs"),
+    ("hybrid-no-word-leg", "hybrid, dbsf, without the word leg"),
+    ("hybrid", "**hybrid, dbsf, with the word leg (default)**"),
+    ("hybrid-fusion-rrf-no-word-leg", "hybrid, RRF, without the word leg (groove's legs and fusion)"),
+    ("hybrid-fusion-rrf", "hybrid, RRF, with the word leg"),
+)
+
+
+def legs_alone(records: Records) -> str:
+    """Every leg alone and each fusion with and without the word leg, on both golden sets."""
+    rows, used = [], []
+    for variant, label in LEG_ROWS:
+        row = [label]
+        for kb, model in LEG_SETS:
+            name, rec = records.get(Want("eval", kb, model, variant))
+            used.append((name, rec))
+            agg = rec["figures"]["aggregate"]
+            row += [_f4(agg["ndcg_at_k"]["10"]), _f4(agg["recall_at_k"]["10"])]
+        rows.append(row)
+    head = ["legs and fusion"]
+    for kb, model in LEG_SETS:
+        head += [f"{kb} (`{model}`) nDCG@10", "recall@10"]
+    return table(head, rows) + "\n\n" + provenance(used)
+
+
+WORD_COST_ROWS = (
+    ("scifact", "scifact", "hashing-384", "bge-small-en"),
+    ("scifact replicated to 100,000 chunks", "watch100k", "hashing-384", "hashing-384"),
+)
+
+
+def word_leg_cost(records: Records) -> str:
+    """What the word leg costs: its side table in a fresh index, and search latency with it and without."""
+    rows, used = [], []
+    for label, kb, index_model, search_model in WORD_COST_ROWS:
+        ix_name, ix = records.get(Want("bench", kb, index_model, "index"))
+        on_name, on = records.get(Want("bench", kb, search_model, "search"))
+        off_name, off = records.get(Want("bench", kb, search_model, "search-no-word-leg"))
+        used += [(ix_name, ix), (on_name, on), (off_name, off)]
+        i, wt = ix["figures"]["index"], ix["figures"]["index"]["word_table"]
+        s_on, s_off = on["figures"]["search"], off["figures"]["search"]
+        rows.append(
+            [
+                f"{label} ({i['phase_one']['chunks']:,} chunks)",
+                f"{i['phase_one']['seconds']:,.1f} s",
+                f"{wt['build_s']:,.1f} s",
+                f"{wt['bytes'] / 1e6:,.1f} MB ({100 * wt['share']:.0f} %)",
+                _ms(s_off["total_minus_embed_ms"]["p50"]),
+                _ms(s_on["total_minus_embed_ms"]["p50"]),
+                _ms(s_on["stages_ms"]["word"]["p50"]),
+                _ms(s_on["stages_ms"]["word"]["p95"]),
+            ]
+        )
+    head = [
+        "KB",
+        "full-text phase, fresh index",
+        "the word table built alone",
+        "word table size (share of the index)",
+        "search p50 ms, word leg off",
+        "on",
+        "word leg p50 ms",
+        "p95 ms",
+    ]
+    return table(head, rows) + "\n\n" + provenance(used)
+
+
 WATCH_SCALES = (10_000, 100_000)
 
 
@@ -535,6 +606,8 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "scale": scale,
     "serve-overhead": serve_overhead,
     "word-leg": word_leg,
+    "legs-alone": legs_alone,
+    "word-leg-cost": word_leg_cost,
     "watch": watch,
 }
 
