@@ -311,3 +311,19 @@ def test_whole_word_spans_are_the_words_fts5_matches(content, words):
     from groove_tui.engine.stages.spans import _word_spans
 
     assert _word_spans(words, content) == _word_spans_by_fts5(words, content)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", "b", " ", "é", "東", "😀", "\n"]), max_size=40),
+    data=st.data(),
+)
+def test_byte_spans_are_the_utf8_offsets_of_the_character_spans(text, data):
+    """The JSON's byte spans: each character span's start and end counted in UTF-8 bytes, for ASCII text
+    (one byte a character) and for text with two-, three- and four-byte characters alike."""
+    from groove_tui.engine.types import Span, byte_spans
+
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    spans = [Span(a, b) for a, b in zip(cuts[::2], cuts[1::2], strict=False)]
+    want = [(len(text[: s.start].encode()), len(text[: s.end].encode())) for s in spans]
+    assert byte_spans(text, spans) == want

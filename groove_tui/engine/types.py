@@ -448,6 +448,8 @@ def json_text(value: Any, **kw: Any) -> str:
 
 def byte_spans(text: str, spans: tuple[Span, ...] | list[Span]) -> list[tuple[int, int]]:
     """Convert sorted character spans into UTF-8 byte spans with one running pass over `text`."""
+    if text.isascii():  # one byte a character: the spans are their own byte spans
+        return [(span.start, span.end) for span in spans]
     out: list[tuple[int, int]] = []
     char_pos = byte_pos = 0
     for span in spans:
