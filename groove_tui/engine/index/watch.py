@@ -5,7 +5,9 @@ Events are filtered before they are gathered (`Exclusions`: excluded folders, `.
 swap, backup and temporary files, files that are not Markdown), so an excluded path costs no index work.
 A batch is handed over once the KB has been quiet for `QUIET_MS` or at the latest `debounce_ms` after its
 first event; events that arrive while a batch is indexed are gathered meanwhile and make the next batch,
-so a burst (a `git checkout` of a thousand files) is one or a few batches.
+so a burst (a `git checkout` of a thousand files) is one or a few batches. What a batch can leave for
+later (the stored phrase statistics) is brought up to date at the first quiet moment after it, so a
+batch's index work is its own documents'.
 
 The watcher heals itself: a KB folder that disappears (deleted, renamed away, unmounted) keeps its index
 untouched and is waited for; when it is back, a full run catches up and watching resumes. An OS watch
