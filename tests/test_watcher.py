@@ -294,7 +294,7 @@ def test_deferred_statistics_are_followed_once_per_quiet_moment_and_retried_whil
             assert calls.get(timeout=TIMEOUT) == "busy"
             assert calls.get(timeout=TIMEOUT) == "done"
             # quiet moments without a batch call nothing
-            time.sleep(3 * watch_mod.FIRST_YIELD_MS / 1000)
+            time.sleep(watch_mod.SETTLE_QUIET_S + 3 * watch_mod.FIRST_YIELD_MS / 1000)
             assert calls.empty()
         finally:
             stop.set()

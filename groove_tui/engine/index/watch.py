@@ -6,8 +6,8 @@ swap, backup and temporary files, files that are not Markdown), so an excluded p
 A batch is handed over once the KB has been quiet for `QUIET_MS` or at the latest `debounce_ms` after its
 first event; events that arrive while a batch is indexed are gathered meanwhile and make the next batch,
 so a burst (a `git checkout` of a thousand files) is one or a few batches. What a batch can leave for
-later (the stored phrase statistics) is brought up to date at the first quiet moment after it, so a
-batch's index work is its own documents'.
+later (the stored phrase statistics) is brought up to date once the KB has been quiet for a while
+after it, so a batch's index work is its own documents'.
 
 The watcher heals itself: a KB folder that disappears (deleted, renamed away, unmounted) keeps its index
 untouched and is waited for; when it is back, a full run catches up and watching resumes. An OS watch
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 QUIET_MS = 50  # a batch closes once no event came for this long (an editor's save is a few ms of events)
 RETRY_SECONDS = 1.0  # how often a vanished KB or a busy index is looked at again
 FIRST_YIELD_MS = 300  # how long the watcher waits for an event before it reports being set up
+# Deferred work waits for this much quiet after a batch: a note saved again meanwhile would wait for it
+# (it holds the index's write lock), and someone writing saves every few seconds.
+SETTLE_QUIET_S = 2.0
 LIMIT_HINT = (
     "the OS limit on watched folders is reached (raise it: sudo sysctl fs.inotify.max_user_watches=524288); "
     "polling the KB instead"
@@ -87,6 +90,7 @@ class Watcher:
         self.stale = stale
         self.settle = settle
         self._unsettled = False  # a batch was written since `settle` last ran
+        self._last_batch = 0.0  # when the last batch ended (time.monotonic)
         self.on_event = on_event
         self.stop = stop
         self.debounce_ms = debounce_ms
@@ -178,7 +182,7 @@ class Watcher:
                 return  # the run loop waits for it; what was gathered is kept for later
             if pending:
                 self._apply(pending)
-            elif not changes and self._unsettled:
+            elif not changes and self._unsettled and time.monotonic() - self._last_batch >= SETTLE_QUIET_S:
                 self._settle()
             if self.stop.is_set():
                 return
@@ -211,7 +215,7 @@ class Watcher:
                 pending.clear()
                 return
             pending.clear()
-            self._unsettled = True
+            self._unsettled, self._last_batch = True, time.monotonic()
             self.on_event(
                 WatchEvent(
                     "batch",
@@ -223,7 +227,7 @@ class Watcher:
             return
 
     def _settle(self) -> None:
-        """The KB has been quiet for FIRST_YIELD_MS since the last batch: bring derived state the batches
+        """The KB has been quiet for SETTLE_QUIET_S since the last batch: bring derived state the batches
         deferred up to date (the stored phrase statistics), off the path of their own searches. A busy
         index or a failure leaves it for the next quiet moment; the searches are exact either way."""
         try:
