@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
-from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.analysis.words import WORDS_VERSION, index_words
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, cjk_runs, nfkc, segment
+from groove_tui.engine.analysis.japanese import is_japanese
+from groove_tui.engine.analysis.words import index_words
 from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
@@ -247,9 +248,39 @@ class Indexer:
             )
 
     def _migrate_words(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
-        """Build the word table for an index made before it existed or indexed another way."""
-        if not self.store.words_ready():
-            self._build_side_table("fts_words", WORDS_DDL, "words_version", WORDS_VERSION, index_words, notify, cancel)
+        """Build the word table for an index made before it existed or indexed another way: an older
+        WORDS_VERSION, or another Japanese analyzer than this store's (the dictionary was pulled, removed,
+        or updated). A complete table whose chunks hold no Japanese text is the same with any analyzer:
+        only its record changes."""
+        store = self.store
+        if store.words_current():
+            return
+        if store.words_ready() and not self._has_japanese(cancel):
+            with store.transaction() as wconn:
+                store.set_meta("words_version", store.words_version, wconn)
+                store.bump_generation(wconn)
+            return
+        japanese = store.japanese
+        self._build_side_table(
+            "fts_words",
+            WORDS_DDL,
+            "words_version",
+            store.words_version,
+            lambda text: index_words(text, japanese),
+            notify,
+            cancel,
+        )
+
+    def _has_japanese(self, cancel: threading.Event | None) -> bool:
+        """Whether any chunk holds a CJK run the Japanese analyzer reads (stops at the first)."""
+        rows = self.store.conn().execute("SELECT heading, context_text, content FROM chunks")
+        for cols in rows:
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled while checking the word index")
+            for text in cols:
+                if text and any(is_japanese(m.group()) for m in cjk_runs(nfkc(text))):
+                    return True
+        return False
 
     def _build_side_table(
         self,
@@ -263,13 +294,15 @@ class Indexer:
     ) -> None:
         """A side full-text table built from the chunks table: each column's `copy`.
 
-        Batched commits; the version is recorded last, so an interrupted build restarts from scratch
-        and search leaves the table out until it is complete (while it is incomplete, writes skip it).
+        Batched commits; the version is emptied with the drop and recorded last, so an interrupted build
+        restarts from scratch and search leaves the table out until it is complete (while it is
+        incomplete, writes skip it).
         """
         conn = self.store.conn()
         with self.store.transaction() as wconn:
             wconn.execute(f"DROP TABLE IF EXISTS {table}")
             wconn.execute(ddl)
+            self.store.set_meta(version_key, "", wconn)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         done, last_id = 0, -1
         notify(IndexProgress("fulltext", 0, total))

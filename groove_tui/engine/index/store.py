@@ -20,7 +20,8 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words, version_base, words_version
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 from groove_tui.engine.index import phrase_stats
 
@@ -85,7 +86,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(
 """
 
 # Ours: the word side index (engine/analysis/words.py) over a copy of the same three columns with the CJK
-# runs left out. Rebuilt when index_meta's words_version differs from words.WORDS_VERSION.
+# runs left out, or Japanese runs as their words when a Japanese dictionary is pulled. Rebuilt when
+# index_meta's words_version differs from words.words_version() of the store's analyzer.
 WORDS_DDL = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
     heading, context, content,
@@ -150,9 +152,12 @@ def fulltext_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]
     return trigram, bigram
 
 
-def word_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def word_rows(rows: Sequence[tuple[Any, ...]], japanese: JapaneseAnalyzer | None = None) -> list[tuple[Any, ...]]:
     """The values a chunk's row holds in fts_words, from (id, heading, context_text, content)."""
-    return [(cid, index_words(h), index_words(ctx), index_words(body)) for cid, h, ctx, body in rows]
+    return [
+        (cid, index_words(h, japanese), index_words(ctx, japanese), index_words(body, japanese))
+        for cid, h, ctx, body in rows
+    ]
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -165,14 +170,19 @@ class Store:
     `readonly=True` is a reader's store (search, status, eval): its connections are opened read-only and
     it never creates, migrates or writes anything, so it never waits for the write lock an indexer holds;
     in WAL mode it reads the last commit while any index runs. An index that does not exist yet, or that
-    only an indexing run can bring up to date, raises IndexNotReady at once instead."""
+    only an indexing run can bring up to date, raises IndexNotReady at once instead.
+
+    `japanese` is the Japanese analyzer this process writes the word table with (None: the pulled
+    dictionary is absent, or unusable); the table records which one built it (`words_version`)."""
 
     # What a reader needs; an index lacking one was never built, or was built before it existed.
     REQUIRED_TABLES = ("index_meta", "documents", "chunks", "fts_chunks")
 
-    def __init__(self, db_path: Path, *, readonly: bool = False) -> None:
+    def __init__(self, db_path: Path, *, readonly: bool = False, japanese: JapaneseAnalyzer | None = None) -> None:
         self.db_path = db_path
         self.readonly = readonly
+        self.japanese = japanese
+        self.words_version = words_version(japanese)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -234,7 +244,7 @@ class Store:
                 if self.get_meta("bigram_version", conn) is None:
                     self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
                 if self.get_meta("words_version", conn) is None:
-                    self.set_meta("words_version", WORDS_VERSION, conn)
+                    self.set_meta("words_version", self.words_version, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
 
@@ -260,8 +270,19 @@ class Store:
         return self.get_meta("bigram_version") == SEGMENTATION_VERSION
 
     def words_ready(self) -> bool:
-        """The word table holds every chunk, indexed the current way (else the word leg stays out)."""
-        return self.get_meta("words_version") == WORDS_VERSION
+        """The word table holds every chunk, indexed the current way, with or without a Japanese analyzer
+        (else the word leg stays out)."""
+        return version_base(self.get_meta("words_version")) == WORDS_VERSION
+
+    def words_current(self) -> bool:
+        """The word table is complete and was built by this store's Japanese analyzer (or, like it, with
+        none): else the next indexing run rebuilds it."""
+        return self.get_meta("words_version") == self.words_version
+
+    def words_analyzer(self) -> JapaneseAnalyzer | None:
+        """The analyzer a query's Japanese runs are compiled with: this store's, when it built the table.
+        A table built another way is searched by its Latin words until it is rebuilt."""
+        return self.japanese if self.japanese is not None and self.words_current() else None
 
     # ------------------------------------------------------------ connections
 
@@ -389,7 +410,7 @@ class Store:
         if self.words_ready_in(conn):
             conn.executemany(
                 "INSERT INTO fts_words(fts_words, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)",
-                word_rows(rows),
+                word_rows(rows, self.japanese),
             )
         if self.has_vec_table(conn):
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
@@ -402,13 +423,22 @@ class Store:
         conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
         if self.words_ready_in(conn):
             conn.executemany(
-                "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", word_rows(rows)
+                "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                word_rows(rows, self.japanese),
             )
 
     def words_ready_in(self, conn: sqlite3.Connection) -> bool:
-        """words_ready inside a write transaction: an index whose word table is still to be built gets
-        no rows in it (the build adds every chunk, from the chunks table, once)."""
-        return self.get_meta("words_version", conn) == WORDS_VERSION
+        """words_current inside a write transaction: an index whose word table is still to be built gets
+        no rows in it (the build adds every chunk, from the chunks table, once). A complete table another
+        analyzer built (another process, with or without the dictionary, rebuilt it meanwhile) cannot be
+        followed exactly from here, as its rows' values are not this store's: it is marked incomplete, so
+        search leaves it out until the next indexing run rebuilds it."""
+        recorded = self.get_meta("words_version", conn)
+        if recorded == self.words_version:
+            return True
+        if version_base(recorded) == WORDS_VERSION:
+            self.set_meta("words_version", "", conn)
+        return False
 
     def recreate_fulltext(self, conn: sqlite3.Connection) -> None:
         """Both full-text tables dropped and created empty, in the current form (and no phrase statistics
@@ -422,7 +452,21 @@ class Store:
         conn.execute(WORDS_DDL)
         self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
         self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
-        self.set_meta("words_version", WORDS_VERSION, conn)
+        self.set_meta("words_version", self.words_version, conn)
+
+    def has_kana(self) -> bool:
+        """Whether any chunk holds kana (hiragana, katakana, half-width katakana): Japanese text, which
+        kanji alone does not tell from Chinese. Stops at the first."""
+        pattern = "*[ぁ-ゖァ-ヺｦ-ﾝ]*"
+        row = (
+            self.conn()
+            .execute(
+                "SELECT 1 FROM chunks WHERE content GLOB ?1 OR heading GLOB ?1 OR context_text GLOB ?1 LIMIT 1",
+                (pattern,),
+            )
+            .fetchone()
+        )
+        return row is not None
 
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""
