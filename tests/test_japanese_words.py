@@ -218,3 +218,25 @@ def test_the_real_dictionary_when_it_is_pulled(monkeypatch, tmp_path):
         top = resp.results[0]
         assert top.path == "a.md" and top.trace.word_rank == 1
         assert "国会議事堂前駅" in [top.content[s.start : s.end] for s in top.match_spans or ()]
+
+
+def test_a_writer_with_another_analyzer_leaves_the_table_to_be_rebuilt(tmp_path, ja_kb, monkeypatch):
+    # Two processes: one opened before the dictionary was pulled, one after, which rebuilt the table.
+    # The first cannot write rows the way the table holds them: it marks the table incomplete (search
+    # leaves it out) and its next run rebuilds it its own way.
+    idx = tmp_path / "idx"
+    before = _open(ja_kb, idx)
+    before.index()
+    from helpers import install_tiny_dictionary
+
+    install_tiny_dictionary(tmp_path / "models")
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    with _open(ja_kb, idx) as after:
+        after.index()
+        assert after.store.words_current()
+    with before.store.transaction() as conn:
+        assert not before.store.words_ready_in(conn)
+    assert not before.store.words_ready() and before.search("setup", FTS).query.word_expr is None
+    before.index()
+    assert _words_version(before) == WORDS_VERSION and before.search("setup", FTS).query.word_expr == '"setup"'
+    before.close()
