@@ -187,7 +187,11 @@ def test_index_says_once_what_to_pull_for_a_japanese_kb(cli, tmp_path):
     assert hints == [hints[0]] and "groove-tui models pull sudachi-core" in hints[0]
     en_kb = write_kb(tmp_path / "en", {"a.md": "# Notes\n\nEnglish only.\n", "b.md": "# 中文\n\n汉字\n"})
     code, out, _err = cli("index", str(en_kb), "--model", "hashing-64", "--quiet")
-    assert code == 0 and "sudachi" not in out
+    assert code == 0 and "sudachi" not in out  # nor for Chinese: kanji alone is not Japanese
+    for name in ("move.md", "tokyo.md", "kyoto.md"):
+        (ja_kb / name).unlink()
+    code, out, _err = cli("index", str(ja_kb), "--model", "hashing-64", "--quiet")
+    assert code == 0 and "sudachi" not in out  # the Japanese notes are gone
 
 
 def test_a_damaged_dictionary_is_said_and_left_unused(japanese_dictionary, ja_kb, tmp_path):

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
-from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, cjk_runs, nfkc, segment
-from groove_tui.engine.analysis.japanese import is_japanese
+from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.analysis.words import index_words
 from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
@@ -255,7 +254,8 @@ class Indexer:
         store = self.store
         if store.words_current():
             return
-        if store.words_ready() and not self._has_japanese(cancel):
+        # the bigram table, migrated first, tells from its terms (None: it cannot, so rebuild)
+        if store.words_ready() and store.has_kanji_or_kana() is False:
             with store.transaction() as wconn:
                 store.set_meta("words_version", store.words_version, wconn)
                 store.bump_generation(wconn)
@@ -270,17 +270,6 @@ class Indexer:
             notify,
             cancel,
         )
-
-    def _has_japanese(self, cancel: threading.Event | None) -> bool:
-        """Whether any chunk holds a CJK run the Japanese analyzer reads (stops at the first)."""
-        rows = self.store.conn().execute("SELECT heading, context_text, content FROM chunks")
-        for cols in rows:
-            if cancel is not None and cancel.is_set():
-                raise IndexCancelled("indexing cancelled while checking the word index")
-            for text in cols:
-                if text and any(is_japanese(m.group()) for m in cjk_runs(nfkc(text))):
-                    return True
-        return False
 
     def _build_side_table(
         self,

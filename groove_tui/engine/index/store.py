@@ -96,6 +96,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
 );
 """
 
+# Characters as the bigram table holds them (NFKC): kana (hiragana, katakana with ー), and with them kanji
+# (々〆〇, CJK unified incl. extension A and B+, compatibility ideographs), as [lo, hi) ranges.
+_KANA = (("\u3041", "\u3100"), ("\u31f0", "\u3200"))
+_KANJI_AND_KANA = (
+    *_KANA,
+    ("\u3005", "\u3008"),
+    ("\u3400", "\ua000"),
+    ("\uf900", "\ufb00"),
+    ("\U00020000", "\U00031350"),
+)
+
 # Columns every leg reads for a candidate row (same order as `CandidateRow`).
 ROW_COLUMNS = (
     "c.id, c.document_id, c.chunk_index, c.heading, c.level, c.content, c.token_count, c.quality_score, "
@@ -455,18 +466,28 @@ class Store:
         self.set_meta("words_version", self.words_version, conn)
 
     def has_kana(self) -> bool:
-        """Whether any chunk holds kana (hiragana, katakana, half-width katakana): Japanese text, which
-        kanji alone does not tell from Chinese. Stops at the first."""
-        pattern = "*[ぁ-ゖァ-ヺｦ-ﾝ]*"
-        row = (
-            self.conn()
-            .execute(
-                "SELECT 1 FROM chunks WHERE content GLOB ?1 OR heading GLOB ?1 OR context_text GLOB ?1 LIMIT 1",
-                (pattern,),
-            )
-            .fetchone()
+        """Whether any chunk holds kana: Japanese text, which kanji alone does not tell from Chinese."""
+        return bool(self._bigram_terms_in(_KANA))
+
+    def has_kanji_or_kana(self) -> bool | None:
+        """Whether any chunk holds kanji or kana (the text the Japanese analyzer reads); None when the
+        bigram table cannot tell (it is being rebuilt)."""
+        return self._bigram_terms_in(_KANJI_AND_KANA)
+
+    def _bigram_terms_in(self, ranges: tuple[tuple[str, str], ...]) -> bool | None:
+        """Whether the bigram table has a term starting with a character in one of `ranges` ([lo, hi)).
+
+        Every character of a CJK run starts one of its tokens (its bigrams and its last character alone),
+        so such a term exists exactly when some chunk holds such a character. Range lookups in the term
+        b-tree, whatever the index's size, where reading the text would take seconds at 100k chunks."""
+        if not self.bigram_ready():
+            return None
+        conn = self.conn()
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bigram_terms USING fts5vocab(main, fts_bigram, 'row')")
+        return any(
+            conn.execute("SELECT 1 FROM temp.bigram_terms WHERE term >= ? AND term < ? LIMIT 1", r).fetchone()
+            for r in ranges
         )
-        return row is not None
 
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""
