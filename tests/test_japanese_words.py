@@ -244,3 +244,14 @@ def test_a_writer_with_another_analyzer_leaves_the_table_to_be_rebuilt(tmp_path,
     before.index()
     assert _words_version(before) == WORDS_VERSION and before.search("setup", FTS).query.word_expr == '"setup"'
     before.close()
+
+
+def test_japanese_spans_map_back_to_the_original_characters(japanese_dictionary):
+    from groove_tui.engine.stages.spans import match_spans
+
+    a = _analyzer()
+    content = "ＡＢＣの東京都、ｶﾞｲﾄﾞは京都。"  # full-width Latin and half-width kana fold to other lengths
+    spans = match_spans("x", content, japanese_forms=("東京都", "ガイド"), japanese=a)
+    assert [content[s:e] for s, e in spans or ()] == ["東京都", "ｶﾞｲﾄﾞ"]
+    assert match_spans("x", content, japanese_forms=("東京",), japanese=a) == []  # 東京都 is one word
+    assert match_spans("x", content, japanese_forms=("東京都",)) == []  # no analyzer: no Japanese spans
