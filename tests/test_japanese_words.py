@@ -146,7 +146,7 @@ def test_the_word_table_is_rebuilt_when_the_dictionary_comes_and_goes(tmp_path, 
         assert eng.search("引っ越し", FTS).query.word_expr is None
         report = eng.index()
         assert (report.added, report.updated, report.unchanged) == (0, 0, 4)  # nothing re-parsed
-        assert _words_version(eng) == f"{WORDS_VERSION}+{eng.store.japanese.identity}"  # type: ignore[union-attr]
+        assert _words_version(eng) == f"{WORDS_VERSION}+{eng.store.japanese.identity}"
         assert "東京都" in _vocab(eng.store.conn()) and not eng.needs_index()
         assert eng.search("引っ越し", FTS).results[0].path == "move.md"
         assert eng.index().notes == ()  # rebuilt once: the next run leaves it alone
@@ -194,7 +194,7 @@ def test_index_says_once_what_to_pull_for_a_japanese_kb(cli, tmp_path):
     assert code == 0 and "sudachi" not in out  # the Japanese notes are gone
 
 
-def test_a_damaged_dictionary_is_said_and_left_unused(japanese_dictionary, ja_kb, tmp_path):
+def test_a_damaged_dictionary_is_said_and_left_unused(japanese_dictionary, ja_kb, tmp_path, no_waiting):
     with (japanese_dictionary / "system.dic").open("r+b") as f:
         f.truncate(100)
     setup = japanese_analyzer()
@@ -204,6 +204,7 @@ def test_a_damaged_dictionary_is_said_and_left_unused(japanese_dictionary, ja_kb
         report = eng.index()
         assert _words_version(eng) == WORDS_VERSION  # searched as without a dictionary
         assert [n for n in report.notes if "sudachi" in n] == [setup.problem]
+    assert no_waiting == {"sleep": [], "connect": []}  # nothing retried, nothing fetched
 
 
 def test_the_real_dictionary_when_it_is_pulled(monkeypatch, tmp_path):
@@ -255,3 +256,66 @@ def test_japanese_spans_map_back_to_the_original_characters(japanese_dictionary)
     assert [content[s:e] for s, e in spans or ()] == ["東京都", "ｶﾞｲﾄﾞ"]
     assert match_spans("x", content, japanese_forms=("東京",), japanese=a) == []  # 東京都 is one word
     assert match_spans("x", content, japanese_forms=("東京都",)) == []  # no analyzer: no Japanese spans
+
+
+def _wheel(dest: Path, package: str, version: str, members: dict[str, bytes]) -> Path:
+    """A minimal wheel pip accepts, holding `members` (archive path -> bytes)."""
+    import zipfile
+
+    dist = f"{package.replace('-', '_')}-{version}"
+    members = dict(members)
+    members[f"{dist}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n".encode()
+    members[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    members[f"{dist}.dist-info/RECORD"] = (
+        "".join(f"{n},,\n" for n in members) + f"{dist}.dist-info/RECORD,,\n"
+    ).encode()
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_models_pull_installs_the_dictionary_from_its_wheel(tmp_path, monkeypatch, capsys):
+    # The catalog entry as it is (package, version, the members' paths), pointed at a local package index
+    # holding a wheel of that name with a tiny dictionary in it: only the pinned hashes are the tiny files'.
+    import hashlib
+    from dataclasses import replace
+
+    from groove_tui.cli import main
+    from groove_tui.engine.models import catalog
+    from groove_tui.engine.models.catalog import find_spec
+
+    from helpers import install_tiny_dictionary
+
+    spec = find_spec(SUDACHI_DICT)
+    assert spec is not None and spec.kind == "analyzer" and spec.licence == "Apache-2.0"
+    src = install_tiny_dictionary(tmp_path / "src") / "system.dic"
+    data = {"system.dic": src.read_bytes(), "LICENSE": b"Apache License 2.0 (test)\n"}
+    members = {f.member or f"{spec.source.folder}/{f.name}": data[f.name] for f in spec.files}
+    _wheel(tmp_path / "links", "sudachidict-core", "20261015", members)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "links"))
+    files = tuple(
+        replace(f, sha256=hashlib.sha256(data[f.name]).hexdigest(), size=len(data[f.name])) for f in spec.files
+    )
+    tiny = replace(spec, files=files)
+    monkeypatch.setattr(catalog, "KNOWN_MODELS", tuple(tiny if s is spec else s for s in catalog.KNOWN_MODELS))
+    models = tmp_path / "models"
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(models))
+    assert main(["models", "pull", "sudachi-core", "--quiet"]) == 0
+    assert "installed sudachi-core" in capsys.readouterr().out
+    assert sorted(p.name for p in (models / SUDACHI_DICT).iterdir() if not p.name.startswith(".")) == [
+        "LICENSE",
+        "groove-model.json",
+        "system.dic",
+    ]
+    assert main(["models", "list"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("sudachi-core "))
+    for word in ("analyzer", "ja", "202 MB", "yes", "Apache-2.0", "sudachidict-core==20261015"):
+        assert word in row
+    setup = japanese_analyzer()
+    assert setup.analyzer is not None and "sudachidict-core==20261015" in setup.analyzer.identity
