@@ -134,6 +134,7 @@ def test_the_word_table_is_rebuilt_when_the_dictionary_comes_and_goes(tmp_path, 
         eng.index()
         assert _words_version(eng) == WORDS_VERSION and "東京都" not in _vocab(eng.store.conn())
         assert eng.search("引っ越し", FTS).query.word_expr is None  # as without a word leg for Japanese
+        assert eng.status().japanese_words is None
     models = tmp_path / "models"
     from helpers import install_tiny_dictionary
 
@@ -150,6 +151,7 @@ def test_the_word_table_is_rebuilt_when_the_dictionary_comes_and_goes(tmp_path, 
         assert "東京都" in _vocab(eng.store.conn()) and not eng.needs_index()
         assert eng.search("引っ越し", FTS).results[0].path == "move.md"
         assert eng.index().notes == ()  # rebuilt once: the next run leaves it alone
+        assert eng.status().japanese_words == eng.store.japanese.identity  # type: ignore[union-attr]
     shutil.rmtree(models / SUDACHI_DICT)
     with _open(ja_kb, idx) as eng:
         assert eng.needs_index() and eng.search("setup", FTS).query.word_expr == '"setup"'

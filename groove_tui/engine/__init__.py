@@ -406,6 +406,7 @@ class Engine:
             last_indexed=last,
             pending_embeddings=pending,
             context_mode=self.store.get_meta("context_mode") or ("static" if self.config.contextual else "off"),
+            japanese_words=self.store.words_analyzer_recorded(),
         )
 
 

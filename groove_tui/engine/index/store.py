@@ -290,6 +290,12 @@ class Store:
         none): else the next indexing run rebuilds it."""
         return self.get_meta("words_version") == self.words_version
 
+    def words_analyzer_recorded(self) -> str | None:
+        """The identity of the Japanese analyzer the complete word table was built with, or None."""
+        recorded = self.get_meta("words_version") or ""
+        base, _, identity = recorded.partition("+")
+        return identity or None if base == WORDS_VERSION else None
+
     def words_analyzer(self) -> JapaneseAnalyzer | None:
         """The analyzer a query's Japanese runs are compiled with: this store's, when it built the table.
         A table built another way is searched by its Latin words until it is rebuilt."""
