@@ -17,6 +17,7 @@ from groove_tui.engine.analysis.japanese import RECIPE, JapaneseAnalyzer
 from groove_tui.engine.models.catalog import (
     SUDACHI_DICT,
     ManifestError,
+    WheelSource,
     damaged_message,
     find_spec,
     installed_dir,
@@ -84,7 +85,7 @@ def japanese_analyzer(root: Path | None = None) -> JapaneseSetup:
 def japanese_hint() -> str:
     """One line for a KB with Japanese text and no dictionary: what pulling it adds, and the command."""
     spec = find_spec(SUDACHI_DICT)
-    size = f", {spec.source.wheel_size / 1e6:.0f} MB" if spec is not None and hasattr(spec.source, "wheel_size") else ""
+    size = f", {spec.source.wheel_size / 1e6:.0f} MB" if spec and isinstance(spec.source, WheelSource) else ""
     return (
         f"hint: the KB has Japanese text: `{pull_command(SUDACHI_DICT)}` (a dictionary{size}) lets full-text "
         f"search match whole Japanese words; the next index adds them"
