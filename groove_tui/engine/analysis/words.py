@@ -75,23 +75,28 @@ def index_words(text: str | None, japanese: JapaneseAnalyzer | None = None) -> s
         return None
     if japanese is None:
         return without_cjk(text)
+    return _analyzed(text, japanese)[0]
+
+
+def _analyzed(text: str, japanese: JapaneseAnalyzer) -> tuple[str, list[str]]:
+    """The word table's copy of `text` and the Japanese words in it, in order."""
     norm = nfkc(text)
     out: list[str] = []
+    forms: list[str] = []
     pos = 0
     for m in cjk_runs(norm):
         out.append(norm[pos : m.start()])
         run = m.group()
         words = japanese.words(run) if is_japanese(run) else []
         out.append(f" {' '.join(words)} " if words else " ")
+        forms.extend(words)
         pos = m.end()
     out.append(norm[pos:])
-    return "".join(out)
+    return "".join(out), forms
 
 
-def _pieces(text: str, japanese: JapaneseAnalyzer | None = None) -> list[str]:
-    """Whitespace pieces of a query segment as the table holds them: CJK left out, or with a Japanese
-    analyzer its runs' words."""
-    copy = index_words(text, japanese) or ""
+def _pieces(copy: str) -> list[str]:
+    """Whitespace pieces of a query segment's copy that hold a word."""
     return [p for p in copy.replace("\0", " ").split() if _TOKEN.search(p)]
 
 
@@ -121,9 +126,12 @@ def compile_words(raw: str, japanese: JapaneseAnalyzer | None = None) -> WordQue
     for excluded, is_quoted, text in segments(raw):
         if excluded:
             continue
-        pieces = _pieces(text, japanese)
-        if japanese is not None:
-            forms.extend(w for m in cjk_runs(nfkc(text)) for w in japanese.words(m.group()))
+        if japanese is None:
+            pieces = _pieces(without_cjk(text))
+        else:
+            copy, found = _analyzed(text, japanese)
+            pieces = _pieces(copy)
+            forms.extend(found)
         if is_quoted and pieces:
             quoted.append(" ".join(pieces))
         elif not is_quoted:

@@ -242,8 +242,8 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
             ),
         ),
         aliases=("sudachidict-core", "sudachidict_core", "sudachi"),
-        note="Japanese words for the full-text search: a KB with Japanese text gets a word leg for it "
-        "(jsquad dev full text .9367 -> .9491 in measurement); ~200 MB memory-mapped while indexing",
+        note="whole Japanese words in full-text search (jsquad dev, full text .9394 -> .9491); memory-mapped, "
+        "opened only for Japanese text",
     ),
     # groove's names (reference §E, §J): fastembed catalog models, for users with a model hub
     ModelSpec(
