@@ -459,6 +459,41 @@ def word_leg(records: Records) -> str:
     return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
 
 
+JAPANESE_WORDS_ROWS = (
+    ("hybrid", "hybrid (default, dbsf)"),
+    ("fts", "full text only"),
+    ("hybrid-rrf", "hybrid, RRF"),
+)
+
+
+def japanese_words(records: Records) -> str:
+    """jsquad with the Japanese dictionary pulled (the word table rebuilt with Japanese words) against the
+    same index without it; records labelled `<legs>-japanese-words`."""
+    rows, used = [], []
+    for legs, label in JAPANESE_WORDS_ROWS:
+        off = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", legs))
+        on = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", f"{legs}-japanese-words"))
+        used += [off, on]
+        a_on, a_off = on[1]["figures"]["aggregate"], off[1]["figures"]["aggregate"]
+        n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
+        rows.append(
+            [
+                label,
+                f"{a_on['query_count']:,}",
+                _f4(n_off),
+                _f4(n_on),
+                f"{n_on - n_off:+.4f}",
+                _f4(a_off["recall_at_k"]["10"]),
+                _f4(a_on["recall_at_k"]["10"]),
+                _f4(a_off["mrr"]),
+                _f4(a_on["mrr"]),
+            ]
+        )
+    head = ["jsquad dev, `multilingual-e5-small-int8`", "queries", "nDCG@10 without", "with", "Δ"]
+    head += ["recall@10 without", "with", "MRR without", "with"]
+    return table(head, rows) + "\n\n" + provenance(used)
+
+
 WATCH_SCALES = (10_000, 100_000)
 
 
@@ -518,6 +553,7 @@ def watch(records: Records) -> str:
 
 TABLES: dict[str, Callable[[Records], str]] = {
     "eval-reference": eval_reference,
+    "japanese-words": japanese_words,
     "coverage": coverage,
     "e5-builds": e5_builds,
     "embedder-throughput": embedder_throughput,
