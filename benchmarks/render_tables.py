@@ -462,7 +462,8 @@ def word_leg(records: Records) -> str:
     return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
 
 
-LEG_SETS = (("scifact", "bge-small-en"), ("jsquad", "multilingual-e5-small-int8"))
+# (set, embedder, the variant suffix of its records: jsquad's word leg ran with the Japanese dictionary)
+LEG_SETS = (("scifact", "bge-small-en", ""), ("jsquad", "multilingual-e5-small-int8", "-japanese-words"))
 LEG_ROWS = (
     ("vector", "vector leg alone"),
     ("fts-no-word-leg", "character legs alone (trigram; with the bigram leg on CJK queries)"),
@@ -475,19 +476,23 @@ LEG_ROWS = (
 )
 
 
+WORD_LEG_VARIANTS = {"fts-word-leg-alone", "fts", "hybrid", "hybrid-fusion-rrf"}  # the rows the word leg is in
+
+
 def legs_alone(records: Records) -> str:
     """Every leg alone and each fusion with and without the word leg, on both golden sets."""
     rows, used = [], []
     for variant, label in LEG_ROWS:
         row = [label]
-        for kb, model in LEG_SETS:
-            name, rec = records.get(Want("eval", kb, model, variant))
+        for kb, model, words in LEG_SETS:
+            with_words = variant in WORD_LEG_VARIANTS
+            name, rec = records.get(Want("eval", kb, model, variant + (words if with_words else "")))
             used.append((name, rec))
             agg = rec["figures"]["aggregate"]
             row += [_f4(agg["ndcg_at_k"]["10"]), _f4(agg["recall_at_k"]["10"])]
         rows.append(row)
     head = ["legs and fusion"]
-    for kb, model in LEG_SETS:
+    for kb, model, _words in LEG_SETS:
         head += [f"{kb} (`{model}`) nDCG@10", "recall@10"]
     return table(head, rows) + "\n\n" + provenance(used)
 
@@ -530,6 +535,41 @@ def word_leg_cost(records: Records) -> str:
         "word leg p50 ms",
         "p95 ms",
     ]
+    return table(head, rows) + "\n\n" + provenance(used)
+
+
+JAPANESE_WORDS_ROWS = (
+    ("hybrid", "hybrid (default, dbsf)"),
+    ("fts", "full text only"),
+    ("hybrid-fusion-rrf", "hybrid, RRF"),
+)
+
+
+def japanese_words(records: Records) -> str:
+    """jsquad with the Japanese dictionary pulled (the word table rebuilt with Japanese words) against the
+    same index without it; records labelled `<legs>-japanese-words`."""
+    rows, used = [], []
+    for legs, label in JAPANESE_WORDS_ROWS:
+        off = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", legs))
+        on = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", f"{legs}-japanese-words"))
+        used += [off, on]
+        a_on, a_off = on[1]["figures"]["aggregate"], off[1]["figures"]["aggregate"]
+        n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
+        rows.append(
+            [
+                label,
+                f"{a_on['query_count']:,}",
+                _f4(n_off),
+                _f4(n_on),
+                f"{n_on - n_off:+.4f}",
+                _f4(a_off["recall_at_k"]["10"]),
+                _f4(a_on["recall_at_k"]["10"]),
+                _f4(a_off["mrr"]),
+                _f4(a_on["mrr"]),
+            ]
+        )
+    head = ["jsquad dev, `multilingual-e5-small-int8`", "queries", "nDCG@10 without", "with", "Δ"]
+    head += ["recall@10 without", "with", "MRR without", "with"]
     return table(head, rows) + "\n\n" + provenance(used)
 
 
@@ -598,6 +638,7 @@ def watch(records: Records) -> str:
 
 TABLES: dict[str, Callable[[Records], str]] = {
     "eval-reference": eval_reference,
+    "japanese-words": japanese_words,
     "coverage": coverage,
     "e5-builds": e5_builds,
     "embedder-throughput": embedder_throughput,

@@ -71,3 +71,14 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture
+def japanese_dictionary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A model directory holding the tiny Japanese dictionary as `sudachi-core` (its folder returned)."""
+    from helpers import install_tiny_dictionary
+
+    root = tmp_path / "models"
+    folder = install_tiny_dictionary(root)
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(root))
+    return folder

@@ -106,3 +106,44 @@ FOLD_VOCAB = [
     "は",
     "を",
 ]
+
+
+# ---------------------------------------------------------------- a tiny Japanese dictionary
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY_SUDACHI = FIXTURES / "sudachi-tiny"  # lexicon, connection matrix, unknown-word definitions, settings
+
+
+def install_tiny_dictionary(model_dir: Path) -> Path:
+    """Install a Sudachi dictionary of a few dozen words as the pulled `sudachi-core` under `model_dir`:
+    built here by SudachiPy's own builder from tests/fixtures/sudachi-tiny, with a manifest listing every
+    file's SHA-256, as a pull writes it. Its settings (sudachi.json, unk.def) fit its small connection
+    matrix; char.def and rewrite.def are SudachiPy's own."""
+    import shutil
+
+    import sudachipy
+    from sudachipy import sudachipy as native
+
+    from groove_tui.engine.models.catalog import MANIFEST, SUDACHI_DICT, Manifest, sha256_of
+
+    folder = model_dir / SUDACHI_DICT
+    folder.mkdir(parents=True)
+    native.build_system_dic(
+        matrix=TINY_SUDACHI / "matrix.def", lex=[TINY_SUDACHI / "lex.csv"], output=folder / "system.dic"
+    )
+    resources = Path(sudachipy.__file__).parent / "resources"
+    for name in ("char.def", "rewrite.def"):
+        shutil.copyfile(resources / name, folder / name)
+    for name in ("unk.def", "sudachi.json"):
+        shutil.copyfile(TINY_SUDACHI / name, folder / name)
+    files = sorted(p.name for p in folder.iterdir())
+    manifest = Manifest(
+        name=SUDACHI_DICT,
+        kind="analyzer",
+        source="tiny test dictionary",
+        languages=("ja",),
+        files={n: sha256_of(folder / n) for n in files},
+        sizes={n: (folder / n).stat().st_size for n in files},
+    )
+    (folder / MANIFEST).write_text(manifest.to_json() + "\n", encoding="utf-8")
+    return folder

@@ -47,14 +47,35 @@ WORDS = [
     "評価",
     "再ランキング",
 ]
-QUERIES = ["tokio", "sqlite vector", "ranking fusion", "memory thread worker", "設定", "東京の検索", "index -chunk"]
+QUERIES = [
+    "tokio",
+    "sqlite vector",
+    "ranking fusion",
+    "memory thread worker",
+    "設定",
+    "東京の検索",
+    "index -chunk",
+    "引っ越し",
+    '"東京都の設定"',
+]
+# Japanese sentences for the word table's analyzer (tests/fixtures/sudachi-tiny): words, particles,
+# auxiliaries, spelling variants of one normalized word (引越し / 引っ越し, ユーザ / ユーザー)
+JAPANESE = [
+    "東京都の設定を変更します。",
+    "ユーザの引越し",
+    "引っ越しの手続きは",
+    "京都と大阪",
+    "検索の結果です",
+    "再ランキングの評価",
+    "ユーザーの辞書",
+]
 
 
-def _text(rng: random.Random) -> str:
+def _text(rng: random.Random, vocabulary: list[str] = WORDS) -> str:
     sections = []
     for s in range(rng.randint(1, 3)):
-        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 40)))
-        sections.append(f"## Section {s} {rng.choice(WORDS)}\n\n{words}.\n")
+        words = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(12, 40)))
+        sections.append(f"## Section {s} {rng.choice(vocabulary)}\n\n{words}.\n")
     return "\n".join(sections)
 
 
@@ -78,6 +99,8 @@ def _bm25(eng: Engine) -> list:
         ("fts_bigram", '"東京"'),
         ("fts_words", '"tokio"'),
         ("fts_words", '"searching"'),
+        ("fts_words", '"東京都"'),  # Japanese words: only with the dictionary
+        ("fts_words", '"引っ越し"'),
     ):
         rows = conn.execute(
             f"SELECT d.path, c.chunk_index, bm25({table}) FROM {table} f JOIN chunks c ON c.id = f.rowid "
@@ -102,15 +125,15 @@ def _assert_like_fresh(eng: Engine, kb: Path, root: Path) -> None:
         assert _results(eng) == _results(fresh)
 
 
-def _step(rng: random.Random, kb: Path, op: str) -> bool:
+def _step(rng: random.Random, kb: Path, op: str, vocabulary: list[str] = WORDS) -> bool:
     """Apply one change to the KB; False when it is a forced re-index instead."""
     files = sorted(p for p in kb.rglob("*.md"))
     if op == "force":
         return False
     if op == "add" or not files:
-        (kb / f"n{rng.randrange(10_000)}.md").write_text(_text(rng))
+        (kb / f"n{rng.randrange(10_000)}.md").write_text(_text(rng, vocabulary))
     elif op == "edit":
-        rng.choice(files).write_text(_text(rng))
+        rng.choice(files).write_text(_text(rng, vocabulary))
     elif op == "rename":
         src = rng.choice(files)
         src.rename(kb / f"moved{rng.randrange(10_000)}.md")
@@ -134,6 +157,43 @@ def test_full_text_and_hybrid_results_equal_a_fresh_build(tmp_path_factory, seed
             force = not _step(rng, kb, op)
             eng.index(force=force)
         _assert_like_fresh(eng, kb, root)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    ops=st.lists(st.sampled_from(["add", "edit", "rename", "delete", "force", "dictionary"]), min_size=1, max_size=8),
+)
+def test_the_japanese_word_table_follows_every_change_exactly(tmp_path_factory, japanese_dictionary, seed, ops):
+    # With the Japanese dictionary pulled (a tiny one), and with it removed and pulled again between runs
+    # ("dictionary": the next engine opens without it, or with it again, and rebuilds the word table).
+    rng = random.Random(seed)
+    root = tmp_path_factory.mktemp("ja-drift")
+    vocabulary = WORDS + JAPANESE
+    kb = write_kb(root / "kb", {f"d{i}.md": _text(rng, vocabulary) for i in range(6)})
+    parked = root / "parked"
+    eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+    try:
+        eng.index()
+        assert eng.store.japanese is not None and eng.store.words_current()
+        for op in ops:
+            if op == "dictionary":
+                eng.close()
+                if japanese_dictionary.exists():
+                    japanese_dictionary.rename(parked)
+                else:
+                    parked.rename(japanese_dictionary)
+                eng = Engine.open(kb, config=hashing_config(), index_dir=root / "idx")
+                eng.index()
+                continue
+            force = not _step(rng, kb, op, vocabulary)
+            eng.index(force=force)
+        assert eng.store.words_current()
+        _assert_like_fresh(eng, kb, root)
+    finally:
+        eng.close()
+        if parked.exists():
+            parked.rename(japanese_dictionary)
 
 
 def test_forced_rebuilds_and_deletes_keep_the_row_count(tmp_path):

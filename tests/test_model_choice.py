@@ -72,9 +72,10 @@ def test_english_kb_gets_the_pulled_english_model(models, tmp_path: Path) -> Non
         # a Japanese document is indexed, and the English-only model is a warning, not a silent loss
         (kb / "ja.md").write_text("# 東京\n\n## 天気\n\n東京の天気は夏に暑く冬に寒いです。\n", encoding="utf-8")
         report = eng.index()
-        assert report.added == 1 and len(report.notes) == 1
+        assert report.added == 1 and len(report.notes) == 2
         assert report.notes[0].startswith("warning: 1 document with CJK text (ja.md) embedded by the English-only")
         assert f"--model {E5} --force" in report.notes[0]
+        assert "groove-tui models pull sudachi-core" in report.notes[1]  # the full text's Japanese words
 
 
 def test_english_kb_without_the_model_gets_a_hint_and_e5(models, tmp_path: Path) -> None:
@@ -92,7 +93,7 @@ def test_a_kb_with_cjk_text_keeps_e5(models, tmp_path: Path) -> None:
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     with open_engine(kb, tmp_path) as eng:
         report = eng.index()
-        assert eng.model_id == E5 and report.notes == ()
+        assert eng.model_id == E5 and [n for n in report.notes if "sudachi-core" not in n] == []
 
 
 def test_a_named_model_always_wins(models, tmp_path: Path) -> None:

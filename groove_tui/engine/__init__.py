@@ -73,13 +73,17 @@ class Engine:
         readonly: bool = False,
     ) -> None:
         from groove_tui.engine.index.store import Store
+        from groove_tui.engine.models.analyzers import japanese_analyzer
         from groove_tui.engine.models.embedders import default_model_name, describe_model
         from groove_tui.engine.retrieve.searcher import Searcher
 
         self.kb_path = kb_path
         self.index_dir = index_dir
         self.readonly = readonly
-        self.store = Store(index_dir / DB_NAME, readonly=readonly)
+        # The pulled Japanese dictionary, checked, not loaded: the word table's Japanese words
+        japanese = japanese_analyzer()
+        self._japanese_problem = japanese.problem
+        self.store = Store(index_dir / DB_NAME, readonly=readonly, japanese=japanese.analyzer)
         recorded = self.store.get_meta("embedding_model")
         # No model named: the index decides (it was built with one), else the default, whose wheel is
         # missing on some platforms (Windows): there USE. A fresh index may still pick the English
@@ -303,6 +307,10 @@ class Engine:
             count, examples = modelchoice.cjk_documents(self.store, since=started)
             if count:
                 notes.append(modelchoice.unread_script_note(self.model_id, count, examples))
+        if self.store.japanese is None and scope is None and self.store.has_kana():
+            from groove_tui.engine.models.analyzers import japanese_hint
+
+            notes.append(self._japanese_problem or japanese_hint())
         self._searcher.legs_cache.clear()
         if first is not None:
             report = _merged(first, report)
@@ -336,7 +344,7 @@ class Engine:
             not stored
             or self.store.pending_count()
             or not self.store.bigram_ready()
-            or not self.store.words_ready()
+            or not self.store.words_current()
             or not self.store.fulltext_current()
         ):
             return True
@@ -423,6 +431,7 @@ class Engine:
             last_indexed=last,
             pending_embeddings=pending,
             context_mode=self.store.get_meta("context_mode") or ("static" if self.config.contextual else "off"),
+            japanese_words=self.store.words_analyzer_recorded(),
         )
 
 

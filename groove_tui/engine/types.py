@@ -119,6 +119,8 @@ class IndexStatus:
     last_indexed: str | None
     pending_embeddings: int
     context_mode: str
+    # the Japanese analyzer the word table was built with (SudachiPy, dictionary, recipe); None: none
+    japanese_words: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +133,7 @@ class IndexStatus:
             "last_indexed": self.last_indexed,
             "pending_embeddings": self.pending_embeddings,
             "context_mode": self.context_mode,
+            "japanese_words": self.japanese_words,
         }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from groove_tui.engine.analysis.query import fts_phrase, segments
@@ -27,6 +28,7 @@ from groove_tui.engine.analysis.query import fts_phrase, segments
 __all__ = [
     "SEGMENTATION_VERSION",
     "BigramQuery",
+    "cjk_runs",
     "cjk_terms",
     "compile_bigram",
     "has_cjk",
@@ -57,6 +59,11 @@ def nfkc(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(nfkc(text)) is not None
+
+
+def cjk_runs(text: str) -> Iterator[re.Match[str]]:
+    """The CJK runs of `text` (which the caller has NFKC-normalised), left to right."""
+    return _CJK_RUN.finditer(text)
 
 
 def without_cjk(text: str) -> str:

@@ -8,7 +8,9 @@ are one term and `tar` is not in `target`.
 
 * The indexed copy is the NFKC-normalised text with its CJK runs left out: unicode61 would keep a whole
   run of kanji and kana as one token, which no query word would ever equal. CJK text is served by the
-  bigram table.
+  bigram table. With a Japanese analyzer (the pulled Sudachi dictionary, engine/analysis/japanese.py), a
+  run holding kanji or kana stands instead as its words, separated by spaces; the query's runs are
+  analyzed the same way into OR terms.
 * A query compiles to an OR of its words, each quoted (FTS5 tokenizes a quoted string with the table's
   own tokenizer, so it is stemmed as the text was; a piece such as `groove.toml` becomes the phrase of
   its adjacent tokens); English stop words are dropped unless nothing else is left; a quoted segment is
@@ -16,6 +18,8 @@ are one term and `tar` is not in `target`.
   match from this leg too, so every leg excludes the same chunks (groove's rule, §C.7).
 
 Changing what is indexed must bump `WORDS_VERSION`: indexes recording another version are rebuilt.
+What is recorded is `words_version(analyzer)`: WORDS_VERSION alone without a Japanese analyzer (so an
+index built without one is left as it is), followed by the analyzer's identity with one.
 """
 
 from __future__ import annotations
@@ -23,10 +27,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from groove_tui.engine.analysis.bigram import without_cjk
+from groove_tui.engine.analysis.bigram import cjk_runs, nfkc, without_cjk
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer, is_japanese
 from groove_tui.engine.analysis.query import fts_phrase, segments
 
-__all__ = ["STOP_WORDS", "WORDS_TOKENIZE", "WORDS_VERSION", "WordQuery", "compile_words", "index_words"]
+__all__ = [
+    "STOP_WORDS",
+    "WORDS_TOKENIZE",
+    "WORDS_VERSION",
+    "WordQuery",
+    "compile_words",
+    "index_words",
+    "version_base",
+    "words_version",
+]
 
 WORDS_VERSION = "1"
 WORDS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -45,16 +59,45 @@ STOP_WORDS = frozenset((
 _TOKEN = re.compile(r"[^\W_]+")  # what unicode61 keeps as token characters (letters and digits)
 
 
-def index_words(text: str | None) -> str | None:
+def words_version(japanese: JapaneseAnalyzer | None) -> str:
+    """What index_meta records for a word table built with (or without) this Japanese analyzer."""
+    return WORDS_VERSION if japanese is None else f"{WORDS_VERSION}+{japanese.identity}"
+
+
+def version_base(recorded: str | None) -> str | None:
+    """The WORDS_VERSION part of a recorded words version (None: nothing recorded)."""
+    return None if recorded is None else recorded.split("+", 1)[0]
+
+
+def index_words(text: str | None, japanese: JapaneseAnalyzer | None = None) -> str | None:
     """The copy of `text` the word table indexes (None stays None: an absent heading or context)."""
     if text is None:
         return None
-    return without_cjk(text)
+    if japanese is None:
+        return without_cjk(text)
+    return _analyzed(text, japanese)[0]
 
 
-def _pieces(text: str) -> list[str]:
-    """Whitespace pieces of a query segment with their CJK left out (the table holds none)."""
-    return [p for p in without_cjk(text).replace("\0", " ").split() if _TOKEN.search(p)]
+def _analyzed(text: str, japanese: JapaneseAnalyzer) -> tuple[str, list[str]]:
+    """The word table's copy of `text` and the Japanese words in it, in order."""
+    norm = nfkc(text)
+    out: list[str] = []
+    forms: list[str] = []
+    pos = 0
+    for m in cjk_runs(norm):
+        out.append(norm[pos : m.start()])
+        run = m.group()
+        words = japanese.words(run) if is_japanese(run) else []
+        out.append(f" {' '.join(words)} " if words else " ")
+        forms.extend(words)
+        pos = m.end()
+    out.append(norm[pos:])
+    return "".join(out), forms
+
+
+def _pieces(copy: str) -> list[str]:
+    """Whitespace pieces of a query segment's copy that hold a word."""
+    return [p for p in copy.replace("\0", " ").split() if _TOKEN.search(p)]
 
 
 def _is_stop(piece: str) -> bool:
@@ -69,22 +112,30 @@ def _or(terms: list[str]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class WordQuery:
-    positive_expr: str | None  # None: no word to search for (e.g. a query in CJK only)
+    positive_expr: str | None  # None: no word to search for (e.g. a query in CJK only, no analyzer)
     words: tuple[str, ...]  # the words and phrases searched for, as typed (what highlighting looks for)
+    japanese: tuple[str, ...] = ()  # the analyzer's forms of the query's Japanese words (highlighted too)
 
 
-def compile_words(raw: str) -> WordQuery:
-    """The word-table side of `raw` (segments scanned exactly as groove's compiler scans them)."""
+def compile_words(raw: str, japanese: JapaneseAnalyzer | None = None) -> WordQuery:
+    """The word-table side of `raw` (segments scanned exactly as groove's compiler scans them); with a
+    Japanese analyzer, the Japanese runs' words join the Latin ones."""
     plain: list[str] = []
     quoted: list[str] = []
+    forms: list[str] = []
     for excluded, is_quoted, text in segments(raw):
-        pieces = _pieces(text)
         if excluded:
             continue
+        if japanese is None:
+            pieces = _pieces(without_cjk(text))
+        else:
+            copy, found = _analyzed(text, japanese)
+            pieces = _pieces(copy)
+            forms.extend(found)
         if is_quoted and pieces:
             quoted.append(" ".join(pieces))
         elif not is_quoted:
             plain.extend(pieces)
     kept = [p for p in plain if not _is_stop(p)] or plain  # a query of stop words only keeps them
     words = tuple(dict.fromkeys([*quoted, *kept]))
-    return WordQuery(_or([fts_phrase(w) for w in words]), words)
+    return WordQuery(_or([fts_phrase(w) for w in words]), words, tuple(dict.fromkeys(forms)))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import sqlean
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.analysis.words import WORDS_VERSION, index_words
+from groove_tui.engine.analysis.words import index_words
 from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
@@ -251,9 +251,29 @@ class Indexer:
             )
 
     def _migrate_words(self, notify: ProgressFn, cancel: threading.Event | None) -> None:
-        """Build the word table for an index made before it existed or indexed another way."""
-        if not self.store.words_ready():
-            self._build_side_table("fts_words", WORDS_DDL, "words_version", WORDS_VERSION, index_words, notify, cancel)
+        """Build the word table for an index made before it existed or indexed another way: an older
+        WORDS_VERSION, or another Japanese analyzer than this store's (the dictionary was pulled, removed,
+        or updated). A complete table whose chunks hold no Japanese text is the same with any analyzer:
+        only its record changes."""
+        store = self.store
+        if store.words_current():
+            return
+        # the bigram table, migrated first, tells from its terms (None: it cannot, so rebuild)
+        if store.words_ready() and store.has_kanji_or_kana() is False:
+            with store.transaction() as wconn:
+                store.set_meta("words_version", store.words_version, wconn)
+                store.bump_generation(wconn)
+            return
+        japanese = store.japanese
+        self._build_side_table(
+            "fts_words",
+            WORDS_DDL,
+            "words_version",
+            store.words_version,
+            lambda text: index_words(text, japanese),
+            notify,
+            cancel,
+        )
 
     def _build_side_table(
         self,
@@ -267,13 +287,15 @@ class Indexer:
     ) -> None:
         """A side full-text table built from the chunks table: each column's `copy`.
 
-        Batched commits; the version is recorded last, so an interrupted build restarts from scratch
-        and search leaves the table out until it is complete (while it is incomplete, writes skip it).
+        Batched commits; the version is emptied with the drop and recorded last, so an interrupted build
+        restarts from scratch and search leaves the table out until it is complete (while it is
+        incomplete, writes skip it).
         """
         conn = self.store.conn()
         with self.store.transaction() as wconn:
             wconn.execute(f"DROP TABLE IF EXISTS {table}")
             wconn.execute(ddl)
+            self.store.set_meta(version_key, "", wconn)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         done, last_id = 0, -1
         notify(IndexProgress("fulltext", 0, total))

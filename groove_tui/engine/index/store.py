@@ -20,7 +20,8 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
-from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words, version_base, words_version
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 from groove_tui.engine.index import phrase_stats
 
@@ -99,7 +100,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_bigram USING fts5(
 """
 
 # Ours: the word side index (engine/analysis/words.py) over a copy of the same three columns with the CJK
-# runs left out. Rebuilt when index_meta's words_version differs from words.WORDS_VERSION.
+# runs left out, or Japanese runs as their words when a Japanese dictionary is pulled. Rebuilt when
+# index_meta's words_version differs from words.words_version() of the store's analyzer.
 WORDS_DDL = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
     heading, context, content,
@@ -107,6 +109,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
     tokenize='{WORDS_TOKENIZE}'
 );
 """
+
+# Characters as the bigram table holds them (NFKC): kana (hiragana, katakana with ー), and with them kanji
+# (々〆〇, CJK unified incl. extension A and B+, compatibility ideographs), as [lo, hi) ranges.
+_KANA = (("\u3041", "\u3100"), ("\u31f0", "\u3200"))
+_KANJI_AND_KANA = (
+    *_KANA,
+    ("\u3005", "\u3008"),
+    ("\u3400", "\ua000"),
+    ("\uf900", "\ufb00"),
+    ("\U00020000", "\U00031350"),
+)
 
 # Columns every leg reads for a candidate row (same order as `CandidateRow`).
 ROW_COLUMNS = (
@@ -164,9 +177,12 @@ def fulltext_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]
     return trigram, bigram
 
 
-def word_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def word_rows(rows: Sequence[tuple[Any, ...]], japanese: JapaneseAnalyzer | None = None) -> list[tuple[Any, ...]]:
     """The values a chunk's row holds in fts_words, from (id, heading, context_text, content)."""
-    return [(cid, index_words(h), index_words(ctx), index_words(body)) for cid, h, ctx, body in rows]
+    return [
+        (cid, index_words(h, japanese), index_words(ctx, japanese), index_words(body, japanese))
+        for cid, h, ctx, body in rows
+    ]
 
 
 def to_blob(vector: np.ndarray) -> bytes:
@@ -179,14 +195,19 @@ class Store:
     `readonly=True` is a reader's store (search, status, eval): its connections are opened read-only and
     it never creates, migrates or writes anything, so it never waits for the write lock an indexer holds;
     in WAL mode it reads the last commit while any index runs. An index that does not exist yet, or that
-    only an indexing run can bring up to date, raises IndexNotReady at once instead."""
+    only an indexing run can bring up to date, raises IndexNotReady at once instead.
+
+    `japanese` is the Japanese analyzer this process writes the word table with (None: the pulled
+    dictionary is absent, or unusable); the table records which one built it (`words_version`)."""
 
     # What a reader needs; an index lacking one was never built, or was built before it existed.
     REQUIRED_TABLES = ("index_meta", "documents", "chunks", "fts_chunks")
 
-    def __init__(self, db_path: Path, *, readonly: bool = False) -> None:
+    def __init__(self, db_path: Path, *, readonly: bool = False, japanese: JapaneseAnalyzer | None = None) -> None:
         self.db_path = db_path
         self.readonly = readonly
+        self.japanese = japanese
+        self.words_version = words_version(japanese)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -248,7 +269,7 @@ class Store:
                 if self.get_meta("bigram_version", conn) is None:
                     self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
                 if self.get_meta("words_version", conn) is None:
-                    self.set_meta("words_version", WORDS_VERSION, conn)
+                    self.set_meta("words_version", self.words_version, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
 
@@ -274,8 +295,25 @@ class Store:
         return self.get_meta("bigram_version") == SEGMENTATION_VERSION
 
     def words_ready(self) -> bool:
-        """The word table holds every chunk, indexed the current way (else the word leg stays out)."""
-        return self.get_meta("words_version") == WORDS_VERSION
+        """The word table holds every chunk, indexed the current way, with or without a Japanese analyzer
+        (else the word leg stays out)."""
+        return version_base(self.get_meta("words_version")) == WORDS_VERSION
+
+    def words_current(self) -> bool:
+        """The word table is complete and was built by this store's Japanese analyzer (or, like it, with
+        none): else the next indexing run rebuilds it."""
+        return self.get_meta("words_version") == self.words_version
+
+    def words_analyzer_recorded(self) -> str | None:
+        """The identity of the Japanese analyzer the complete word table was built with, or None."""
+        recorded = self.get_meta("words_version") or ""
+        base, _, identity = recorded.partition("+")
+        return identity or None if base == WORDS_VERSION else None
+
+    def words_analyzer(self) -> JapaneseAnalyzer | None:
+        """The analyzer a query's Japanese runs are compiled with: this store's, when it built the table.
+        A table built another way is searched by its Latin words until it is rebuilt."""
+        return self.japanese if self.japanese is not None and self.words_current() else None
 
     # ------------------------------------------------------------ connections
 
@@ -412,7 +450,7 @@ class Store:
         if self.words_ready_in(conn):
             conn.executemany(
                 "INSERT INTO fts_words(fts_words, rowid, heading, context, content) VALUES ('delete', ?, ?, ?, ?)",
-                word_rows(rows),
+                word_rows(rows, self.japanese),
             )
         if self.has_vec_table(conn):
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
@@ -425,13 +463,22 @@ class Store:
         conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
         if self.words_ready_in(conn):
             conn.executemany(
-                "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", word_rows(rows)
+                "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                word_rows(rows, self.japanese),
             )
 
     def words_ready_in(self, conn: sqlite3.Connection) -> bool:
-        """words_ready inside a write transaction: an index whose word table is still to be built gets
-        no rows in it (the build adds every chunk, from the chunks table, once)."""
-        return self.get_meta("words_version", conn) == WORDS_VERSION
+        """words_current inside a write transaction: an index whose word table is still to be built gets
+        no rows in it (the build adds every chunk, from the chunks table, once). A complete table another
+        analyzer built (another process, with or without the dictionary, rebuilt it meanwhile) cannot be
+        followed exactly from here, as its rows' values are not this store's: it is marked incomplete, so
+        search leaves it out until the next indexing run rebuilds it."""
+        recorded = self.get_meta("words_version", conn)
+        if recorded == self.words_version:
+            return True
+        if version_base(recorded) == WORDS_VERSION:
+            self.set_meta("words_version", "", conn)
+        return False
 
     def recreate_fulltext(self, conn: sqlite3.Connection) -> None:
         """Both full-text tables dropped and created empty, in the current form (and no phrase statistics
@@ -445,7 +492,31 @@ class Store:
         conn.execute(WORDS_DDL)
         self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
         self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
-        self.set_meta("words_version", WORDS_VERSION, conn)
+        self.set_meta("words_version", self.words_version, conn)
+
+    def has_kana(self) -> bool:
+        """Whether any chunk holds kana: Japanese text, which kanji alone does not tell from Chinese."""
+        return bool(self._bigram_terms_in(_KANA))
+
+    def has_kanji_or_kana(self) -> bool | None:
+        """Whether any chunk holds kanji or kana (the text the Japanese analyzer reads); None when the
+        bigram table cannot tell (it is being rebuilt)."""
+        return self._bigram_terms_in(_KANJI_AND_KANA)
+
+    def _bigram_terms_in(self, ranges: tuple[tuple[str, str], ...]) -> bool | None:
+        """Whether the bigram table has a term starting with a character in one of `ranges` ([lo, hi)).
+
+        Every character of a CJK run starts one of its tokens (its bigrams and its last character alone),
+        so such a term exists exactly when some chunk holds such a character. Range lookups in the term
+        b-tree, whatever the index's size, where reading the text would take seconds at 100k chunks."""
+        if not self.bigram_ready():
+            return None
+        conn = self.conn()
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bigram_terms USING fts5vocab(main, fts_bigram, 'row')")
+        return any(
+            conn.execute("SELECT 1 FROM temp.bigram_terms WHERE term >= ? AND term < ? LIMIT 1", r).fetchone()
+            for r in ranges
+        )
 
     def embeddings_for(self, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given chunks (missing ones are absent from the dict)."""

@@ -26,6 +26,7 @@ import numpy as np
 import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
 from groove_tui.engine.analysis.words import WordQuery, compile_words
 from groove_tui.engine.errors import ParamError, SearchCancelled
@@ -247,7 +248,12 @@ class Searcher:
             t = time.perf_counter()
             cjk_spans = bq is not None and bq.positive_expr is not None
             words = wq.words if wq is not None else ()
-            hits = [replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans, words)) for h in hits]
+            forms = wq.japanese if wq is not None else ()
+            ja = self.store.words_analyzer() if forms else None
+            hits = [
+                replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans, words, forms if ja else (), ja))
+                for h in hits
+            ]
             timings["spans"] = _ms(t)
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
@@ -522,7 +528,7 @@ class Searcher:
         on = self.config.search.word_leg if params.word_leg is None else check_bool("word_leg", params.word_leg)
         if not on or params.legs == "vector" or not self.store.words_ready():
             return None
-        wq = compile_words(query)
+        wq = compile_words(query, self.store.words_analyzer())
         return wq if wq.positive_expr is not None else None
 
     def _bigram_excluded_ids(self, bq: BigramQuery | None) -> frozenset[int]:
@@ -838,6 +844,13 @@ def _ms(t: float) -> float:
     return (time.perf_counter() - t) * 1000.0
 
 
-def _spans(query: str, content: str, cjk_bigram: bool = False, words: tuple[str, ...] = ()) -> tuple[Span, ...] | None:
-    spans = match_spans(query, content, cjk_bigram=cjk_bigram, words=words)
+def _spans(
+    query: str,
+    content: str,
+    cjk_bigram: bool = False,
+    words: tuple[str, ...] = (),
+    forms: tuple[str, ...] = (),
+    japanese: JapaneseAnalyzer | None = None,
+) -> tuple[Span, ...] | None:
+    spans = match_spans(query, content, cjk_bigram=cjk_bigram, words=words, japanese_forms=forms, japanese=japanese)
     return None if spans is None else tuple(Span(s, e) for s, e in spans)

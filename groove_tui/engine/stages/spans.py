@@ -24,7 +24,10 @@ this can differ from groove on purpose: `cafe` also highlights `CAFÉ`, as the F
 
 Where the word leg ran (ours), `words` adds the whole words it matches: `extract` also lights up all of
 "extracting". Which words those are is asked of FTS5's own tokenizer (the leg's `porter unicode61`, over
-the content's distinct words in a scratch table), so a highlight stands where the leg matched.
+the content's distinct words in a scratch table), so a highlight stands where the leg matched. Where it
+matched Japanese words (a pulled dictionary), the content's Japanese runs are analyzed the way the word
+table's copy was, and each morpheme whose form the query asked for is highlighted whole: 引越し lights up
+for the query 引っ越し, and the whole of 東京都 for 東京都, never 東京 inside 東京都庁 when that is one word.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from functools import lru_cache
 
 import sqlean as sqlite3
 
-from groove_tui.engine.analysis.bigram import cjk_terms, nfkc
+from groove_tui.engine.analysis.bigram import cjk_runs, cjk_terms, nfkc
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer, is_japanese
 from groove_tui.engine.analysis.query import split_terms, trim
 from groove_tui.engine.analysis.words import WORDS_TOKENIZE
 
@@ -249,14 +253,38 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e, t in tokens if t in matched][:_SPAN_BUDGET]
 
 
+def _japanese_spans(forms: Sequence[str], content: str, japanese: JapaneseAnalyzer) -> list[tuple[int, int]]:
+    """The content's morphemes whose forms are among `forms`, each over its whole surface text. The runs
+    are those of the NFKC-folded content (the word table's normalisation), mapped back to the original."""
+    wanted = set(forms)
+    folded, source = _fold_with_map_nfkc(content)
+    out: list[tuple[int, int]] = []
+    for run in cjk_runs(folded):
+        if not is_japanese(run.group()):
+            continue
+        for begin, end, form in japanese.morphemes(run.group()):
+            if form in wanted:
+                out.append(_to_original(run.start() + begin, run.start() + end, source, len(folded), len(content)))
+                if len(out) >= _SPAN_BUDGET:
+                    return out
+    return out
+
+
 def match_spans(
-    query: str, content: str, *, cjk_bigram: bool = False, words: Sequence[str] = ()
+    query: str,
+    content: str,
+    *,
+    cjk_bigram: bool = False,
+    words: Sequence[str] = (),
+    japanese_forms: Sequence[str] = (),
+    japanese: JapaneseAnalyzer | None = None,
 ) -> list[tuple[int, int]] | None:
     """Character spans of `query`'s terms in `content` (§H); callers pass the query's positive text.
 
     None when the query is blank or the content is over 262,144 UTF-8 bytes; [] when nothing matched.
     `cjk_bigram` (search passes it for queries the bigram leg served) also highlights CJK words under
-    3 characters and the bigrams of longer CJK runs, comparing NFKC-normalised text.
+    3 characters and the bigrams of longer CJK runs, comparing NFKC-normalised text. `japanese_forms`
+    (with the analyzer that made them) adds the whole Japanese morphemes the word leg matched.
     """
     q = trim(query)
     if not q:
@@ -267,6 +295,8 @@ def match_spans(
         return None
     terms = _terms(q, cjk_bigram)
     whole = _word_spans(words, content) if words else []
+    if japanese is not None and japanese_forms:
+        whole += _japanese_spans(japanese_forms, content, japanese)
     if not terms:
         return _merge(whole)
     budget = max(1, _SPAN_BUDGET // len(terms))
