@@ -92,6 +92,7 @@ def command_for_docs(command: str) -> str:
     command = re.sub(r"--index-dir \S+", "--index-dir INDEX", command)
     command = re.sub(r"--keep-copies \S+ ?", "", command)
     command = re.sub(r"--scale-dir \S+ ?", "", command)  # where the copy was kept: the same figures without
+    command = re.sub(r"(?<=bench )/\S+/kb(?=\s)", "COPY/kb", command)  # a KB copy a bench kept (--scale-dir COPY)
     command = re.sub(r"--(?:out|record) \S+", "--record benchmarks/results", command)
     command = re.sub(r"^(?:\S+/)?\.venv/bin/", "", command)
     return command.strip()

@@ -51,6 +51,7 @@ def test_a_figure_changed_in_a_record_fails_the_check(copy):
     assert render_tables.check(docs, results) == [
         "evaluation.md: table 'eval-reference' differs from its records",
         "evaluation.md: table 'word-leg' differs from its records",
+        "evaluation.md: table 'legs-alone' differs from its records",
     ]
 
 
