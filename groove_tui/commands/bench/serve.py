@@ -4,10 +4,10 @@ The same queries run two ways on the same index: `Engine.search` in this process
 of a `groove-tui serve` subprocess (stdio, the settings of this command line, no watcher) called through
 the official SDK's client, timed from the call to the parsed answer. The server is asked with both
 protocol eras: the initialize handshake most clients speak, and the 2026 per-request one. Each era's
-server is a fresh process, so both sides first search other queries (`warm_up_queries`: the next ones
-of the file, or the measured ones with their words reversed — the same lengths, never the same text):
-the model's first inputs of each length cost more than later ones, and this process has seen them in
-the first era already. Then each query runs in this process first and then over MCP, so both see it
+server is a fresh process while this one has searched before, so both sides first search other queries
+(`warm_up_queries`: the next ones of the file, or the measured ones with their words reversed — the same
+lengths, never the same text), and the cold pass compares two processes that have both run the model
+and read the legs before. Then each query runs in this process first and then over MCP, so both see it
 cold on the first pass (the query embedded, the legs read) and cached on the `--repeat` passes after it.
 Reported: p50 / p95 of each and of the paired difference (round trip minus in-process, query by query).
 The target is on the difference of the p50s of the cached passes: there the engine's work is the same
