@@ -437,6 +437,20 @@ WORD_LEG_ROWS = (
 )
 
 
+def _off_on(off: dict[str, Any], on: dict[str, Any]) -> list[str]:
+    """Queries, nDCG@10 off / on / Δ and recall@10 off / on of two eval records of the same set."""
+    a_on, a_off = on["figures"]["aggregate"], off["figures"]["aggregate"]
+    n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
+    return [
+        f"{a_on['query_count']:,}",
+        _f4(n_off),
+        _f4(n_on),
+        f"{n_on - n_off:+.4f}",
+        _f4(a_off["recall_at_k"]["10"]),
+        _f4(a_on["recall_at_k"]["10"]),
+    ]
+
+
 def word_leg(records: Records) -> str:
     """The word leg on (the default) and off, on the same index and golden set."""
     rows, used = [], []
@@ -444,21 +458,7 @@ def word_leg(records: Records) -> str:
         on = records.get(Want("eval", kb, model, legs))
         off = records.get(Want("eval", kb, model, f"{legs}-no-word-leg"))
         used += [on, off]
-        a_on, a_off = on[1]["figures"]["aggregate"], off[1]["figures"]["aggregate"]
-        n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
-        rows.append(
-            [
-                kb,
-                f"`{model}`",
-                dict(LEGS)[legs],
-                f"{a_on['query_count']:,}",
-                _f4(n_off),
-                _f4(n_on),
-                f"{n_on - n_off:+.4f}",
-                _f4(a_off["recall_at_k"]["10"]),
-                _f4(a_on["recall_at_k"]["10"]),
-            ]
-        )
+        rows.append([kb, f"`{model}`", dict(LEGS)[legs], *_off_on(off[1], on[1])])
     head = ["set", "embedder", "legs", "queries", "nDCG@10 off", "on", "Δ", "recall@10 off", "on"]
     return table(head, rows, text_columns=3) + "\n\n" + provenance(used)
 
@@ -557,20 +557,7 @@ def japanese_words(records: Records) -> str:
         on = records.get(Want("eval", "jsquad", "multilingual-e5-small-int8", f"{legs}-japanese-words"))
         used += [off, on]
         a_on, a_off = on[1]["figures"]["aggregate"], off[1]["figures"]["aggregate"]
-        n_on, n_off = a_on["ndcg_at_k"]["10"], a_off["ndcg_at_k"]["10"]
-        rows.append(
-            [
-                label,
-                f"{a_on['query_count']:,}",
-                _f4(n_off),
-                _f4(n_on),
-                f"{n_on - n_off:+.4f}",
-                _f4(a_off["recall_at_k"]["10"]),
-                _f4(a_on["recall_at_k"]["10"]),
-                _f4(a_off["mrr"]),
-                _f4(a_on["mrr"]),
-            ]
-        )
+        rows.append([label, *_off_on(off[1], on[1]), _f4(a_off["mrr"]), _f4(a_on["mrr"])])
     head = ["jsquad dev, `multilingual-e5-small-int8`", "queries", "nDCG@10 without", "with", "Δ"]
     head += ["recall@10 without", "with", "MRR without", "with"]
     return table(head, rows) + "\n\n" + provenance(used)

@@ -5,6 +5,7 @@ through the engine must not change at all when it is switched on, before or afte
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -120,16 +121,13 @@ def _kb(tmp_path, n: int = 60):
     return write_kb(tmp_path / "kb", files)
 
 
-def _hits(resp):
-    return [(h.chunk_id, h.score, h.path) for h in resp.results]
-
-
-def test_engine_results_do_not_change_with_the_scan(tmp_path):
+@contextmanager
+def _scanned(tmp_path):
+    """(kb, engine with the in-memory scan, engine without it on the same index, the scan), indexed and
+    the matrix read, so the scan really answers what follows."""
     kb = _kb(tmp_path)
     on = hashing_config()
     off = replace(on, search=replace(on.search, vector_scan=False))
-    queries = ["rust tokio", "protein expression in cells", "banana", "zzz"]
-    pages = [(legs, limit) for legs in ("vector", "hybrid") for limit in (1, 5, 40)]
     with (
         Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng,
         Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain,
@@ -138,7 +136,18 @@ def test_engine_results_do_not_change_with_the_scan(tmp_path):
         scan = eng._searcher.vectors
         eng.search("warm", SearchParams(legs="vector"))
         scan.wait_loaded()
-        assert scan._base is not None  # the scan really answers below
+        assert scan._base is not None
+        yield kb, eng, plain, scan
+
+
+def _hits(resp):
+    return [(h.chunk_id, h.score, h.path) for h in resp.results]
+
+
+def test_engine_results_do_not_change_with_the_scan(tmp_path):
+    queries = ["rust tokio", "protein expression in cells", "banana", "zzz"]
+    pages = [(legs, limit) for legs in ("vector", "hybrid") for limit in (1, 5, 40)]
+    with _scanned(tmp_path) as (kb, eng, plain, scan):
 
         def both(q, legs, limit):
             p = SearchParams(limit=limit, legs=legs)
@@ -195,19 +204,8 @@ def test_later_generations_are_served_from_the_matrix_and_their_delta_exactly(tm
     journal trimmed past the matrix are never served from it."""
     from groove_tui.engine.index import store as store_mod
 
-    kb = _kb(tmp_path)
-    on = hashing_config()
-    off = replace(on, search=replace(on.search, vector_scan=False))
-    with (
-        Engine.open(kb, config=on, index_dir=tmp_path / "idx") as eng,
-        Engine.open(kb, config=off, index_dir=tmp_path / "idx") as plain,
-    ):
-        eng.index()
-        scan = eng._searcher.vectors
-        eng.search("warm", SearchParams(legs="vector"))
-        scan.wait_loaded()
+    with _scanned(tmp_path) as (kb, eng, plain, scan):
         read_at = scan._generation
-        assert scan._base is not None
 
         def edit_and_compare(edit, embed=True):
             edit()
