@@ -74,6 +74,12 @@ CREATE TRIGGER IF NOT EXISTS vec_journal_remove AFTER DELETE ON chunks
 # the journal: a reader whose entries are gone reads every vector again.
 VEC_JOURNAL_KEPT = 20_000
 
+# Connections read the index through a memory map (SQLite maps at most the file's size). Through read()
+# each page is copied into a 2 MB per-connection cache that a large index thrashes: fetching a search's
+# candidate rows at random from a 1.2 GB index took ~0.15 ms a row, mapped ~0.02 ms. Writes still go
+# through write(), and nothing here shrinks the file (no VACUUM), which a mapping would not survive.
+MMAP_BYTES = 1 << 34
+
 # The full-text tables are contentless (content='') WITHOUT groove's contentless_delete=1: a DELETE on a
 # contentless_delete table leaves the stored totals bm25 reads (row count, tokens per column) as they
 # were, so every --force, edit or delete skewed the ranking of all later searches. A row is removed with
@@ -343,6 +349,7 @@ class Store:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         except sqlite3.Error as exc:
             raise IndexError_(f"cannot open the index {self.db_path}: {exc}") from exc
         return conn
