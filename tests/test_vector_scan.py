@@ -261,3 +261,35 @@ def test_later_generations_are_served_from_the_matrix_and_their_delta_exactly(tm
         for q, limit, ours, theirs in _answers(eng, plain):
             assert ours == theirs, (q, limit)
         assert scan._deltas.get(gen) is None
+
+
+def test_a_search_the_index_moved_past_is_answered_as_the_index_is_now(tmp_path):
+    """A search asks for the generation it began in; when the index has been written since (a batch
+    writes its full text, then its vectors), the scan answers for the generation the index holds now,
+    as sqlite-vec would read it, rather than leaving the search to sqlite-vec's slower scan."""
+    with _scanned(tmp_path) as (kb, eng, _plain, scan):
+        read_at = scan._generation
+
+        def now_from_sqlite_vec(qvec, k):
+            return (
+                eng.store.conn()
+                .execute(
+                    "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                    (qvec.tobytes(), k),
+                )
+                .fetchall()
+            )
+
+        qvec = np.asarray(eng.embedder().embed_query("banana sqlite"), np.float32)
+        assert scan.knn(qvec, 5, read_at - 1) == now_from_sqlite_vec(qvec, 5)  # begun before the matrix was read
+        (kb / "n000.md").write_text("# Note 0\n\nbanana banana sqlite", encoding="utf-8")
+        eng.index()
+        began_in = eng.store.generation()
+        (kb / "n001.md").write_text("# Note 1\n\nsqlite banana bread", encoding="utf-8")
+        eng.index()
+        now = eng.store.generation()
+        assert read_at < began_in < now
+        for k in (1, 7, 80):
+            assert scan.knn(qvec, k, began_in) == now_from_sqlite_vec(qvec, k), k
+        assert began_in not in scan._deltas and scan._deltas.get(now) is not None
+        assert scan._generation == read_at  # served from the matrix: nothing read again

@@ -28,7 +28,9 @@ are looked up — their vectors now, or their absence — in one snapshot of the
 search scans the matrix with those rows masked out and the delta's rows beside it, merging both in
 sqlite-vec's order (distance, then storage chunk, then offset descending: each row's place comes from
 `vec_chunks_rowids`). A saved note is so found by its vector at once, not after a re-read of every
-vector (seconds at 100k). A delta too large, or a journal emptied past the matrix (trimmed, or the
+vector (seconds at 100k). A search begun in a generation the index has moved past since (a batch writes
+its full text, then its vectors) is answered for the generation the index holds now, as sqlite-vec would
+answer it. A delta too large, or a journal emptied past the matrix (trimmed, or the
 vectors replaced wholesale), and the matrix is read again on a background thread, sqlite-vec
 answering meanwhile. Tables under MIN_ROWS rows stay with sqlite-vec, where the scan is already a few
 milliseconds.
@@ -185,10 +187,6 @@ class _Delta:
 _UNCHANGED = _Delta(None, None, 0)
 
 
-class _MovedOn(Exception):
-    """The index was written again after the generation a search asked for: its snapshot is gone."""
-
-
 _CALIBRATION: bool | None = None
 _CALIBRATION_LOCK = threading.Lock()
 
@@ -247,17 +245,14 @@ class VectorScan:
             base, delta, reread = self._base, None, False
             if self._generation == generation:
                 delta = _UNCHANGED
-            elif self._generation is None or generation > self._generation:
-                if base is None:
-                    reread = True
-                else:
-                    try:
-                        delta = self._delta(generation)
-                    except _MovedOn:
-                        pass  # written again while this search ran: sqlite-vec answers it, the next has a delta
-                    else:
-                        reread = delta is None or delta.size > max(REREAD_ROWS, REREAD_SHARE * len(base.ids))
-            # (an older generation than the matrix's is a search that began before it was read: sqlite-vec)
+            elif base is None:
+                reread = self._generation is None or generation > self._generation
+            else:
+                # A generation the matrix has not seen, or one the index has moved past since this
+                # search began (a batch writes its full text, then its vectors): either way the answer
+                # is the delta of the generation the index holds now, what sqlite-vec would read too.
+                delta = self._delta(generation)
+                reread = delta is None or delta.size > max(REREAD_ROWS, REREAD_SHARE * len(base.ids))
             if reread and not (self._reader is not None and self._reader.is_alive()):
                 # a daemon thread: a one-shot `groove-tui search` exits without waiting for the read
                 self._reader = threading.Thread(target=self._load, name="groove-vector-scan", daemon=True)
@@ -270,8 +265,9 @@ class VectorScan:
         return _nearest_with(base, delta, q, k)
 
     def _delta(self, generation: int) -> _Delta | None:
-        """The delta of `generation` against the matrix, read once (under the lock) in a snapshot of
-        that generation; None when it cannot be served."""
+        """The delta against the matrix of the generation the index holds now, which is `generation` or
+        a later one, read once per generation (under the lock) in one snapshot; None when it cannot be
+        served."""
         if generation in self._deltas:
             return self._deltas[generation]
         delta = None
@@ -284,14 +280,19 @@ class VectorScan:
             try:
                 conn.execute("BEGIN")
                 try:
-                    delta = _read_delta(conn, generation, base, mark)
+                    now = _generation_of(conn)
+                    if now == self._generation:
+                        return _UNCHANGED  # a search begun before the matrix was read: it holds this one
+                    if now in self._deltas:
+                        return self._deltas[now]
+                    delta = _read_delta(conn, base, mark)
+                    self._deltas[now] = delta
                 finally:
                     conn.execute("COMMIT")
             except sqlite3.Error:
                 delta = None
             finally:
                 conn.close()
-        self._deltas[generation] = delta
         return delta
 
     def _load(self) -> None:
@@ -337,12 +338,10 @@ def _generation_of(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _read_delta(conn: sqlite3.Connection, generation: int, base: _Rows, mark: int) -> _Delta | None:
+def _read_delta(conn: sqlite3.Connection, base: _Rows, mark: int) -> _Delta | None:
     """Inside the caller's snapshot: the chunks journalled since `mark`, their vectors now (or none).
     None when entries since `mark` are gone (trimmed, or the vectors replaced wholesale), the delta is
-    too large to serve, or a place cannot be read; _MovedOn when the snapshot is past `generation`."""
-    if _generation_of(conn) != generation:
-        raise _MovedOn
+    too large to serve, or a place cannot be read."""
     last = _journal_mark(conn)
     if last is None:
         return None
