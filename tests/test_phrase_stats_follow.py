@@ -297,3 +297,31 @@ def test_a_watched_update_defers_the_set_to_the_quiet_moment_and_stays_exact_mea
         assert not ps.edits_waiting(conn) and assert_stored_is_fts5(conn)
     got, stats = answers(config)
     assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+
+
+def test_watching_stopped_before_the_quiet_moment_follows_what_it_deferred(tmp_path):
+    """Stopped within the quiet time after a batch, the watcher follows the deferred statistics on its
+    way out: a search in another process then reads the stored set, as after any index run."""
+    import queue
+    import threading
+
+    kb = _kb(tmp_path)
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        events: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        thread = threading.Thread(target=lambda: eng.watch(events.put, stop, debounce_ms=100))
+        thread.start()
+        try:
+            while events.get(timeout=60).kind != "watching":
+                pass
+            (kb / "sub/n001.md").write_text("# the cells\n\nthe cells the cells banana protein\n")
+            while events.get(timeout=60).kind != "batch":
+                pass
+            assert ps.edits_waiting(eng.store.conn())  # deferred: the quiet moment has not come
+        finally:
+            stop.set()
+            thread.join(60)
+        assert not thread.is_alive()
+        conn = eng.store.conn()
+        assert not ps.edits_waiting(conn) and assert_stored_is_fts5(conn)

@@ -148,6 +148,10 @@ class Watcher:
                     continue  # the folder went away under the watch: wait for it
                 self.on_event(WatchEvent("error", f"watching {self.kb} failed: {exc}; retrying"))
                 self.stop.wait(RETRY_SECONDS)
+        if self._unsettled and self.kb.is_dir():
+            # Stopped within the quiet time after a batch: what it deferred is done now, so a search in
+            # another process (a CLI search, a server) reads the stored statistics, not FTS5's slower path.
+            self._settle()
 
     def _watch(self, pending: set[str]) -> None:
         import watchfiles
