@@ -59,14 +59,26 @@ def test_fingerprint_from_settings():
     fp = ConfigFingerprint.from_settings(
         cfg, SearchParams(), model="m", limit=10, k_values=(1, 5, 10), golden_hash="ab", context_static=False
     )
-    # Our defaults differ from groove: the bigram leg, merged parts and distribution-based score fusion.
+    # Our defaults differ from groove: the bigram and word legs, merged parts and distribution-based
+    # score fusion.
     j = fp.to_json()
     assert {k: v for k, v in j.items() if k != "fusion"} == {
         **FP.to_json(),
         "cjk_bigram": True,
         "merge_parts": True,
         "heading_first": True,
+        "word_leg": True,
     }
+    off = ConfigFingerprint.from_settings(
+        cfg,
+        SearchParams(word_leg=False),
+        model="m",
+        limit=10,
+        k_values=(1, 5, 10),
+        golden_hash="ab",
+        context_static=False,
+    )
+    assert "word_leg" not in off.to_json()  # a run without the word leg is not compared with one with it
     assert j["fusion"]["method"] == "dbsf" and j["fusion"]["rrf_k"] == 60.0
     groove = ConfigFingerprint.from_settings(
         cfg,

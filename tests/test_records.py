@@ -244,3 +244,25 @@ def test_a_records_variant_names_its_settings_file_and_fusion(kb, tmp_path):
     rec = _one_record(tmp_path / "results")
     assert rec["subject"]["variant"] == "fts-fusion-rrf-no-word-leg"
     assert next((tmp_path / "results").glob("*.json")).name.endswith("-fts-fusion-rrf-no-word-leg.json")
+
+
+def test_a_record_says_when_the_index_cut_its_japanese_into_words(japanese_dictionary, tmp_path, monkeypatch):
+    """Whether the Japanese dictionary was pulled when the index was built changes how Japanese ranks,
+    and nothing on the eval's command line says so: the record reads it from the index, and only where
+    the KB holds Japanese (an English KB's word table is the same with or without the dictionary)."""
+    monkeypatch.chdir(tmp_path)
+    golden = tmp_path / "golden.yml"
+    golden.write_text('queries:\n  - query: "引越し"\n    expected:\n      - path: move.md\n', encoding="utf-8")
+    japanese = write_kb(tmp_path / "ja", {"move.md": "# 引越し\n\nユーザの引越しは手続きが要ります。\n"})
+    english = write_kb(tmp_path / "en", {"setup.md": "# Setup\n\nThe setup guide.\n"})
+    for kb, variant in ((japanese, "fts-japanese-words"), (english, "fts")):
+        idx, out = tmp_path / f"idx-{kb.name}", tmp_path / f"results-{kb.name}"
+        common = [str(kb), "--model", "hashing-64", "--index-dir", str(idx)]
+        assert cli.main(["index", *common, "--quiet"]) == 0
+        argv = ["eval", *common, "--golden", str(golden), "--legs", "fts", "--no-history", "--record", str(out)]
+        assert cli.main(argv) == 0
+        rec = _one_record(out)
+        assert rec["subject"]["variant"] == variant, kb.name
+        identity = rec["figures"]["fingerprint"].get("japanese_words")
+        assert (identity is not None and "C-normalized" in identity) == (kb is japanese)
+        assert rec["figures"]["fingerprint"]["word_leg"] is True

@@ -123,6 +123,7 @@ def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> 
     variant = [legs] + ([f"rerank-{fingerprint['reranker']}"] if fingerprint.get("reranker") else [])
     variant += [f"share{share:g}"] if share is not None else []
     variant += _settings_variant(args)
+    variant += ["japanese-words"] if fingerprint.get("japanese_words") else []  # the index's, not a flag's
     kb = Path(args.kb).expanduser().resolve()
     subject = {
         "kb": str(kb),

@@ -68,6 +68,8 @@ class ConfigFingerprint:
     cjk_bigram: bool = False  # ours: the bigram leg changes ranking, so runs with it differ from groove's
     merge_parts: bool = False  # ours: split sections fused as one hit
     heading_first: bool = False  # ours: a query naming a heading or title ranks that section first
+    word_leg: bool = False  # ours: the word table's leg fused beside the character legs
+    japanese_words: str | None = None  # the analyzer a KB's Japanese words were cut with (identity), if any
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -94,6 +96,10 @@ class ConfigFingerprint:
             out["merge_parts"] = True
         if self.heading_first:
             out["heading_first"] = True
+        if self.word_leg:
+            out["word_leg"] = True
+        if self.japanese_words:
+            out["japanese_words"] = self.japanese_words
         return out
 
     @classmethod
@@ -107,8 +113,10 @@ class ConfigFingerprint:
         k_values: Sequence[int],
         golden_hash: str,
         context_static: bool,
+        japanese_words: str | None = None,
     ) -> ConfigFingerprint:
-        """The fingerprint of an eval run with these per-call params over this config."""
+        """The fingerprint of an eval run with these per-call params over this config; `japanese_words`
+        is the analyzer identity of a word table whose KB holds Japanese."""
         fusion = config.search.fusion
         if params.fusion is not None:
             fusion = replace(fusion, method=params.fusion)
@@ -128,6 +136,8 @@ class ConfigFingerprint:
             cjk_bigram=config.search.cjk_bigram,
             merge_parts=config.search.merge_parts,
             heading_first=config.search.heading_first,
+            word_leg=config.search.word_leg if params.word_leg is None else bool(params.word_leg),
+            japanese_words=japanese_words,
         )
 
 
