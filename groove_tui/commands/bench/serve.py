@@ -3,12 +3,13 @@
 The same queries run two ways on the same index: `Engine.search` in this process, and the `search` tool
 of a `groove-tui serve` subprocess (stdio, the settings of this command line, no watcher) called through
 the official SDK's client, timed from the call to the parsed answer. The server is asked with both
-protocol eras: the initialize handshake most clients speak, and the 2026 per-request one. Each era's
-server is a fresh process while this one has searched before, so both sides first search other queries
-(`warm_up_queries`: the next ones of the file, or the measured ones with their words reversed — the same
-lengths, never the same text), and the cold pass compares two processes that have both run the model
-and read the legs before. Then each query runs in this process first and then over MCP, so both see it
-cold on the first pass (the query embedded, the legs read) and cached on the `--repeat` passes after it.
+protocol eras: the initialize handshake most clients speak, and the 2026 per-request one. Each era has
+a fresh server process and a fresh engine here (an engine keeps what it learnt of the queries it ran:
+phrase statistics, highlight terms), and both first search other queries (`warm_up_queries`: the next
+ones of the file, or the measured ones with their words reversed — the same lengths, never the same
+text), so the cold pass compares two engines that have both run the model and read the legs before.
+Then each query runs in this process first and then over MCP, so both see it cold on the first pass (the
+query embedded, the legs read) and cached on the `--repeat` passes after it.
 Reported: p50 / p95 of each and of the paired difference (round trip minus in-process, query by query).
 The target is on the difference of the p50s of the cached passes: there the engine's work is the same
 few milliseconds on both sides, so the difference is what MCP adds (validation, the JSON answer, stdio,
@@ -19,12 +20,13 @@ and what carrying it costs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,25 +102,28 @@ def bench_serve(
         with open(os.devnull, "w") as errlog:
             from mcp.client.stdio import stdio_client
 
-            async with Client(stdio_client(server, errlog=errlog), mode=mode) as client:
+            async with (
+                Client(stdio_client(server, errlog=errlog), mode=mode) as client,
+                _fresh(engine, args) as local,
+            ):
                 connect_ms = ms_since(t0)
                 warm = await client.call_tool("search", {"query": "warm up the model"})
                 if warm.is_error:
                     raise ValueError(f"the served search failed: {_text(warm)}")
-                engine.search("warm up the model", params)
+                local.search("warm up the model", params)
                 for i, q in enumerate(warm_up):
                     notify(f"serve ({mode}) warm-up", i, len(warm_up))
-                    engine.search(q, params)
+                    local.search(q, params)
                     await client.call_tool("search", {"query": q})
                 await anyio.sleep(2.0)  # both processes' vector matrices loaded (a background read)
-                clear_caches(engine)  # this process starts as cold as the fresh server
+                clear_caches(local)  # this process starts as cold as the fresh server
                 total = (repeat + 1) * len(queries)
                 for r in range(repeat + 1):
                     got = samples["first" if r == 0 else "again"]
                     for i, q in enumerate(queries):
                         notify(f"serve ({mode})", r * len(queries) + i, total)
                         t = time.perf_counter()
-                        engine.search(q, params)
+                        local.search(q, params)
                         a = ms_since(t)
                         t = time.perf_counter()
                         result = await client.call_tool("search", {"query": q})
@@ -150,6 +155,18 @@ def bench_serve(
     out["overhead_p50_ms"] = out["eras"]["handshake"]["again"]["overhead_p50_ms"]
     out["command"] = " ".join(cmd[1:] if cmd[0].endswith("groove-tui") else cmd)
     return out
+
+
+@contextlib.asynccontextmanager
+async def _fresh(engine: Engine, args: argparse.Namespace) -> AsyncIterator[Engine]:
+    """`engine`'s index and settings in an engine of its own, read-only, as the fresh server has them."""
+    from groove_tui.engine import Engine
+
+    local = Engine.open(engine.kb_path, config=engine.config, index_dir=getattr(args, "index_dir", None), readonly=True)
+    try:
+        yield local
+    finally:
+        local.close()
 
 
 def _text(result: Any) -> str:
