@@ -30,10 +30,9 @@ sqlite-vec's order (distance, then storage chunk, then offset descending: each r
 `vec_chunks_rowids`). A saved note is so found by its vector at once, not after a re-read of every
 vector (seconds at 100k). A search begun in a generation the index has moved past since (a batch writes
 its full text, then its vectors) is answered for the generation the index holds now, as sqlite-vec would
-answer it. A delta too large, or a journal emptied past the matrix (trimmed, or the
-vectors replaced wholesale), and the matrix is read again on a background thread, sqlite-vec
-answering meanwhile. Tables under MIN_ROWS rows stay with sqlite-vec, where the scan is already a few
-milliseconds.
+answer it. A delta too large, or a journal emptied past the matrix (trimmed, or the vectors replaced
+wholesale), and the matrix is read again on a background thread, sqlite-vec answering meanwhile. Tables
+under MIN_ROWS rows stay with sqlite-vec, where the scan is already a few milliseconds.
 """
 
 from __future__ import annotations
