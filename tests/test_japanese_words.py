@@ -76,6 +76,22 @@ def test_a_query_compiles_its_japanese_words(japanese_dictionary):
     assert compile_words("東京都の設定").positive_expr is None  # without the dictionary, as before
 
 
+def test_question_words_leave_the_query_but_not_the_table(japanese_dictionary):
+    # The answer to a question holds the answer, not the question word: 何, 誰, どこ, いつ and the 何
+    # compounds (何人) are left out of a query's unquoted words, and so out of its highlights.
+    a = _analyzer()
+    assert ja.is_question_word("何人") and ja.is_question_word("どこ") and not ja.is_question_word("東京")
+    wq = compile_words("東京都の設定はどこか", a)
+    assert wq.positive_expr == '"東京都" OR "設定"' and wq.japanese == ("東京都", "設定")
+    assert compile_words("誰が何人いつ変更", a).positive_expr == '"変更"'  # なに and なん are 何 too
+    assert compile_words("なにを変更", a).positive_expr == '"変更"'
+    only = compile_words("どこ か いつ", a)  # nothing else to search for: they stay, as stop words do
+    assert only.positive_expr == '"どこ" OR "いつ"' and only.japanese == ("どこ", "いつ")
+    quoted = compile_words('"誰の設定" どこ', a)  # a quoted phrase is exact
+    assert quoted.positive_expr == '"誰 設定"' and quoted.japanese == ("誰", "設定")
+    assert index_words("どこの誰", a) == " どこ 誰 "  # the table holds them: a query of them finds them
+
+
 def test_a_long_run_is_analyzed_in_pieces(japanese_dictionary):
     a = _analyzer()
     run = "東京" * (ja.MAX_PIECE // 2) + "設定"  # over SudachiPy's input limit as one piece
@@ -113,6 +129,20 @@ def test_japanese_words_are_searched_and_highlighted_whole(japanese_dictionary, 
         assert phrase.query.word_expr == '"東京都 設定"' and phrase.results[0].path == "tokyo.md"
         excluded = eng.search("設定 -東京都", FTS)
         assert "tokyo.md" not in [h.path for h in excluded.results]
+
+
+def test_a_passage_holding_the_question_word_does_not_outrank_the_answer(japanese_dictionary, tmp_path):
+    kb = write_kb(
+        tmp_path / "kb",
+        {"answer.md": "# 設定\n\n東京都の設定を変更します。\n", "asks.md": "# 質問\n\nどこに誰が。\n"},
+    )
+    with _open(kb, tmp_path / "idx") as eng:
+        eng.index()
+        resp = eng.search("東京都の設定はどこか", FTS)
+        assert resp.query.word_expr == '"東京都" OR "設定"'
+        ranked = {h.path: h.trace.word_rank for h in resp.results}
+        assert ranked["answer.md"] == 1 and ranked.get("asks.md") is None  # どこ alone matched it
+        assert eng.search("どこ", FTS).results[0].trace.word_rank == 1  # still found when asked for
 
 
 def test_the_dictionary_is_loaded_only_for_japanese_text(japanese_dictionary, tmp_path):

@@ -21,6 +21,7 @@ def test_a_query_compiles_to_its_words_without_stop_words():
     assert compile_words("extract the tar archive").positive_expr == '"extract" OR "tar" OR "archive"'
     assert compile_words("the who").positive_expr == '"who"'
     assert compile_words("to be or not to be").positive_expr == '"to" OR "be" OR "or" OR "not"'  # only stop words
+    assert compile_words('"to be" or not').positive_expr == '"to be"'  # the phrase is something else to find
     quoted = compile_words('"extract files" -gzip tar -"foo bar"')
     assert quoted.positive_expr == '"extract files" OR "tar"'
     assert quoted.words == ("extract files", "tar")  # exclusions are the other legs' (see below)

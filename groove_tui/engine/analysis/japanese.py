@@ -8,7 +8,13 @@ in the word table's copy as their forms, separated by spaces, exactly as measure
 * split mode C (the longest units: 東京都, 国会議事堂前駅), so a query's compound matches as one word;
 * the normalized form (引越し and 引っ越し, ユーザ and ユーザー, ｶﾞｲﾄﾞ and ガイド are one word);
 * particles (助詞), auxiliary verbs (助動詞), symbols, punctuation and whitespace are dropped: they occur
-  in nearly every passage, and dropping them keeps a quoted phrase's words adjacent in query and text.
+  in nearly every passage, and dropping them keeps a quoted phrase's words adjacent in query and text;
+* question words (疑問詞: 何, 誰, どこ, いつ, どの, どう, なぜ, いくつ, and the 何 compounds 何人, 何色 …) stay in
+  the table but leave a query's unquoted words (`is_question_word`, applied in engine/analysis/words.py).
+  A question names what it asks for with one of them, and the passage that answers it states the answer
+  in that place, so it is the one word of a question its answer does not hold; in expository text it is
+  rare, so bm25 weighs it heavily and rewards the passages that happen to hold one (an idiom, a quoted
+  question) over the answer. A query of question words only keeps them, and a quoted phrase is exact.
 
 The words are kana and kanji only, which `porter unicode61 remove_diacritics 2` keeps intact: its
 diacritic removal is for Latin letters, and the Porter stemmer leaves non-ASCII tokens alone.
@@ -35,10 +41,24 @@ from typing import Any
 
 from groove_tui.engine.errors import EngineError
 
-__all__ = ["DROPPED_POS", "RECIPE", "AnalyzerUnavailable", "JapaneseAnalyzer", "is_japanese"]
+__all__ = [
+    "DROPPED_POS",
+    "QUESTION_WORDS",
+    "RECIPE",
+    "AnalyzerUnavailable",
+    "JapaneseAnalyzer",
+    "is_japanese",
+    "is_question_word",
+]
 
 RECIPE = "C-normalized-1"  # split mode, form, filter: bump when what `words` returns changes
 DROPPED_POS = frozenset(("助詞", "助動詞", "補助記号", "記号", "空白"))
+# The question words as Sudachi's normalized forms (なに and なん are 何, なぜ is 何故, いくつ is 幾つ): the
+# closed class of Japanese interrogatives, not a list fitted to any set of questions. Every normalized form
+# that starts with 何 counts too: 何 + a counter or a noun asks for a number or a kind (何人, 何色, 何時).
+QUESTION_WORDS = frozenset(
+    ("何", "誰", "どこ", "いつ", "どれ", "どちら", "どっち", "どの", "どんな", "どう", "何故", "幾つ", "幾ら")
+)
 # SudachiPy refuses inputs over 49,149 UTF-8 bytes; a run longer than this many characters (at most 4
 # bytes each) is analyzed in pieces. Runs that long have no punctuation at all: rare, and cut the same
 # way in the text and in its highlights.
@@ -50,6 +70,11 @@ _JAPANESE = re.compile(
     "[\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
     "\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff]"
 )
+
+
+def is_question_word(form: str) -> bool:
+    """A normalized form that asks (何, どこ, 何人 …): left out of a query's words, see the module docstring."""
+    return form in QUESTION_WORDS or form.startswith("何")
 
 
 def is_japanese(run: str) -> bool:

@@ -10,12 +10,14 @@ are one term and `tar` is not in `target`.
   run of kanji and kana as one token, which no query word would ever equal. CJK text is served by the
   bigram table. With a Japanese analyzer (the pulled Sudachi dictionary, engine/analysis/japanese.py), a
   run holding kanji or kana stands instead as its words, separated by spaces; the query's runs are
-  analyzed the same way into OR terms.
+  analyzed the same way into OR terms, less its question words (何, どこ, いつ …: the answer to a question
+  never holds them; engine/analysis/japanese.py says why).
 * A query compiles to an OR of its words, each quoted (FTS5 tokenizes a quoted string with the table's
   own tokenizer, so it is stemmed as the text was; a piece such as `groove.toml` becomes the phrase of
-  its adjacent tokens); English stop words are dropped unless nothing else is left; a quoted segment is
-  one phrase. Exclusions are not compiled here: the search drops the chunks the other legs' exclusions
-  match from this leg too, so every leg excludes the same chunks (groove's rule, §C.7).
+  its adjacent tokens); English stop words and Japanese question words are dropped unless nothing else
+  is left; a quoted segment is one phrase and keeps them. Exclusions are not compiled here: the search
+  drops the chunks the other legs' exclusions match from this leg too, so every leg excludes the same
+  chunks (groove's rule, §C.7).
 
 Changing what is indexed must bump `WORDS_VERSION`: indexes recording another version are rebuilt.
 What is recorded is `words_version(analyzer)`: WORDS_VERSION alone without a Japanese analyzer (so an
@@ -28,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from groove_tui.engine.analysis.bigram import cjk_runs, nfkc, without_cjk
-from groove_tui.engine.analysis.japanese import JapaneseAnalyzer, is_japanese
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer, is_japanese, is_question_word
 from groove_tui.engine.analysis.query import fts_phrase, segments
 
 __all__ = [
@@ -119,10 +121,11 @@ class WordQuery:
 
 def compile_words(raw: str, japanese: JapaneseAnalyzer | None = None) -> WordQuery:
     """The word-table side of `raw` (segments scanned exactly as groove's compiler scans them); with a
-    Japanese analyzer, the Japanese runs' words join the Latin ones."""
+    Japanese analyzer, the Japanese runs' words join the Latin ones. Unquoted stop words and Japanese
+    question words are left out unless nothing else is left; a quoted segment keeps every word."""
     plain: list[str] = []
     quoted: list[str] = []
-    forms: list[str] = []
+    forms: list[tuple[str, bool]] = []  # (Japanese form, from a quoted segment), in query order
     for excluded, is_quoted, text in segments(raw):
         if excluded:
             continue
@@ -131,11 +134,15 @@ def compile_words(raw: str, japanese: JapaneseAnalyzer | None = None) -> WordQue
         else:
             copy, found = _analyzed(text, japanese)
             pieces = _pieces(copy)
-            forms.extend(found)
+            forms.extend((form, is_quoted) for form in found)
         if is_quoted and pieces:
             quoted.append(" ".join(pieces))
         elif not is_quoted:
             plain.extend(pieces)
-    kept = [p for p in plain if not _is_stop(p)] or plain  # a query of stop words only keeps them
+    kept = [p for p in plain if not (_is_stop(p) or is_question_word(p))]
+    if not kept and not quoted:  # nothing else to search for: they are what the user asks for
+        kept = plain
     words = tuple(dict.fromkeys([*quoted, *kept]))
-    return WordQuery(_or([fts_phrase(w) for w in words]), words, tuple(dict.fromkeys(forms)))
+    searched = set(kept)
+    highlighted = (form for form, is_quoted in forms if is_quoted or form in searched)
+    return WordQuery(_or([fts_phrase(w) for w in words]), words, tuple(dict.fromkeys(highlighted)))
