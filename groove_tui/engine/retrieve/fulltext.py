@@ -17,11 +17,12 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
 
 * a row's score is the same left-to-right sum of the same terms. A term is either read from FTS5's bm25
   of that phrase alone (its `0.0 + idf_i·(…)` from the same n_i, N, avgdl, f_i and D: the same double,
-  negated exactly), or `_Scorer._term` evaluates the expression above in the same order in IEEE doubles
-  (Python floats, no fused multiply-add) from the same integers — N and the token total from the table's
-  averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text folded as
-  the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`). Either
-  way the result is bit-identical; `calibrated()` checks that on this platform before the path is used.
+  negated exactly), or `tf_terms` evaluates the expression above in the same order in IEEE doubles
+  (numpy or Python floats, no fused multiply-add) from the same integers — N and the token total from the
+  table's averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text: on
+  the trigram table folded as its tokenizer folds it (each code point's folding is asked of SQLite:
+  `TrigramFold`), on the word table tokenized by FTS5 itself (below). Either way the result is
+  bit-identical; `calibrated()` checks that on this platform, for both tables, before the path is used.
 * every term is < (k1+1)·idf_i, so a row that matches none of the phrases in a set E scores at most
   Σ_{i∉E} (k1+1)·idf_i. Phrases are taken rarest first (largest bound), each with its impact list: the
   rows it matches and the term it adds to each, read from FTS5's bm25 of the phrase alone (minus the term
@@ -36,11 +37,27 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
 Bounds are compared with a relative margin (1e-9), far wider than the rounding of a sum of ≤ 64 terms, so
 float rounding can only make the pruning more conservative. The bigram table's tokenizer (unicode61 over
 bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
-lists: still exact, pruned only in that FTS5 never scores the full expression on every match. Whenever
-the shape of the query or the cost makes this pointless or unsafe — an expression that is not an OR of
-phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a zero column
-weight, a table under MIN_ROWS rows, a large limit, too many rows to score, a transaction open on the
-connection — `ranked` returns None and the caller runs the plain statement.
+lists: still exact, pruned only in that FTS5 never scores the full expression on every match.
+
+The word table's tokenizer (`porter unicode61 remove_diacritics 2` over `store.word_rows`' copy) is not
+emulated either: Porter stemming stays FTS5's. A row is scored from its text by having FTS5 tokenize it
+again (word_text.py): its copy is rebuilt from the chunks table by `word_rows` itself, with the Japanese
+analyzer `ranked` is given, and put into a private in-memory FTS5 table with the same tokenizer, whose
+`fts5vocab` 'instance' view gives each term's column and offset. A query phrase is tokenized the same way
+into its terms, and its instances in a row are where those terms stand at consecutive offsets of one
+column: FTS5's phrase match, so quoted phrases of several words are scored exactly too. f_i adds the
+column weight per instance in column order, as bm25 adds it; D is the word table's own `_docsize`, and the
+rebuilt row's token counts must equal that record column by column, else the copy is not the row
+(`Inconsistent`: the plain statement answers). Rows are rebuilt only while the table records, in the
+search's snapshot, that it was built by that same analyzer (or none, as given); otherwise every phrase
+is taken, its terms from FTS5's lists, as on the bigram table — exact, only slower. The phrases' lists and
+counts are keyed by their terms, so "running" and "runs" share one.
+
+Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not
+an OR of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word
+phrase FTS5 makes no term of, a zero column weight, a table under MIN_ROWS rows, a large limit, too many
+rows to score, more Japanese text to analyze than `word_text.MAX_ANALYZED_CHARS`, a transaction open on
+the connection — `ranked` returns None and the caller runs the plain statement.
 
 Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
 the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
@@ -69,6 +86,7 @@ from typing import Any, cast
 import numpy as np
 import sqlean as sqlite3
 
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE
 from groove_tui.engine.index.phrase_stats import (
     FOLD,
     K1,
@@ -86,8 +104,10 @@ from groove_tui.engine.index.phrase_stats import (
     varints,
     weights_key,
 )
+from groove_tui.engine.index.store import word_rows as word_table_rows
+from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
-__all__ = ["PrunedFulltext", "calibrated", "parse_or_expression"]
+__all__ = ["PrunedFulltext", "WordsText", "calibrated", "parse_or_expression"]
 
 MARGIN = 1e-9  # relative slack on every bound comparison (see the module docstring)
 MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything here
@@ -97,7 +117,7 @@ LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 byte
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
 EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
-TABLES = ("fts_chunks", "fts_bigram")
+TABLES = ("fts_chunks", "fts_bigram", "fts_words")
 
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
@@ -167,22 +187,29 @@ class _LRU:
 class _Phrase:
     slot: int  # position in the expression: the order of bm25's sum
     raw: str  # as written in the expression (quoted)
-    key: str  # what the caches know it by: its folded text on the trigram table, else `raw`
-    text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
+    key: str  # what the caches know it by: its folded text (trigram table), its terms (word table), else `raw`
+    text: str | None  # folded as the trigram tokenizer folds it; None: not scored from folded text
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
     overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
+    tokens: tuple[str, ...] | None = None  # its terms, when the word table's rows are scored from their text
+
+    @property
+    def scoreable(self) -> bool:
+        """Its term can be computed from a row's text (else it is always taken: every term from FTS5)."""
+        return self.text is not None or self.tokens is not None
 
 
 class PrunedFulltext:
-    """Exact top-k of the trigram table's bm25 statement (see the module docstring). One per Searcher;
+    """Exact top-k of a full-text table's bm25 statement (see the module docstring). One per Searcher;
     thread-safe (its caches lock; each call uses the caller's connection)."""
 
     def __init__(self) -> None:
         self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
         self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0}
+        # left: phrases whose lists were never taken; text_rows: rows scored (in part) from their text
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0, "left": 0, "text_rows": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -200,9 +227,12 @@ class PrunedFulltext:
         weights: Sequence[float],
         limit: int,
         generation: int | None = None,
+        words: WordsText | None = None,
     ) -> list[tuple[int, float]] | None:
         """The plain statement's first `limit` rows, or None when the caller should run it instead.
-        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see."""
+        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see.
+        `words`: how the word table's rows are rebuilt from the chunks (used only while the table records
+        that it was built that way); without it every term of the word table comes from FTS5's lists."""
         if table not in TABLES or not 0 < limit <= MAX_LIMIT or min(weights) <= 0:
             return None  # (a zero weight lets a matching row score 0, which the pool below leaves out)
         parsed = parse_or_expression(expr)
@@ -217,6 +247,14 @@ class PrunedFulltext:
             if any(len(p) < 3 for p in folded_texts):
                 return None  # a phrase of < 3 characters has no trigram: FTS5's rules for it are not emulated
             folded = list(folded_texts)
+        tokens: list[tuple[str, ...] | None] = [None] * len(parsed.positive)
+        if table == "fts_words":
+            for i, phrase in enumerate(parsed.positive):
+                text = unquote(phrase)
+                if text is not None:  # (a prefix phrase is always taken: its terms come from FTS5)
+                    tokens[i] = phrase_tokens(text)
+                    if tokens[i] is None:
+                        return None  # no term at all: FTS5's rules for an empty phrase are not emulated
         if conn.in_transaction:
             return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
@@ -225,8 +263,14 @@ class PrunedFulltext:
             if generation is None:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
                 generation = int(row[0]) if row else 0
-            out = self._ranked(conn, table, parsed, folded, tuple(float(w) for w in weights), limit, generation)
-        except Inconsistent:
+            floats = tuple(float(w) for w in weights)
+            rows = None
+            if words is not None and table == "fts_words":
+                row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
+                # The rows can be rebuilt only as the table recorded (in this snapshot) it built them.
+                rows = WordRows(words, floats) if row is not None and row[0] == words.version else None
+            out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows)
+        except (Inconsistent, TooCostly):
             out = None
         finally:
             if conn.in_transaction:  # an interrupted statement may have ended it already
@@ -245,6 +289,8 @@ class PrunedFulltext:
         weights: tuple[float, ...],
         limit: int,
         gen: int,
+        tokens: list[tuple[str, ...] | None],
+        word_rows: WordRows | None,
     ) -> list[tuple[int, float]] | None:
         n_rows, n_tokens = self._totals(conn, table)
         if n_rows == 0:
@@ -256,7 +302,7 @@ class PrunedFulltext:
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
         # The stored set, when it is FTS5's answer in this snapshot (its epoch keys what is cached of it).
-        epoch = stored_epoch(conn)
+        epoch = stored_epoch(conn) if table == "fts_chunks" else None  # (only its statistics are stored)
         stored = (
             {}
             if epoch is None
@@ -271,12 +317,14 @@ class PrunedFulltext:
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
-        for slot, (raw, text) in enumerate(zip(parsed.positive, folded, strict=True)):
+        for slot, (raw, text, phrase_terms) in enumerate(zip(parsed.positive, folded, tokens, strict=True)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and self_overlapping(text) else None
             # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
-            # rows with the same frequencies: the same row count and the same terms, bit for bit.
-            key = text if text is not None else raw
+            # rows with the same frequencies: the same row count and the same terms, bit for bit. On the
+            # word table, by its terms as FTS5 makes them ("running" and "runs" are both "run").
+            key = text if text is not None else " ".join(phrase_terms) if phrase_terms is not None else raw
+            scored_terms = phrase_terms if word_rows is not None else None
             if (
                 text is not None
                 and len(text) >= EAGER_CHARS
@@ -289,11 +337,25 @@ class PrunedFulltext:
                 # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
                 self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl, epoch)
             idf, sizes[raw] = self._idf(
-                conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl, stored
+                conn,
+                table,
+                raw,
+                key,
+                text,
+                overlaps,
+                weights,
+                groups,
+                gen,
+                n_rows,
+                avgdl,
+                stored,
+                scored_terms,
+                word_rows,
             )
             if idf is None:
                 continue  # matches nothing
-            phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
+            bound = (K1 + 1.0) * idf * (1.0 + MARGIN)
+            phrases.append(_Phrase(slot, raw, key, text, idf, bound, overlaps, scored_terms))
         if not phrases:
             return []
         excluded = None
@@ -305,6 +367,8 @@ class PrunedFulltext:
         rest = [0.0] * (len(order) + 1)
         for j in range(len(order) - 1, -1, -1):
             rest[j] = (rest[j + 1] + order[j].bound) * (1.0 + MARGIN)
+        # Whether every phrase from j on can be scored from the rows' text (only then may they be left).
+        scoreable = [all(p.scoreable for p in order[j:]) for j in range(len(order))]
 
         # The pool: rows matching a phrase taken so far, each with the sum of those phrases' terms (a
         # lower bound of its score's magnitude: every term is >= 0). θ, the limit-th best of these sums,
@@ -315,12 +379,12 @@ class PrunedFulltext:
         size = self._max_rowid(conn, gen) + 1
         acc = np.zeros(size, dtype=np.float64)
         taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
+        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken, word_rows)
         theta = 0.0
         j = 0
         for j, phrase in enumerate(order):
-            # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
-            safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
+            # Without the rows' text (the bigram table) every term comes from FTS5: take all.
+            safe = len(taken) > 0 and rest[j] < theta and scoreable[j]
             cached = self.impacts_cache.get((table, phrase.key, weights, gen))
             # A list in memory or in the index database costs little to take, and a phrase taken is
             # one no row has to be scored for from its text: such lists are taken to the end.
@@ -349,7 +413,7 @@ class PrunedFulltext:
             nxt = order[j + 1] if j + 1 < len(order) else None
             if (
                 nxt is not None
-                and nxt.text is not None
+                and scoreable[j + 1]
                 and rest[j + 1] >= theta
                 and len(sums) >= limit
                 and len(scorer.exact) < 2 * limit
@@ -382,6 +446,8 @@ class PrunedFulltext:
             scorer.score(hopeful[start : start + step])
             theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         self.stats["scored"] += len(scorer.exact)
+        self.stats["left"] += len(order) - len(taken)
+        self.stats["text_rows"] += scorer.text_rows
         return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
 
     def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
@@ -416,9 +482,12 @@ class PrunedFulltext:
         n_rows: int,
         avgdl: float,
         stored: dict[str, int],
+        terms: tuple[str, ...] | None = None,
+        word_rows: WordRows | None = None,
     ) -> tuple[float | None, int]:
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
-        matches, estimated when only the idf was needed)."""
+        matches, estimated when only the idf was needed). `terms`: a word-table phrase scored from the
+        rows `word_rows` rebuilds."""
         key = (table, pkey, gen)
         cached = self.df_cache.get(key)
         if cached is not None:
@@ -433,12 +502,17 @@ class PrunedFulltext:
             # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
             df = stored[pkey]
             value = (idf_of(n_rows, df), df)
+        elif table == "fts_words" and (terms is None or word_rows is None):
+            # Never scored from text, so always taken: its list, fetched now, is also its row count.
+            df = len(self._impacts(conn, table, phrase, pkey, weights, gen)[0])
+            value = (idf_of(n_rows, df) if df else None, df)
         else:
-            value = (
-                self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
-                if text
-                else None
-            )
+            if text:
+                value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
+            elif terms is not None and word_rows is not None:
+                value = self._word_idf_from_one_row(conn, table, phrase, terms, word_rows, weights, n_rows, avgdl)
+            else:
+                value = None
             if value is None:
                 df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
                 value = (idf_of(n_rows, df), df)
@@ -477,17 +551,27 @@ class PrunedFulltext:
             return None
         texts = _group_texts(row[:3], groups)
         q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(varints(row[3]))), avgdl)
-        y = -s
-        if not q > 0.0 or not y > 0.0:
-            return None
-        if 1e-6 * q == y:
-            return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
-        e = math.exp(y / q)
-        guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
-        for df in sorted({guess + d for d in range(-3, 4)}):
-            if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
-                return idf_of(n_rows, df), df
-        return None
+        return _idf_read_back(n_rows, q, -s)
+
+    def _word_idf_from_one_row(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        terms: tuple[str, ...],
+        word_rows: WordRows,
+        weights: tuple[float, ...],
+        n_rows: int,
+        avgdl: float,
+    ) -> tuple[float | None, int] | None:
+        """As _idf_from_one_row, on the word table: q from the row rebuilt and tokenized by FTS5."""
+        first = conn.execute(
+            f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ? LIMIT 1", (*weights, phrase)
+        ).fetchone()
+        if first is None:
+            return None, 0
+        (f,), D = word_rows.frequencies(conn, table, [first[0]], [terms])
+        return _idf_read_back(n_rows, _tf_part(float(f[0]), float(D[0]), avgdl), -first[1])
 
     def _impacts(
         self,
@@ -588,6 +672,21 @@ class PrunedFulltext:
         return rows
 
 
+def _idf_read_back(n_rows: int, q: float, y: float) -> tuple[float | None, int] | None:
+    """The idf whose product with a row's q (its tf part) is y, FTS5's term for that row, bit for bit: from
+    a row count near the one the double implies, or the 1e-6 floor; None when none gives y back."""
+    if not q > 0.0 or not y > 0.0:
+        return None
+    if 1e-6 * q == y:
+        return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
+    e = math.exp(y / q)
+    guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
+    for df in sorted({guess + d for d in range(-3, 4)}):
+        if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
+            return idf_of(n_rows, df), df
+    return None
+
+
 def _kth(values: np.ndarray, k: int) -> float:
     """The k-th largest value less the margin (0.0 when there are fewer than k): a lower bound of the
     final k-th score whenever `values` are lower bounds of some rows' scores."""
@@ -624,8 +723,8 @@ def _frequency(
         counts = [sum(1 for _ in overlaps.finditer(t)) for t in texts]
     f = 0.0
     for n, (_a, _b, w) in zip(counts, groups, strict=True):
-        if n and w == int(w) and abs(w) < 2**20:
-            f += n * w  # integers: exact, whatever the order
+        if n and w == int(w) and abs(w) < 2**20 and f == int(f):
+            f += n * w  # integers so far: exact, whatever the order (after a fraction, each sum rounds)
         else:
             for _ in range(n):
                 f += w
@@ -655,14 +754,17 @@ class _Scorer:
         weights: tuple[float, ...],
         avgdl: float,
         taken: dict[int, tuple[np.ndarray, np.ndarray]],
+        word_rows: WordRows | None = None,
     ) -> None:
         self.conn = conn
+        self.word_rows = word_rows
         self.table = table
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
         self.taken = taken  # filled as phrases are taken: looked up at each call
         self.groups = _column_groups(weights)
         self.avgdl = avgdl
         self.exact: dict[int, float] = {}
+        self.text_rows = 0
 
     def score(self, rowids: np.ndarray) -> None:
         rowids = np.asarray([r for r in rowids.tolist() if r not in self.exact], dtype=np.int64)
@@ -677,7 +779,15 @@ class _Scorer:
             pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
         missing = [p for p in self.phrases if p.slot not in known]
-        if missing:
+        self.text_rows += len(rowids) if missing else 0
+        if missing and self.word_rows is not None:
+            # The word table: f from the rows rebuilt and tokenized by FTS5 (word_text.py).
+            fs, D = self.word_rows.frequencies(
+                self.conn, self.table, rowids.tolist(), [cast(tuple[str, ...], p.tokens) for p in missing]
+            )
+            for p, f in zip(missing, fs, strict=True):
+                known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
+        elif missing:
             texts: dict[int, list[str]] = {}
             lengths: dict[int, int] = {}
             ids = rowids.tolist()
@@ -736,7 +846,7 @@ def _calibrate() -> bool:
     import random
 
     rng = random.Random(16)
-    words = ["alpha", "beta", "gamma", "delta", "epsilon", "the", "and", "zeta", "theta", "iota", "kappa"]
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "the", "and", "zeta", "theta", "iota", "kappa", "running"]
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, context_text TEXT, content TEXT)")
@@ -744,6 +854,12 @@ def _calibrate() -> bool:
             f"CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='', "
             f"tokenize='{TRIGRAM_TOKENIZE}')"
         )
+        conn.execute(
+            f"CREATE VIRTUAL TABLE fts_words USING fts5(heading, context, content, content='', "
+            f"tokenize='{WORDS_TOKENIZE}')"
+        )
+        conn.execute("CREATE TABLE index_meta (key TEXT PRIMARY KEY, value TEXT)")
+        conn.execute("INSERT INTO index_meta VALUES ('words_version', ?)", (WordsText(None).version,))
         rows = []
         for i in range(1, 301):
             text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 60)))
@@ -751,6 +867,9 @@ def _calibrate() -> bool:
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", rows)
         conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", word_table_rows(rows)
+        )
         conn.execute("COMMIT")
         pruned = PrunedFulltext()
         pruned.min_rows = 0
@@ -769,6 +888,17 @@ def _calibrate() -> bool:
                     (*weights, q),
                 ).fetchall()
                 if pruned.ranked(conn, "fts_chunks", q, weights, 40, 0) != [tuple(r) for r in plain]:
+                    return False
+            for q in ('"alpha" OR "run" OR "the"', '"kappa zeta" OR "gamma" OR "delta"'):
+                plain = conn.execute(
+                    (
+                        "SELECT rowid, bm25(fts_words, ?, ?, ?) AS s FROM fts_words "
+                        "WHERE fts_words MATCH ? ORDER BY s LIMIT 40"
+                    ),
+                    (*weights, q),
+                ).fetchall()
+                got = pruned.ranked(conn, "fts_words", q, weights, 40, 0, words=WordsText(None))
+                if got != [tuple(r) for r in plain]:
                     return False
         return True
     finally:
