@@ -202,6 +202,33 @@ def test_a_session_shares_word_statistics_across_stems_and_case(tables, queries,
             _assert_exact(got, _plain(store, expr, weights, limit), expr, limit)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3), weights=WEIGHTS, which=st.integers(1, 2))
+def test_rebuilt_rows_give_fts5s_own_term_for_any_phrase(tables, words, weights, which):
+    """The text path alone, against FTS5: for a phrase of one to three words (stems, repeats, pieces
+    unicode61 splits), every row's term computed from its rebuilt text is the term FTS5's bm25 gives that
+    row for the phrase alone, bit for bit, and a row FTS5 does not match holds no instance."""
+    store = tables[which]
+    conn = store.conn()
+    text = " ".join(words)
+    terms = wt.phrase_tokens(text)
+    if terms is None:  # (CJK only: no term without an analyzer)
+        return
+    found = conn.execute(
+        "SELECT rowid, bm25(fts_words, ?, ?, ?) FROM fts_words WHERE fts_words MATCH ? ORDER BY rowid",
+        (*weights, fts_phrase(text)),
+    ).fetchall()
+    matched = {r for r, _ in found}
+    others = [r for (r,) in conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 200") if r not in matched]
+    (f,), lengths = wt.WordRows(NO_ANALYZER, weights).frequencies(
+        conn, "fts_words", [r for r, _ in found] + others, [terms]
+    )
+    n_rows, n_tokens = fp.PrunedFulltext()._totals(conn, "fts_words")
+    terms_here = ps.tf_terms(f[: len(found)], lengths[: len(found)], ps.idf_of(n_rows, len(found)), n_tokens / n_rows)
+    assert terms_here.tolist() == [-s for _r, s in found]
+    assert not f[len(found) :].any()
+
+
 def test_the_word_leg_really_prunes(tables):
     """Not a vacuous pass: on the larger table the pruned path answers every query, scores far fewer rows
     than match, scores rows from their rebuilt text, and in a new session (nothing cached) leaves common
