@@ -19,10 +19,10 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
   of that phrase alone (its `0.0 + idf_i·(…)` from the same n_i, N, avgdl, f_i and D: the same double,
   negated exactly), or `tf_terms` evaluates the expression above in the same order in IEEE doubles
   (numpy or Python floats, no fused multiply-add) from the same integers — N and the token total from the
-  table's averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text: on
-  the trigram table folded as its tokenizer folds it (each code point's folding is asked of SQLite:
-  `TrigramFold`), on the word table tokenized by FTS5 itself (below). Either way the result is
-  bit-identical; `calibrated()` checks that on this platform, for both tables, before the path is used.
+  table's averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text
+  folded as the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`).
+  Either way the result is bit-identical; `calibrated()` checks that on this platform before the path
+  is used (and checks the word table's path, whose scores are FTS5's own: below).
 * every term is < (k1+1)·idf_i, so a row that matches none of the phrases in a set E scores at most
   Σ_{i∉E} (k1+1)·idf_i. Phrases are taken rarest first (largest bound), each with its impact list: the
   rows it matches and the term it adds to each, read from FTS5's bm25 of the phrase alone (minus the term
@@ -39,19 +39,24 @@ float rounding can only make the pruning more conservative. The bigram table's t
 bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
 lists: still exact, pruned only in that FTS5 never scores the full expression on every match.
 
-The word table's tokenizer (`porter unicode61 remove_diacritics 2` over `store.word_rows`' copy) is not
-emulated either: Porter stemming stays FTS5's. A row is scored from its text by having FTS5 tokenize it
-again (word_text.py): its copy is rebuilt from the chunks table by `word_rows` itself, with the Japanese
-analyzer `ranked` is given, and put into a private in-memory FTS5 table with the same tokenizer, whose
-`fts5vocab` 'instance' view gives each term's column and offset. A query phrase is tokenized the same way
-into its terms, and its instances in a row are where those terms stand at consecutive offsets of one
-column: FTS5's phrase match, so quoted phrases of several words are scored exactly too. f_i adds the
-column weight per instance in column order, as bm25 adds it; D is the word table's own `_docsize`, and the
-rebuilt row's token counts must equal that record column by column, else the copy is not the row
-(`Inconsistent`: the plain statement answers). Rows are rebuilt only while the table records, in the
-search's snapshot, that it was built by that same analyzer (or none, as given); otherwise every phrase
-is taken, its terms from FTS5's lists, as on the bigram table — exact, only slower. The phrases' lists and
-counts are keyed by their terms, so "running" and "runs" share one.
+The word table (`porter unicode61 remove_diacritics 2` over `store.word_rows`' copy) is pruned with
+every score computed by FTS5 itself (`_ranked_by_fts5`), so Porter stemming is never imitated. The plain
+statement costs bm25 and a sort for every matching row; its walk of the posting lists alone is a small
+part of that. The pruned path runs the same statement with a filter FTS5 cannot use (`AND +rowid IN
+(SELECT rowid … MATCH <the rarest phrases>)`): the walk is the same, bm25 runs only for the rows that pass,
+and it reads N, avgdl and every n_i from the whole table, f and D from the row — the very double the
+plain statement gives that row, sorted the same way (score, then rowid). θ, the limit-th best score of
+the rows holding one of the rarest phrases (FIRST_ROWS rows), is at most the final limit-th score; a
+row holding none of the phrases order[:j] scores at most rest[j], the bounds of the others (with the
+margin), so once rest[j] < θ the rows holding one of order[:j] hold the final list, ties included, and
+the same filtered statement over them is the answer. The bounds need each phrase's n_i, which is read
+back from FTS5's bm25 of one matching row (as on the trigram table): that row's q comes from its copy
+rebuilt from the chunks table by `word_rows` itself (with the Japanese analyzer `ranked` is given, only
+while the table records that it was built by it) and tokenized again by FTS5 in a private in-memory
+table with the same tokenizer (word_text.py: its `fts5vocab` instances; a phrase of several words occurs
+where its terms stand at consecutive offsets of one column, as FTS5 matches it). The n_i is taken only if
+it gives FTS5's term back bit for bit, else it is counted (`count(*)`). Phrases are keyed by their terms
+as FTS5 makes them, so "running" and "runs" share one count.
 
 Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not
 an OR of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word
@@ -117,6 +122,7 @@ LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 byte
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
 EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
+FIRST_ROWS = 8000  # the word table: rows of its rarest phrases ranked first, to learn θ (measured at 100k)
 TABLES = ("fts_chunks", "fts_bigram", "fts_words")
 
 
@@ -192,12 +198,6 @@ class _Phrase:
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
     overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
-    tokens: tuple[str, ...] | None = None  # its terms, when the word table's rows are scored from their text
-
-    @property
-    def scoreable(self) -> bool:
-        """Its term can be computed from a row's text (else it is always taken: every term from FTS5)."""
-        return self.text is not None or self.tokens is not None
 
 
 class PrunedFulltext:
@@ -208,8 +208,9 @@ class PrunedFulltext:
         self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
         self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
-        # left: phrases whose lists were never taken; text_rows: rows scored (in part) from their text
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0, "left": 0, "text_rows": 0}
+        # left: phrases a row need not hold to reach the final list (never taken, never walked for);
+        # statements: the word table's filtered bm25 statements
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0, "left": 0, "statements": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -355,9 +356,11 @@ class PrunedFulltext:
             if idf is None:
                 continue  # matches nothing
             bound = (K1 + 1.0) * idf * (1.0 + MARGIN)
-            phrases.append(_Phrase(slot, raw, key, text, idf, bound, overlaps, scored_terms))
+            phrases.append(_Phrase(slot, raw, key, text, idf, bound, overlaps))
         if not phrases:
             return []
+        if table == "fts_words":
+            return self._ranked_by_fts5(conn, table, parsed, phrases, sizes, weights, limit)
         excluded = None
         if parsed.negative:
             excluded = self._excluded(conn, table, " OR ".join(parsed.negative), gen)
@@ -367,8 +370,6 @@ class PrunedFulltext:
         rest = [0.0] * (len(order) + 1)
         for j in range(len(order) - 1, -1, -1):
             rest[j] = (rest[j + 1] + order[j].bound) * (1.0 + MARGIN)
-        # Whether every phrase from j on can be scored from the rows' text (only then may they be left).
-        scoreable = [all(p.scoreable for p in order[j:]) for j in range(len(order))]
 
         # The pool: rows matching a phrase taken so far, each with the sum of those phrases' terms (a
         # lower bound of its score's magnitude: every term is >= 0). θ, the limit-th best of these sums,
@@ -379,12 +380,12 @@ class PrunedFulltext:
         size = self._max_rowid(conn, gen) + 1
         acc = np.zeros(size, dtype=np.float64)
         taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken, word_rows)
+        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
         theta = 0.0
         j = 0
         for j, phrase in enumerate(order):
-            # Without the rows' text (the bigram table) every term comes from FTS5: take all.
-            safe = len(taken) > 0 and rest[j] < theta and scoreable[j]
+            # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
+            safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
             cached = self.impacts_cache.get((table, phrase.key, weights, gen))
             # A list in memory or in the index database costs little to take, and a phrase taken is
             # one no row has to be scored for from its text: such lists are taken to the end.
@@ -413,7 +414,7 @@ class PrunedFulltext:
             nxt = order[j + 1] if j + 1 < len(order) else None
             if (
                 nxt is not None
-                and scoreable[j + 1]
+                and nxt.text is not None
                 and rest[j + 1] >= theta
                 and len(sums) >= limit
                 and len(scorer.exact) < 2 * limit
@@ -447,8 +448,57 @@ class PrunedFulltext:
             theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         self.stats["scored"] += len(scorer.exact)
         self.stats["left"] += len(order) - len(taken)
-        self.stats["text_rows"] += scorer.text_rows
         return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
+
+    def _ranked_by_fts5(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        parsed: OrExpression,
+        phrases: list[_Phrase],
+        sizes: dict[str, int],
+        weights: tuple[float, ...],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """MaxScore on the word table, every score FTS5's own (module docstring): the rows holding one of
+        the rarest phrases are ranked by the plain statement itself, filtered to them; θ, the limit-th
+        best of those, bounds the final limit-th score from below, so a row that holds none of the
+        phrases whose bounds add up to θ cannot reach the final list. If the first rows did not hold all
+        of those phrases, the rows holding any of them are ranked the same way: that is the answer."""
+        order = sorted(phrases, key=lambda p: (-p.bound, p.slot))
+        rest = [0.0] * (len(order) + 1)
+        for j in range(len(order) - 1, -1, -1):
+            rest[j] = (rest[j + 1] + order[j].bound) * (1.0 + MARGIN)
+        match = " OR ".join(parsed.positive)
+        if parsed.negative:
+            match = f"({match}) NOT ({' OR '.join(parsed.negative)})"
+
+        def best(taken: list[_Phrase]) -> list[tuple[int, float]]:
+            # The first `limit` rows holding one of `taken`, scored and sorted as the plain statement
+            # scores and sorts them (ties in rowid order, the order its scan returns them in). The filter
+            # is a subquery on `+rowid`: never a constraint FTS5 is asked to use, which would make bm25
+            # walk every phrase's whole list again for each row; bm25 reads N, avgdl and every n_i from
+            # the whole table, f and D from the row, whatever the filter.
+            sql = f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ?"
+            args: tuple[Any, ...] = (*weights, match)
+            if len(taken) < len(order):
+                sql += f" AND +rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
+                args = (*args, " OR ".join(p.raw for p in taken))
+            found = conn.execute(f"{sql} ORDER BY s, rowid LIMIT ?", (*args, limit)).fetchall()
+            self.stats["statements"] += 1
+            return [(int(r), float(v)) for r, v in found]
+
+        # First the rarest phrases that hold FIRST_ROWS rows together (at least one phrase).
+        m, held = 1, sizes.get(order[0].raw, 0)
+        while m < len(order) and held < FIRST_ROWS:
+            held += sizes.get(order[m].raw, 0)
+            m += 1
+        first = best(order[:m])
+        theta = _kth(np.fromiter((-v for _r, v in first), dtype=np.float64, count=len(first)), limit)
+        # A row holding none of order[:j] scores at most rest[j]: below θ it cannot reach the final list.
+        need = next((j for j in range(m, len(order) + 1) if rest[j] < theta), len(order))
+        self.stats["left"] += len(order) - need
+        return first if need == m else best(order[:need])
 
     def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
         cached = self.df_cache.get(("max rowid", gen))
@@ -502,10 +552,6 @@ class PrunedFulltext:
             # bm25 counts now, so the same idf (fts5Bm25GetData's formula, to the letter).
             df = stored[pkey]
             value = (idf_of(n_rows, df), df)
-        elif table == "fts_words" and (terms is None or word_rows is None):
-            # Never scored from text, so always taken: its list, fetched now, is also its row count.
-            df = len(self._impacts(conn, table, phrase, pkey, weights, gen)[0])
-            value = (idf_of(n_rows, df) if df else None, df)
         else:
             if text:
                 value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
@@ -754,17 +800,14 @@ class _Scorer:
         weights: tuple[float, ...],
         avgdl: float,
         taken: dict[int, tuple[np.ndarray, np.ndarray]],
-        word_rows: WordRows | None = None,
     ) -> None:
         self.conn = conn
-        self.word_rows = word_rows
         self.table = table
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
         self.taken = taken  # filled as phrases are taken: looked up at each call
         self.groups = _column_groups(weights)
         self.avgdl = avgdl
         self.exact: dict[int, float] = {}
-        self.text_rows = 0
 
     def score(self, rowids: np.ndarray) -> None:
         rowids = np.asarray([r for r in rowids.tolist() if r not in self.exact], dtype=np.int64)
@@ -779,15 +822,7 @@ class _Scorer:
             pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
         missing = [p for p in self.phrases if p.slot not in known]
-        self.text_rows += len(rowids) if missing else 0
-        if missing and self.word_rows is not None:
-            # The word table: f from the rows rebuilt and tokenized by FTS5 (word_text.py).
-            fs, D = self.word_rows.frequencies(
-                self.conn, self.table, rowids.tolist(), [cast(tuple[str, ...], p.tokens) for p in missing]
-            )
-            for p, f in zip(missing, fs, strict=True):
-                known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
-        elif missing:
+        if missing:
             texts: dict[int, list[str]] = {}
             lengths: dict[int, int] = {}
             ids = rowids.tolist()
