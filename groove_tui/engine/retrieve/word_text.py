@@ -1,4 +1,6 @@
-"""The word table's rows scored from their text, for the pruned full-text leg (engine/retrieve/fulltext.py).
+"""The word table's rows rebuilt and tokenized again by FTS5, for the pruned full-text leg
+(engine/retrieve/fulltext.py): the frequency bm25 computes for a phrase in a row, from which the phrase's
+row count n_i is read back out of FTS5's bm25 of that row (`count(*)` would walk every match).
 
 The word table (`fts_words`) is contentless, and its tokenizer (`porter unicode61 remove_diacritics 2`)
 stems: Python never emulates it. The rows are rebuilt from the chunks table with `store.word_rows` itself
@@ -35,7 +37,7 @@ TOKENS_KEPT = 20_000  # query phrases whose terms are remembered
 
 
 class TooCostly(Exception):
-    """Rebuilding the rows would cost more than the plain statement (much Japanese text to analyze)."""
+    """Rebuilding rows would cost more than the plain statement (much Japanese text to analyze)."""
 
 
 @dataclass(frozen=True, slots=True)
