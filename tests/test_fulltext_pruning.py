@@ -71,7 +71,7 @@ def _plain(store: Store, table: str, expr: str, weights, limit: int) -> list[tup
     return [tuple(r) for r in store.conn().execute(PLAIN.format(t=table), (*weights, expr, limit)).fetchall()]
 
 
-WEIGHTS = st.sampled_from([(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.3, 0.7, 0.9), (3.0, 2.0, 1.0)])
+WEIGHTS = st.sampled_from([(2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.3, 0.7, 0.9), (3.0, 2.0, 1.0), (0.7, 2.0, 1.0)])
 LIMITS = st.sampled_from([1, 3, 10, 50, 100, 400])
 
 
@@ -207,6 +207,17 @@ def test_expressions_outside_the_compilers_shapes_fall_back(tables):
         assert pruned.ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), 10, 0) is None
     assert pruned.ranked(store.conn(), "fts_chunks", '"the"', (2.0, 0.0, 1.0), 10, 0) is None  # a zero weight
     assert fp.parse_or_expression('("a" OR "b""c") NOT ("d")') == fp.OrExpression(('"a"', '"b""c"'), ('"d"',))
+
+
+def test_a_fraction_before_whole_weights_adds_up_instance_by_instance():
+    """bm25 adds a column's weight once per instance, column by column: after a fractional weight the sum
+    rounds at each step, so a whole-number weight's instances cannot be added as one product."""
+    groups = fp._column_groups((0.7, 2.0, 1.0))
+    texts = fp._group_texts(("cells " * 16, "cells " * 27, None), groups)
+    expected = 0.0
+    for w in [0.7] * 16 + [2.0] * 27:
+        expected += w
+    assert fp._frequency(texts, "cells", None, groups) == expected
 
 
 def test_the_platform_computes_bm25_as_the_pruned_path_does():

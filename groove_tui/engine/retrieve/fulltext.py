@@ -17,11 +17,12 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
 
 * a row's score is the same left-to-right sum of the same terms. A term is either read from FTS5's bm25
   of that phrase alone (its `0.0 + idf_i·(…)` from the same n_i, N, avgdl, f_i and D: the same double,
-  negated exactly), or `_Scorer._term` evaluates the expression above in the same order in IEEE doubles
-  (Python floats, no fused multiply-add) from the same integers — N and the token total from the table's
-  averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text folded as
-  the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`). Either
-  way the result is bit-identical; `calibrated()` checks that on this platform before the path is used.
+  negated exactly), or `tf_terms` evaluates the expression above in the same order in IEEE doubles
+  (numpy or Python floats, no fused multiply-add) from the same integers — N and the token total from the
+  table's averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text
+  folded as the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`).
+  Either way the result is bit-identical; `calibrated()` checks that on this platform before the path
+  is used (and checks the word table's path, whose scores are FTS5's own: below).
 * every term is < (k1+1)·idf_i, so a row that matches none of the phrases in a set E scores at most
   Σ_{i∉E} (k1+1)·idf_i. Phrases are taken rarest first (largest bound), each with its impact list: the
   rows it matches and the term it adds to each, read from FTS5's bm25 of the phrase alone (minus the term
@@ -36,11 +37,32 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
 Bounds are compared with a relative margin (1e-9), far wider than the rounding of a sum of ≤ 64 terms, so
 float rounding can only make the pruning more conservative. The bigram table's tokenizer (unicode61 over
 bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
-lists: still exact, pruned only in that FTS5 never scores the full expression on every match. Whenever
-the shape of the query or the cost makes this pointless or unsafe — an expression that is not an OR of
-phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a zero column
-weight, a table under MIN_ROWS rows, a large limit, too many rows to score, a transaction open on the
-connection — `ranked` returns None and the caller runs the plain statement.
+lists: still exact, pruned only in that FTS5 never scores the full expression on every match.
+
+The word table (`porter unicode61 remove_diacritics 2` over `store.word_rows`' copy) is pruned with
+every score computed by FTS5 itself (`_ranked_by_fts5`), so Porter stemming is never imitated. The plain
+statement costs bm25 and a sort for every matching row; its walk of the posting lists alone is a small
+part of that. The pruned path runs the same statement with a filter FTS5 cannot use (`AND +rowid IN
+(SELECT rowid … MATCH <the rarest phrases>)`): the walk is the same, bm25 runs only for the rows that pass,
+and it reads N, avgdl and every n_i from the whole table, f and D from the row — the very double the
+plain statement gives that row, sorted the same way (score, then rowid). θ, the limit-th best score of
+the rows holding one of the rarest phrases (FIRST_ROWS rows), is at most the final limit-th score; a
+row holding none of the phrases order[:j] scores at most rest[j], the bounds of the others (with the
+margin), so once rest[j] < θ the rows holding one of order[:j] hold the final list, ties included, and
+the same filtered statement over them is the answer. The bounds need each phrase's n_i, which is read
+back from FTS5's bm25 of one matching row (as on the trigram table): that row's q comes from its copy
+rebuilt from the chunks table by `word_rows` itself (with the Japanese analyzer `ranked` is given, only
+while the table records that it was built by it) and tokenized again by FTS5 in a private in-memory
+table with the same tokenizer (word_text.py: its `fts5vocab` instances; a phrase of several words occurs
+where its terms stand at consecutive offsets of one column, as FTS5 matches it). The n_i is taken only if
+it gives FTS5's term back bit for bit, else it is counted (`count(*)`). Phrases are keyed by their terms
+as FTS5 makes them, so "running" and "runs" share one count.
+
+Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not
+an OR of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word
+phrase FTS5 makes no term of, a zero column weight, a table under MIN_ROWS rows, a large limit, too many
+rows to score, more Japanese text to analyze than `word_text.MAX_ANALYZED_CHARS`, a transaction open on
+the connection — `ranked` returns None and the caller runs the plain statement.
 
 Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
 the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
@@ -69,6 +91,7 @@ from typing import Any, cast
 import numpy as np
 import sqlean as sqlite3
 
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE
 from groove_tui.engine.index.phrase_stats import (
     FOLD,
     K1,
@@ -86,8 +109,10 @@ from groove_tui.engine.index.phrase_stats import (
     varints,
     weights_key,
 )
+from groove_tui.engine.index.store import word_rows as word_table_rows
+from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
-__all__ = ["PrunedFulltext", "calibrated", "parse_or_expression"]
+__all__ = ["PrunedFulltext", "WordsText", "calibrated", "parse_or_expression"]
 
 MARGIN = 1e-9  # relative slack on every bound comparison (see the module docstring)
 MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything here
@@ -97,7 +122,8 @@ LIST_CACHE_ROWS = 4_000_000  # impact-list entries kept across searches (16 byte
 TIGHT = 0.05  # past correctness, cached phrases are taken until the rest's bound is under 5% of θ
 EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (shorter: common substrings)
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
-TABLES = ("fts_chunks", "fts_bigram")
+FIRST_ROWS = 8000  # the word table: rows of its rarest phrases ranked first, to learn θ (measured at 100k)
+TABLES = ("fts_chunks", "fts_bigram", "fts_words")
 
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
@@ -167,22 +193,24 @@ class _LRU:
 class _Phrase:
     slot: int  # position in the expression: the order of bm25's sum
     raw: str  # as written in the expression (quoted)
-    key: str  # what the caches know it by: its folded text on the trigram table, else `raw`
-    text: str | None  # folded as the trigram tokenizer folds it; None: never scored from text
+    key: str  # what the caches know it by: its folded text (trigram table), its terms (word table), else `raw`
+    text: str | None  # folded as the trigram tokenizer folds it; None: not scored from folded text
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
     overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
 
 
 class PrunedFulltext:
-    """Exact top-k of the trigram table's bm25 statement (see the module docstring). One per Searcher;
+    """Exact top-k of a full-text table's bm25 statement (see the module docstring). One per Searcher;
     thread-safe (its caches lock; each call uses the caller's connection)."""
 
     def __init__(self) -> None:
         self.df_cache = _LRU(100_000)  # (table, phrase key, generation) -> (idf, rows matching the phrase)
         self.impacts_cache = _LRU(LIST_CACHE_ROWS)  # (table, phrase key, weights, generation) -> (rowids, terms)
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0}
+        # left: phrases a row need not hold to reach the final list (never taken, never walked for);
+        # statements: the word table's filtered bm25 statements
+        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0, "left": 0, "statements": 0}
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -200,9 +228,12 @@ class PrunedFulltext:
         weights: Sequence[float],
         limit: int,
         generation: int | None = None,
+        words: WordsText | None = None,
     ) -> list[tuple[int, float]] | None:
         """The plain statement's first `limit` rows, or None when the caller should run it instead.
-        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see."""
+        `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see.
+        `words`: how the word table's rows are rebuilt from the chunks (used only while the table records
+        that it was built that way); without it every term of the word table comes from FTS5's lists."""
         if table not in TABLES or not 0 < limit <= MAX_LIMIT or min(weights) <= 0:
             return None  # (a zero weight lets a matching row score 0, which the pool below leaves out)
         parsed = parse_or_expression(expr)
@@ -217,6 +248,14 @@ class PrunedFulltext:
             if any(len(p) < 3 for p in folded_texts):
                 return None  # a phrase of < 3 characters has no trigram: FTS5's rules for it are not emulated
             folded = list(folded_texts)
+        tokens: list[tuple[str, ...] | None] = [None] * len(parsed.positive)
+        if table == "fts_words":
+            for i, phrase in enumerate(parsed.positive):
+                text = unquote(phrase)
+                if text is not None:  # (a prefix phrase is always taken: its terms come from FTS5)
+                    tokens[i] = phrase_tokens(text)
+                    if tokens[i] is None:
+                        return None  # no term at all: FTS5's rules for an empty phrase are not emulated
         if conn.in_transaction:
             return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
@@ -225,8 +264,14 @@ class PrunedFulltext:
             if generation is None:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
                 generation = int(row[0]) if row else 0
-            out = self._ranked(conn, table, parsed, folded, tuple(float(w) for w in weights), limit, generation)
-        except Inconsistent:
+            floats = tuple(float(w) for w in weights)
+            rows = None
+            if words is not None and table == "fts_words":
+                row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
+                # The rows can be rebuilt only as the table recorded (in this snapshot) it built them.
+                rows = WordRows(words, floats) if row is not None and row[0] == words.version else None
+            out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows)
+        except (Inconsistent, TooCostly):
             out = None
         finally:
             if conn.in_transaction:  # an interrupted statement may have ended it already
@@ -245,6 +290,8 @@ class PrunedFulltext:
         weights: tuple[float, ...],
         limit: int,
         gen: int,
+        tokens: list[tuple[str, ...] | None],
+        word_rows: WordRows | None,
     ) -> list[tuple[int, float]] | None:
         n_rows, n_tokens = self._totals(conn, table)
         if n_rows == 0:
@@ -256,7 +303,7 @@ class PrunedFulltext:
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
         # The stored set, when it is FTS5's answer in this snapshot (its epoch keys what is cached of it).
-        epoch = stored_epoch(conn)
+        epoch = stored_epoch(conn) if table == "fts_chunks" else None  # (only its statistics are stored)
         stored = (
             {}
             if epoch is None
@@ -271,12 +318,14 @@ class PrunedFulltext:
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
-        for slot, (raw, text) in enumerate(zip(parsed.positive, folded, strict=True)):
+        for slot, (raw, text, phrase_terms) in enumerate(zip(parsed.positive, folded, tokens, strict=True)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and self_overlapping(text) else None
             # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
             # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
-            # rows with the same frequencies: the same row count and the same terms, bit for bit.
-            key = text if text is not None else raw
+            # rows with the same frequencies: the same row count and the same terms, bit for bit. On the
+            # word table, by its terms as FTS5 makes them ("running" and "runs" are both "run").
+            key = text if text is not None else " ".join(phrase_terms) if phrase_terms is not None else raw
+            scored_terms = phrase_terms if word_rows is not None else None
             if (
                 text is not None
                 and len(text) >= EAGER_CHARS
@@ -289,13 +338,29 @@ class PrunedFulltext:
                 # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
                 self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl, epoch)
             idf, sizes[raw] = self._idf(
-                conn, table, raw, key, text, overlaps, weights, groups, gen, n_rows, avgdl, stored
+                conn,
+                table,
+                raw,
+                key,
+                text,
+                overlaps,
+                weights,
+                groups,
+                gen,
+                n_rows,
+                avgdl,
+                stored,
+                scored_terms,
+                word_rows,
             )
             if idf is None:
                 continue  # matches nothing
-            phrases.append(_Phrase(slot, raw, key, text, idf, (K1 + 1.0) * idf * (1.0 + MARGIN), overlaps))
+            bound = (K1 + 1.0) * idf * (1.0 + MARGIN)
+            phrases.append(_Phrase(slot, raw, key, text, idf, bound, overlaps))
         if not phrases:
             return []
+        if table == "fts_words":
+            return self._ranked_by_fts5(conn, table, parsed, phrases, sizes, weights, limit)
         excluded = None
         if parsed.negative:
             excluded = self._excluded(conn, table, " OR ".join(parsed.negative), gen)
@@ -382,7 +447,58 @@ class PrunedFulltext:
             scorer.score(hopeful[start : start + step])
             theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         self.stats["scored"] += len(scorer.exact)
+        self.stats["left"] += len(order) - len(taken)
         return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
+
+    def _ranked_by_fts5(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        parsed: OrExpression,
+        phrases: list[_Phrase],
+        sizes: dict[str, int],
+        weights: tuple[float, ...],
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """MaxScore on the word table, every score FTS5's own (module docstring): the rows holding one of
+        the rarest phrases are ranked by the plain statement itself, filtered to them; θ, the limit-th
+        best of those, bounds the final limit-th score from below, so a row that holds none of the
+        phrases whose bounds add up to θ cannot reach the final list. If the first rows did not hold all
+        of those phrases, the rows holding any of them are ranked the same way: that is the answer."""
+        order = sorted(phrases, key=lambda p: (-p.bound, p.slot))
+        rest = [0.0] * (len(order) + 1)
+        for j in range(len(order) - 1, -1, -1):
+            rest[j] = (rest[j + 1] + order[j].bound) * (1.0 + MARGIN)
+        match = " OR ".join(parsed.positive)
+        if parsed.negative:
+            match = f"({match}) NOT ({' OR '.join(parsed.negative)})"
+
+        def best(taken: list[_Phrase]) -> list[tuple[int, float]]:
+            # The first `limit` rows holding one of `taken`, scored and sorted as the plain statement
+            # scores and sorts them (ties in rowid order, the order its scan returns them in). The filter
+            # is a subquery on `+rowid`: never a constraint FTS5 is asked to use, which would make bm25
+            # walk every phrase's whole list again for each row; bm25 reads N, avgdl and every n_i from
+            # the whole table, f and D from the row, whatever the filter.
+            sql = f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ?"
+            args: tuple[Any, ...] = (*weights, match)
+            if len(taken) < len(order):
+                sql += f" AND +rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
+                args = (*args, " OR ".join(p.raw for p in taken))
+            found = conn.execute(f"{sql} ORDER BY s, rowid LIMIT ?", (*args, limit)).fetchall()
+            self.stats["statements"] += 1
+            return [(int(r), float(v)) for r, v in found]
+
+        # First the rarest phrases that hold FIRST_ROWS rows together (at least one phrase).
+        m, held = 1, sizes.get(order[0].raw, 0)
+        while m < len(order) and held < FIRST_ROWS:
+            held += sizes.get(order[m].raw, 0)
+            m += 1
+        first = best(order[:m])
+        theta = _kth(np.fromiter((-v for _r, v in first), dtype=np.float64, count=len(first)), limit)
+        # A row holding none of order[:j] scores at most rest[j]: below θ it cannot reach the final list.
+        need = next((j for j in range(m, len(order) + 1) if rest[j] < theta), len(order))
+        self.stats["left"] += len(order) - need
+        return first if need == m else best(order[:need])
 
     def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
         cached = self.df_cache.get(("max rowid", gen))
@@ -416,9 +532,12 @@ class PrunedFulltext:
         n_rows: int,
         avgdl: float,
         stored: dict[str, int],
+        terms: tuple[str, ...] | None = None,
+        word_rows: WordRows | None = None,
     ) -> tuple[float | None, int]:
         """(idf as fts5Bm25GetData computes it, or None when the phrase matches nothing; how many rows it
-        matches, estimated when only the idf was needed)."""
+        matches, estimated when only the idf was needed). `terms`: a word-table phrase scored from the
+        rows `word_rows` rebuilds."""
         key = (table, pkey, gen)
         cached = self.df_cache.get(key)
         if cached is not None:
@@ -434,11 +553,12 @@ class PrunedFulltext:
             df = stored[pkey]
             value = (idf_of(n_rows, df), df)
         else:
-            value = (
-                self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
-                if text
-                else None
-            )
+            if text:
+                value = self._idf_from_one_row(conn, table, phrase, text, overlaps, weights, groups, n_rows, avgdl)
+            elif terms is not None and word_rows is not None:
+                value = self._word_idf_from_one_row(conn, table, phrase, terms, word_rows, weights, n_rows, avgdl)
+            else:
+                value = None
             if value is None:
                 df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
                 value = (idf_of(n_rows, df), df)
@@ -477,17 +597,27 @@ class PrunedFulltext:
             return None
         texts = _group_texts(row[:3], groups)
         q = _tf_part(_frequency(texts, text, overlaps, groups), float(sum(varints(row[3]))), avgdl)
-        y = -s
-        if not q > 0.0 or not y > 0.0:
-            return None
-        if 1e-6 * q == y:
-            return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
-        e = math.exp(y / q)
-        guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
-        for df in sorted({guess + d for d in range(-3, 4)}):
-            if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
-                return idf_of(n_rows, df), df
-        return None
+        return _idf_read_back(n_rows, q, -s)
+
+    def _word_idf_from_one_row(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        phrase: str,
+        terms: tuple[str, ...],
+        word_rows: WordRows,
+        weights: tuple[float, ...],
+        n_rows: int,
+        avgdl: float,
+    ) -> tuple[float | None, int] | None:
+        """As _idf_from_one_row, on the word table: q from the row rebuilt and tokenized by FTS5."""
+        first = conn.execute(
+            f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ? LIMIT 1", (*weights, phrase)
+        ).fetchone()
+        if first is None:
+            return None, 0
+        (f,), D = word_rows.frequencies(conn, table, [first[0]], [terms])
+        return _idf_read_back(n_rows, _tf_part(float(f[0]), float(D[0]), avgdl), -first[1])
 
     def _impacts(
         self,
@@ -588,6 +718,21 @@ class PrunedFulltext:
         return rows
 
 
+def _idf_read_back(n_rows: int, q: float, y: float) -> tuple[float | None, int] | None:
+    """The idf whose product with a row's q (its tf part) is y, FTS5's term for that row, bit for bit: from
+    a row count near the one the double implies, or the 1e-6 floor; None when none gives y back."""
+    if not q > 0.0 or not y > 0.0:
+        return None
+    if 1e-6 * q == y:
+        return 1e-6, n_rows  # the floor: at least half the rows match (the count is not needed)
+    e = math.exp(y / q)
+    guess = round((n_rows + 0.5 - 0.5 * e) / (1.0 + e))
+    for df in sorted({guess + d for d in range(-3, 4)}):
+        if 0 < df <= n_rows and idf_of(n_rows, df) * q == y:
+            return idf_of(n_rows, df), df
+    return None
+
+
 def _kth(values: np.ndarray, k: int) -> float:
     """The k-th largest value less the margin (0.0 when there are fewer than k): a lower bound of the
     final k-th score whenever `values` are lower bounds of some rows' scores."""
@@ -624,8 +769,8 @@ def _frequency(
         counts = [sum(1 for _ in overlaps.finditer(t)) for t in texts]
     f = 0.0
     for n, (_a, _b, w) in zip(counts, groups, strict=True):
-        if n and w == int(w) and abs(w) < 2**20:
-            f += n * w  # integers: exact, whatever the order
+        if n and w == int(w) and abs(w) < 2**20 and f == int(f):
+            f += n * w  # integers so far: exact, whatever the order (after a fraction, each sum rounds)
         else:
             for _ in range(n):
                 f += w
@@ -736,7 +881,7 @@ def _calibrate() -> bool:
     import random
 
     rng = random.Random(16)
-    words = ["alpha", "beta", "gamma", "delta", "epsilon", "the", "and", "zeta", "theta", "iota", "kappa"]
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "the", "and", "zeta", "theta", "iota", "kappa", "running"]
     conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, heading TEXT, context_text TEXT, content TEXT)")
@@ -744,6 +889,12 @@ def _calibrate() -> bool:
             f"CREATE VIRTUAL TABLE fts_chunks USING fts5(heading, context, content, content='', "
             f"tokenize='{TRIGRAM_TOKENIZE}')"
         )
+        conn.execute(
+            f"CREATE VIRTUAL TABLE fts_words USING fts5(heading, context, content, content='', "
+            f"tokenize='{WORDS_TOKENIZE}')"
+        )
+        conn.execute("CREATE TABLE index_meta (key TEXT PRIMARY KEY, value TEXT)")
+        conn.execute("INSERT INTO index_meta VALUES ('words_version', ?)", (WordsText(None).version,))
         rows = []
         for i in range(1, 301):
             text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 60)))
@@ -751,6 +902,9 @@ def _calibrate() -> bool:
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", rows)
         conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", word_table_rows(rows)
+        )
         conn.execute("COMMIT")
         pruned = PrunedFulltext()
         pruned.min_rows = 0
@@ -769,6 +923,17 @@ def _calibrate() -> bool:
                     (*weights, q),
                 ).fetchall()
                 if pruned.ranked(conn, "fts_chunks", q, weights, 40, 0) != [tuple(r) for r in plain]:
+                    return False
+            for q in ('"alpha" OR "run" OR "the"', '"kappa zeta" OR "gamma" OR "delta"'):
+                plain = conn.execute(
+                    (
+                        "SELECT rowid, bm25(fts_words, ?, ?, ?) AS s FROM fts_words "
+                        "WHERE fts_words MATCH ? ORDER BY s LIMIT 40"
+                    ),
+                    (*weights, q),
+                ).fetchall()
+                got = pruned.ranked(conn, "fts_words", q, weights, 40, 0, words=WordsText(None))
+                if got != [tuple(r) for r in plain]:
                     return False
         return True
     finally:

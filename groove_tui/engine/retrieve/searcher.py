@@ -647,7 +647,10 @@ class Searcher:
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         conn = self.store.conn()
         if self.config.search.fulltext_pruning:
-            found = self.pruned.ranked(conn, table, expr, weights, limit)
+            # The word table's rows are scored from the chunks' text only as this store would write them
+            # (the pruning checks that the table records that very analyzer, or none).
+            words = fulltext.WordsText(self.store.japanese) if table == "fts_words" else None
+            found = self.pruned.ranked(conn, table, expr, weights, limit, words=words)
             if found is not None:
                 return found
         plain: list[tuple[int, float]] = conn.execute(
