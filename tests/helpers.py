@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -54,6 +56,42 @@ SAMPLE_KB = {
 # Common words (match most rows), rarer ones, words that contain each other (trigram substrings), text
 # the fold must get right (case, diacritics, ß, İ, Greek final sigma, combining marks), self-overlapping
 # phrases, and Japanese for the bigram table.
+def pruning_kb(root: Path, text: Callable[[random.Random, int], str]) -> Path:
+    """150 notes of 1–4 sections of `text`'s words, some tagged and dated (for filters), every tenth also
+    copied whole under copy/ (exact ties): the KB the pruning tests compare pruned and plain searches on."""
+    rng = random.Random(11)
+    files: dict[str, str | bytes] = {}
+    for i in range(150):
+        tags = rng.sample(["a", "b", "c"], rng.randint(0, 2))
+        front = f"---\ntags: [{', '.join(tags)}]\ndate: 2026-0{1 + i % 9}-01\n---\n" if tags else ""
+        sections = "\n\n".join(
+            f"## {text(rng, 2)}\n\n{text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 4))
+        )
+        body = front + f"# {text(rng, 2)}\n\n{sections}\n"
+        files[f"{'sub/' if i % 3 else ''}n{i:03}.md"] = body
+        if i % 10 == 0:
+            files[f"copy/n{i:03}.md"] = body
+    return write_kb(root, files)
+
+
+def with_and_without_pruning(
+    kb: Path, config: Config, index_dir: Path, queries: Sequence[str], params: Sequence, hit: Callable
+) -> tuple[dict[bool, list], dict[str, int]]:
+    """Every query × params answered (each hit as `hit(h)`) with the full-text pruning off and on, on the
+    same index, and the pruning's counters from the run with it on."""
+    from groove_tui.engine import Engine
+
+    answers: dict[bool, list] = {}
+    stats: dict[str, int] = {}
+    for pruning in (False, True):
+        cfg = replace(config, search=replace(config.search, fulltext_pruning=pruning))
+        with Engine.open(kb, config=cfg, index_dir=index_dir) as eng:
+            answers[pruning] = [[hit(h) for h in eng.search(q, p).results] for q in queries for p in params]
+            if pruning:
+                stats = dict(eng._searcher.pruned.stats)
+    return answers, stats
+
+
 FOLD_VOCAB = [
     "the",
     "the",

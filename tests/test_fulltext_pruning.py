@@ -25,7 +25,7 @@ from groove_tui.engine.index.store import Store, fulltext_rows
 from groove_tui.engine.retrieve import fulltext as fp
 
 from helpers import FOLD_VOCAB as VOCAB
-from helpers import hashing_config, write_kb
+from helpers import hashing_config, pruning_kb, with_and_without_pruning
 
 PLAIN = "SELECT rowid, bm25({t}, ?, ?, ?) AS s FROM {t} WHERE {t} MATCH ? ORDER BY s LIMIT ?"
 
@@ -245,19 +245,7 @@ QUERIES = (
 
 
 def _kb(tmp_path: Path) -> Path:
-    rng = random.Random(11)
-    files = {}
-    for i in range(150):
-        tags = rng.sample(["a", "b", "c"], rng.randint(0, 2))
-        front = f"---\ntags: [{', '.join(tags)}]\ndate: 2026-0{1 + i % 9}-01\n---\n" if tags else ""
-        sections = "\n\n".join(
-            f"## {_text(rng, 2)}\n\n{_text(rng, rng.randint(5, 60))}" for _ in range(rng.randint(1, 4))
-        )
-        body = front + f"# {_text(rng, 2)}\n\n{sections}\n"
-        files[f"{'sub/' if i % 3 else ''}n{i:03}.md"] = body
-        if i % 10 == 0:
-            files[f"copy/n{i:03}.md"] = body  # exact copies: ties
-    return write_kb(tmp_path / "kb", files)
+    return pruning_kb(tmp_path / "kb", _text)
 
 
 def test_engine_results_do_not_change_with_pruning(tmp_path):
@@ -273,16 +261,10 @@ def test_engine_results_do_not_change_with_pruning(tmp_path):
         SearchParams(limit=10, tags_any=("a",), date_from="2026-03-01"),
         SearchParams(limit=10, mmr=True),
     ]
-    answers = {}
-    for pruning in (False, True):
-        cfg = replace(config, search=replace(config.search, fulltext_pruning=pruning))
-        with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx") as eng:
-            answers[pruning] = [
-                [(h.chunk_id, h.score, h.part) for h in eng.search(q, p).results] for q in QUERIES for p in params
-            ]
-            if pruning:
-                stats = eng._searcher.pruned.stats
-                assert stats["pruned"] > 0
+    answers, stats = with_and_without_pruning(
+        kb, config, tmp_path / "idx", QUERIES, params, lambda h: (h.chunk_id, h.score, h.part)
+    )
+    assert stats["pruned"] > 0
     assert answers[True] == answers[False]
 
 
