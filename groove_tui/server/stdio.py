@@ -1,0 +1,133 @@
+"""stdin and stdout as the event loop's own pipes, for the SDK's stdio transport.
+
+The SDK reads each request line and writes each answer through `anyio.wrap_file`: a worker thread per
+read, write and flush, three thread hand-offs per call that an agent waits on. When both ends are pipes
+or sockets (how an MCP client spawns a server), the loop polls them directly instead and the SDK's own
+reader and writer tasks run over them unchanged: the same framing, validation and errors.
+
+While served, fd 0 reads the null device and fd 1 writes to stderr, as the SDK arranges it, so a stray
+print or a child process cannot corrupt the wire; both are restored on the way out. Anything else (a
+terminal, a regular file) is left to the SDK, whose threads can read what the loop cannot poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+
+READ_BYTES = 1 << 16
+
+
+def _is_pollable(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class PipeLines:
+    """Lines of a non-blocking descriptor as text (UTF-8, bad bytes replaced), read as the loop sees
+    them arrive."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.ended = False
+
+    def __aiter__(self) -> PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self.buffer[: end + 1])
+                del self.buffer[: end + 1]
+                return line.decode("utf-8", errors="replace")
+            if self.ended:
+                if not self.buffer:
+                    raise StopAsyncIteration
+                rest = bytes(self.buffer)
+                self.buffer.clear()
+                return rest.decode("utf-8", errors="replace")
+            try:
+                data = os.read(self.fd, READ_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            if data:
+                self.buffer += data
+            else:
+                self.ended = True
+
+
+class PipeWriter:
+    """Text written to a non-blocking descriptor on flush, waiting on the loop when the pipe is full."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = bytearray()
+
+    async def write(self, text: str) -> int:
+        self.pending += text.encode("utf-8")
+        return len(text)
+
+    async def flush(self) -> None:
+        while self.pending:
+            try:
+                sent = os.write(self.fd, self.pending)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+                continue
+            del self.pending[:sent]
+
+
+@contextlib.contextmanager
+def _nonblocking(fd: int) -> Iterator[None]:
+    was = os.get_blocking(fd)
+    os.set_blocking(fd, False)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, was)
+
+
+@contextlib.contextmanager
+def _claimed(fd: int, diversion: int) -> Iterator[int]:
+    """A private duplicate of `fd` for the wire, `fd` itself pointed at `diversion` until the end."""
+    private = os.dup(fd)
+    os.set_inheritable(private, False)
+    try:
+        os.dup2(diversion, fd)
+        try:
+            yield private
+        finally:
+            os.dup2(private, fd)
+    finally:
+        os.close(private)
+
+
+@contextlib.contextmanager
+def loop_stdio() -> Iterator[tuple[Any, Any]]:
+    """(stdin, stdout) for `mcp.server.stdio.stdio_server`: the loop's own pipes when both are pollable,
+    else (None, None), the SDK's threaded files."""
+    if not (_is_pollable(0) and _is_pollable(1)):
+        yield None, None
+        return
+    sys.stdout.flush()
+    with contextlib.ExitStack() as stack:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        stack.callback(os.close, devnull)
+        wire_in = stack.enter_context(_claimed(0, devnull))
+        wire_out = stack.enter_context(_claimed(1, 2))
+        stack.enter_context(_nonblocking(wire_in))
+        stack.enter_context(_nonblocking(wire_out))
+        yield PipeLines(wire_in), PipeWriter(wire_out)
