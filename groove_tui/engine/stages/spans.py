@@ -152,7 +152,8 @@ def _to_original(start: int, end: int, source: list[int] | None, n_folded: int, 
     return o_start, o_end
 
 
-def _terms(query: str, cjk_bigram: bool = False) -> list[str]:
+@lru_cache(maxsize=256)  # one query's hits ask for the same terms; parsing them is most of a short hit's spans
+def _terms(query: str, cjk_bigram: bool = False) -> tuple[str, ...]:
     """Folded, sorted, deduplicated, capped: sorting before the cap keeps spans word-order independent.
 
     With `cjk_bigram` the query is NFKC-normalised and its CJK terms (runs of 1-2 characters, bigrams of
@@ -161,7 +162,7 @@ def _terms(query: str, cjk_bigram: bool = False) -> list[str]:
         query = nfkc(query)
     folded = {fold(t) for t in (*split_terms(query), *(cjk_terms(query) if cjk_bigram else ()))}
     folded.discard("")
-    return sorted(folded)[:MATCH_SPAN_MAX_TERMS]
+    return tuple(sorted(folded)[:MATCH_SPAN_MAX_TERMS])
 
 
 def _occurrences(haystack: str, term: str, budget: int) -> list[tuple[int, int]]:
