@@ -47,9 +47,12 @@ def _echo(stdin: int | None, data: bytes) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_pipes_carry_only_the_lines_and_stray_output_goes_to_stderr():
-    done = _echo(None, b"one\ntwo \xc3\xa9\nbad \xff byte\nno newline at the end")
+    long = b"x" * 300_000  # read in several pieces
+    done = _echo(None, b"one\ntwo \xc3\xa9\n" + long + b"\nbad \xff byte\nno newline at the end")
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode("utf-8") == "ONE\nTWO \u00c9\nBAD \ufffd BYTE\nNO NEWLINE AT THE ENDfd 1 given back\n"
+    assert done.stdout.decode("utf-8") == (
+        f"ONE\nTWO \u00c9\n{'X' * 300_000}\nBAD \ufffd BYTE\nNO NEWLINE AT THE ENDfd 1 given back\n"
+    )
     assert b"a stray print\na stray write\n" in done.stderr
 
 

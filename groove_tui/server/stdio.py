@@ -39,6 +39,7 @@ class PipeLines:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = bytearray()
+        self.searched = 0  # bytes of the buffer known to hold no newline (a long line is scanned once)
         self.ended = False
 
     def __aiter__(self) -> PipeLines:
@@ -46,16 +47,19 @@ class PipeLines:
 
     async def __anext__(self) -> str:
         while True:
-            end = self.buffer.find(b"\n")
+            end = self.buffer.find(b"\n", self.searched)
             if end >= 0:
                 line = bytes(self.buffer[: end + 1])
                 del self.buffer[: end + 1]
+                self.searched = 0
                 return line.decode("utf-8", errors="replace")
+            self.searched = len(self.buffer)
             if self.ended:
                 if not self.buffer:
                     raise StopAsyncIteration
                 rest = bytes(self.buffer)
                 self.buffer.clear()
+                self.searched = 0
                 return rest.decode("utf-8", errors="replace")
             try:
                 data = os.read(self.fd, READ_BYTES)
@@ -118,8 +122,8 @@ def _claimed(fd: int, diversion: int) -> Iterator[int]:
 @contextlib.contextmanager
 def loop_stdio() -> Iterator[tuple[Any, Any]]:
     """(stdin, stdout) for `mcp.server.stdio.stdio_server`: the loop's own pipes when both are pollable,
-    else (None, None), the SDK's threaded files."""
-    if not (_is_pollable(0) and _is_pollable(1)):
+    else (None, None), the SDK's threaded files (and always on Windows, whose loop polls sockets only)."""
+    if sys.platform == "win32" or not (_is_pollable(0) and _is_pollable(1)):
         yield None, None
         return
     sys.stdout.flush()
