@@ -51,9 +51,10 @@ class Records:
             if record.get("schema") == 1:
                 self.all.append((path.name, record))
 
-    def get(self, want: Want) -> tuple[str, dict[str, Any]]:
-        found = [
-            (r["date"], name, r)
+    def matching(self, want: Want) -> list[tuple[str, dict[str, Any]]]:
+        """Every record of `want`'s kind whose subject matches each field it gives, in name order."""
+        return [
+            (name, r)
             for name, r in self.all
             if r["kind"] == want.kind
             and all(
@@ -61,10 +62,12 @@ class Records:
                 for key in ("kb_name", "model", "variant")
             )
         ]
+
+    def get(self, want: Want) -> tuple[str, dict[str, Any]]:
+        found = self.matching(want)
         if not found:
             raise MissingRecord(f"no record in {self.folder} for {want}")
-        _date, name, record = max(found, key=lambda x: (x[0], x[1]))
-        return name, record
+        return max(found, key=lambda x: (x[1]["date"], x[0]))
 
 
 # ---------------------------------------------------------------- formatting
@@ -392,16 +395,9 @@ def scale(records: Records) -> str:
 def serve_overhead(records: Records) -> str:
     """Every run of the newest record's commit: a run on two shared cores differs from the next by a
     millisecond or so, more than the margin some rows have."""
-    name, rec = records.get(Want("bench", "scifact", "bge-small-en", "serve"))
-    runs = [
-        (n, r)
-        for n, r in records.all
-        if r["kind"] == "bench"
-        and r["subject"].get("variant") == "serve"
-        and r.get("commit") == rec.get("commit")
-        and r["subject"].get("kb_name") == "scifact"
-        and r["subject"].get("model") == "bge-small-en"
-    ] or [(name, rec)]
+    want = Want("bench", "scifact", "bge-small-en", "serve")
+    _name, rec = records.get(want)
+    runs = [(n, r) for n, r in records.matching(want) if r.get("commit") == rec.get("commit")]
     sv = rec["figures"]["serve"]
     rows = []
     for k, (_n, run) in enumerate(runs, start=1):

@@ -443,9 +443,13 @@ _JSON_C1 = re.compile("[\x7f-\x9f]")
 
 
 def json_text(value: Any, **kw: Any) -> str:
-    """json.dumps (UTF-8 kept, indent 2) with DEL and the C1 controls escaped too: JSON allows them raw,
-    but a terminal showing the output would obey one (0x9b is CSI). They occur only inside strings."""
-    text = json.dumps(value, ensure_ascii=False, indent=2, **kw)
+    """json.dumps (UTF-8 kept, indent 2) with DEL and the C1 controls escaped too (`escape_controls`)."""
+    return escape_controls(json.dumps(value, ensure_ascii=False, indent=2, **kw))
+
+
+def escape_controls(text: str) -> str:
+    """JSON text with DEL and the C1 controls escaped: JSON allows them raw, but a terminal showing the
+    output would obey one (0x9b is CSI). In JSON text they occur only inside strings."""
     return _JSON_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import re
 import socket
 import threading
 import time
@@ -31,6 +30,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from groove_tui import __version__
+from groove_tui.engine.types import escape_controls
 from groove_tui.server import surface as s
 from groove_tui.server.kb import KbService, NotServed
 
@@ -45,9 +45,6 @@ DEFAULT_PORT = 3100
 _NO_CACHE = CacheHint(ttl_ms=0, scope="public")  # the index changes under a watcher: stale at once
 
 
-_C1 = re.compile("[\x7f-\x9f]")
-
-
 def _json(value: Any) -> str:
     """The answer as one line of JSON: the same value `search --format json` prints, without its
     indentation, which an agent pays for in tokens. Encoded by pydantic-core (the SDK's own encoder, a
@@ -57,13 +54,9 @@ def _json(value: Any) -> str:
     try:
         data = pydantic_core.to_json(value)
     except pydantic_core.PydanticSerializationError:
-        return _C1.sub(_escaped, json.dumps(value, ensure_ascii=False))
+        return escape_controls(json.dumps(value, ensure_ascii=False))
     text = data.decode("utf-8")
-    return _C1.sub(_escaped, text) if b"\x7f" in data or _has_c1(data) else text
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    return escape_controls(text) if b"\x7f" in data or _has_c1(data) else text
 
 
 def _has_c1(data: bytes) -> bool:
