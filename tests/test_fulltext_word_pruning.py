@@ -232,14 +232,15 @@ def test_rebuilt_rows_give_fts5s_own_term_for_any_phrase(tables, words, weights,
 
 
 def test_the_word_leg_really_prunes(tables, monkeypatch):
-    """Not a vacuous pass: on the larger table the pruned path answers every query, with at most two
-    statements, and most queries leave common phrases out of the rows ranked (here the first rows are
-    few: the table is small)."""
+    """Not a vacuous pass: on the larger table the pruned path answers every query. With the rows rebuilt
+    from their chunks it scores far fewer rows than match (MaxScore over the phrases' lists); without,
+    it runs at most two statements, and most queries leave common phrases out of the rows ranked (here
+    the first rows are few: the table is small)."""
     monkeypatch.setattr(fp, "FIRST_ROWS", 100)
     store = tables[2]
     session = fp.PrunedFulltext()
     rng = random.Random(7)
-    answered = left = 0
+    answered = left = matched = 0
     for _ in range(60):
         expr = compile_words(" ".join(rng.choice(VOCAB) for _ in range(rng.randint(2, 8)))).positive_expr
         if expr is None:
@@ -248,12 +249,59 @@ def test_the_word_leg_really_prunes(tables, monkeypatch):
         got = _ranked(session, store, expr, (2.0, 1.0, 1.0), 10)
         _assert_exact(got, expected, expr, 10)
         answered += got is not None
+        matched += store.conn().execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH ?", (expr,)).fetchone()[0]
         fresh = fp.PrunedFulltext()
-        assert _ranked(fresh, store, expr, (2.0, 1.0, 1.0), 10) == expected
+        assert _ranked(fresh, store, expr, (2.0, 1.0, 1.0), 10, words=None) == expected
         assert fresh.stats["statements"] <= 2
         left += fresh.stats["left"] > 0
     assert answered >= 50
+    assert session.stats["scored"] < matched / 20  # rows scored in full, of the rows matching
     assert left >= 20  # queries whose common phrases no row had to hold
+
+
+@pytest.fixture(scope="module")
+def stored_tables():
+    """The generated tables again, each with its common terms' statistics stored as the indexer stores
+    them, for two whole-number weightings (the only kind the word table's lists are kept for)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores = []
+        for seed, docs in ((1, 40), (2, 600), (3, 1500)):
+            store = Store(Path(tmp) / f"s{seed}" / "index.db")
+            _fill(store, random.Random(seed), docs)
+            for weights in ((2.0, 1.0, 1.0), (3.0, 2.0, 1.0)):
+                assert ps.store_common_phrases(store.conn(), weights, "fts_words", min_rows=0) > 0
+            assert ps.store_common_phrases(store.conn(), (1.3, 0.7, 0.9), "fts_words", min_rows=0) == 0
+            stores.append(store)
+        yield stores
+        for store in stores:
+            store.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(expr=_expressions(), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2), rebuilt=st.booleans())
+def test_stored_word_statistics_give_the_plain_statements_rows(stored_tables, expr, weights, limit, which, rebuilt):
+    """A new session (empty caches) reading the stored lists: still exactly the plain statement. Two of
+    the five weightings have lists stored; the others must not use them (their terms differ)."""
+    store = stored_tables[which]
+    got = _ranked(fp.PrunedFulltext(), store, expr, weights, limit, words=NO_ANALYZER if rebuilt else None)
+    _assert_exact(got, _plain(store, expr, weights, limit), expr, limit)
+
+
+def test_stored_word_lists_are_read_and_spare_every_row_from_its_text(stored_tables, monkeypatch):
+    """Every common word's list comes from the index, every rare one is fetched at once: for a query of
+    single words no row is rebuilt from its chunk (a phrase of several terms is, as it is not stored)."""
+    rebuilt = []
+    original = wt.WordRows.frequencies
+    monkeypatch.setattr(wt.WordRows, "frequencies", lambda self, *a: rebuilt.append(1) or original(self, *a))
+    store = stored_tables[2]
+    pruned = fp.PrunedFulltext()
+    rng = random.Random(3)
+    single = [w for w in VOCAB if len(wt.phrase_tokens(w) or ()) == 1]
+    for _ in range(30):
+        expr = compile_words(" ".join(rng.choice(single) for _ in range(rng.randint(2, 8)))).positive_expr
+        if expr is not None:
+            assert _ranked(pruned, store, expr, (2.0, 1.0, 1.0), 10) == _plain(store, expr, (2.0, 1.0, 1.0), 10)
+    assert pruned.stats["stored_lists"] > 0 and pruned.stats["pruned"] >= 25 and not rebuilt
 
 
 def test_stems_share_one_phrase_key(tables):
@@ -369,7 +417,7 @@ JAPANESE = ["東京都の設定を変更します。", "ユーザの引越し", 
 
 def test_japanese_words_are_pruned_exactly_and_bounded(tmp_path, japanese_dictionary, monkeypatch):
     """With the Japanese analyzer the rows are rebuilt with it (its words stand in the copy); the
-    analysis a search may ask for is bounded, past it the plain statement answers."""
+    analysis a search may ask for is bounded, past it every score is FTS5's own (no more rows rebuilt)."""
     from groove_tui.engine.models.analyzers import japanese_analyzer
 
     analyzer = japanese_analyzer().analyzer
@@ -401,7 +449,14 @@ def test_japanese_words_are_pruned_exactly_and_bounded(tmp_path, japanese_dictio
         )
         assert pruned.stats["pruned"] == 1  # (counted: the table records the analyzer)
         monkeypatch.setattr(wt, "MAX_ANALYZED_CHARS", 10)
-        assert _ranked(fp.PrunedFulltext(), store, expr, (2.0, 1.0, 1.0), 50, words=words) is None
+        rebuilt = []
+        original = wt.WordRows.frequencies
+        monkeypatch.setattr(wt.WordRows, "frequencies", lambda self, *a: rebuilt.append(1) or original(self, *a))
+        pruned = fp.PrunedFulltext()
+        assert _ranked(pruned, store, expr, (2.0, 1.0, 1.0), 50, words=words) == _plain(
+            store, expr, (2.0, 1.0, 1.0), 50
+        )
+        assert rebuilt and pruned.stats["pruned"] == 1 and pruned.stats["statements"] > 0  # past it: FTS5's scores
     finally:
         store.close()
 
@@ -439,5 +494,5 @@ def test_engine_word_leg_results_do_not_change_with_pruning(tmp_path):
     answers, stats = with_and_without_pruning(
         kb, config, tmp_path / "idx", QUERIES, params, lambda h: (h.chunk_id, h.score, h.part, h.trace)
     )
-    assert stats["pruned"] > 0 and stats["statements"] > 0
+    assert stats["pruned"] > 0 and stats["scored"] > 0
     assert answers[True] == answers[False]

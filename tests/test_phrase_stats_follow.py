@@ -6,6 +6,7 @@ the terms bm25 computes from them — and a set with an edit still waiting in it
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store
+from groove_tui.engine.index.word_terms import phrase_tokens
 from groove_tui.engine.retrieve import fulltext as fp
 
 from helpers import FOLD_VOCAB as VOCAB
@@ -76,8 +78,52 @@ def _store_all(store: Store) -> None:
         for weights in WEIGHTINGS:
             ps.COMMON_LIST_SHARE = 0.3 if weights == WEIGHTINGS[2] else saved
             assert ps.store_common_phrases(store.conn(), weights, min_rows=0) > 0
+            # The word table's lists are kept only as frequencies: never for fractional weights.
+            stored_words = ps.store_common_phrases(store.conn(), weights, "fts_words", min_rows=0)
+            assert (stored_words > 0) == (weights != WEIGHTINGS[1])
     finally:
         ps.COMMON_LIST_SHARE = saved
+
+
+def assert_stored_words_are_fts5(conn) -> int:
+    """Every stored row of the word table equals FTS5's own answer now, for a word it makes that term
+    of, bit for bit; and the rows and per-column counts equal the table's own instances (fts5vocab).
+    Returns how many lists were checked."""
+    n_rows, avgdl = ps.totals(conn, "fts_words")
+    lengths = ps._stored_lengths(conn, "fts_words")
+    actual = ps.read_lengths(conn, "fts_words")
+    live = [cid for (cid,) in conn.execute("SELECT id FROM chunks")]
+    assert lengths is not None and np.array_equal(lengths[live], actual[live])
+    spelled = {}
+    for cols in conn.execute("SELECT heading, context_text, content FROM chunks"):
+        for word in re.findall(r"[^\W_]+", " ".join(c for c in cols if c).lower()):
+            terms = phrase_tokens(word)
+            if terms is not None and len(terms) == 1:
+                spelled.setdefault(terms[0], word)
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_instances USING fts5vocab(main, fts_words, instance)")
+    checked = 0
+    for wkey, term, df, rowids, terms in conn.execute(
+        "SELECT weights, phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = 'fts_words' AND phrase != ''"
+    ).fetchall():
+        weights = tuple(float.fromhex(w) for w in wkey.split(","))
+        found = conn.execute(
+            "SELECT rowid, bm25(fts_words, ?, ?, ?) FROM fts_words WHERE fts_words MATCH ? ORDER BY rowid",
+            (*weights, f'"{spelled[term]}"'),
+        ).fetchall()
+        rows = ps.unpack_rowids(rowids, df)
+        assert rows.tolist() == [r for r, _ in found], term
+        assert len(terms) in (df, 2 * df), term  # frequencies
+        got = ps.unpack_terms(terms, rows, lengths, n_rows, avgdl)
+        assert got is not None and got.tolist() == [-s for _, s in found], term  # bit for bit
+        f: dict[int, float] = {}
+        for doc, col, n in conn.execute(
+            "SELECT doc, col, count(*) FROM words_instances WHERE term = ? GROUP BY doc, col", (term,)
+        ):
+            f[doc] = f.get(doc, 0.0) + n * weights[("heading", "context", "content").index(col)]
+        stored_f = np.frombuffer(terms, dtype="<u1" if len(terms) == df else "<u2")
+        assert dict(zip(rows.tolist(), stored_f.tolist(), strict=True)) == f, term
+        checked += 1
+    return checked
 
 
 def assert_stored_is_fts5(conn) -> set[str]:
@@ -127,6 +173,7 @@ def test_followed_statistics_are_fts5s_answer_after_any_edits(tmp_path_factory, 
         _store_all(store)
         conn = store.conn()
         assert assert_stored_is_fts5(conn) == {"frequencies", "doubles", "count"}
+        assert assert_stored_words_are_fts5(conn) > 0
         next_id = docs[-1] + 1
         for step in steps:
             if step == "add":
@@ -144,11 +191,13 @@ def test_followed_statistics_are_fts5s_answer_after_any_edits(tmp_path_factory, 
                 with store.transaction() as w:
                     ps.follow_edits(w, min_rows=0)
                 assert_stored_is_fts5(conn)
+                assert_stored_words_are_fts5(conn)
             waiting = conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0]
             assert (ps.stored_epoch(conn) is None) == (waiting > 0)
         with store.transaction() as w:
             ps.follow_edits(w, min_rows=0)
         assert_stored_is_fts5(conn)
+        assert assert_stored_words_are_fts5(conn) > 0
         assert conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0] == 0
     finally:
         store.close()

@@ -293,6 +293,7 @@ class Indexer:
         """
         conn = self.store.conn()
         with self.store.transaction() as wconn:
+            phrase_stats.forget_table(wconn, table)
             wconn.execute(f"DROP TABLE IF EXISTS {table}")
             wconn.execute(ddl)
             self.store.set_meta(version_key, "", wconn)
@@ -328,7 +329,10 @@ class Indexer:
         f = self.config.search.fusion
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         try:
-            phrase_stats.store_common_phrases(self.store.conn(), weights, cancel=cancel)
+            for table in phrase_stats.STORED_TABLES:
+                phrase_stats.store_common_phrases(
+                    self.store.conn(), weights, table, cancel=cancel, japanese=self.store.japanese
+                )
         except sqlean.Error as exc:
             if self.store.conn().in_transaction:
                 self.store.conn().execute("ROLLBACK")
@@ -343,7 +347,7 @@ class Indexer:
             if not phrase_stats.edits_waiting(self.store.conn()):
                 return False  # a run that changed nothing takes no write lock for this
             with self.store.transaction() as conn:
-                phrase_stats.follow_edits(conn)
+                phrase_stats.follow_edits(conn, japanese=self.store.japanese)
         except sqlean.Error as exc:
             log.warning("phrase statistics not followed: %s", exc)
         return True

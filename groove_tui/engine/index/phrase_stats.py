@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -16,6 +17,10 @@ from typing import cast
 
 import numpy as np
 import sqlean as sqlite3
+
+from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
+from groove_tui.engine.analysis.words import words_version
+from groove_tui.engine.index.word_terms import column_counts, phrase_tokens, scratch_rows, word_rows
 
 __all__ = [
     "TrigramFold",
@@ -31,6 +36,9 @@ K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
 MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
+# The tables whose common phrases are stored: the trigram table (keyed by folded text) and the word table
+# (keyed by term, as FTS5 makes it; stored only as frequencies, with whole-number weights, see below).
+STORED_TABLES = ("fts_chunks", "fts_words")
 
 # Persisted phrase statistics (see `store_common_phrases`): the index database's own tables, never the KB.
 # `generation` says when a row was last written; whether the set may be read says STATS_KEY (below).
@@ -262,6 +270,47 @@ def common_phrases(
     )
 
 
+def common_terms(
+    conn: sqlite3.Connection,
+    japanese: JapaneseAnalyzer | None = None,
+    sample: int = COMMON_SAMPLE,
+    share: float = COMMON_SHARE,
+) -> list[tuple[str, str, float]]:
+    """The word table's frequent terms, as common_phrases finds the trigram table's: (term, a word of the
+    sample that FTS5 makes that one term of, the share of the sampled chunks holding the term), most
+    frequent first. The sample's copies (`word_rows`, with the analyzer the table is written with) and
+    their words are tokenized by FTS5 itself, in a scratch table with the word table's tokenizer."""
+    n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    if n == 0:
+        return []
+    step = max(1, n // sample)
+    rows = word_rows(
+        conn.execute("SELECT id, heading, context_text, content FROM chunks WHERE id % ? = 0", (step,)).fetchall(),
+        japanese,
+    )
+    if not rows:
+        return []
+    with scratch_rows(rows) as scratch:
+        held = dict(scratch.execute("SELECT term, count(DISTINCT doc) FROM v GROUP BY term"))
+    least = max(2, share * len(rows))
+    frequent = {t: c for t, c in held.items() if c >= least}
+    words = sorted({w for row in rows for col in row[1:] if col for w in _WORD.findall(col.lower())})
+    spelled: dict[str, str] = {}
+    for start in range(0, len(words), 5000):
+        batch = words[start : start + 5000]
+        with scratch_rows([(i, None, None, w) for i, w in enumerate(batch)]) as scratch:
+            single = scratch.execute("SELECT doc, min(term) FROM v GROUP BY doc HAVING count(*) = 1").fetchall()
+        for doc, term in single:
+            if term in frequent and term not in spelled and phrase_tokens(batch[doc]) == (term,):
+                spelled[term] = batch[doc]
+    return sorted(
+        ((t, spelled[t], frequent[t] / len(rows)) for t in frequent if t in spelled), key=lambda x: (-x[2], x[0])
+    )
+
+
+_WORD = re.compile(r"[^\W_]+")  # unicode61's token characters (letters and digits): candidate spellings
+
+
 def stored_epoch(conn: sqlite3.Connection) -> int | None:
     """The stored set's epoch when it may be read now (it is FTS5's answer: no edit waits in the journal),
     else None. Read inside the caller's snapshot, with the rows it reads."""
@@ -310,9 +359,9 @@ def _bump_epoch(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE index_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (STATS_KEY,))
 
 
-def _start_set(conn: sqlite3.Connection, table: str) -> None:
-    """An empty set, kept from now on (the journal starts here), with the rows' lengths; inside the
-    caller's write transaction."""
+def _start_set(conn: sqlite3.Connection) -> None:
+    """An empty set, kept from now on (the journal starts here), with the rows' lengths of every table
+    whose phrases are stored; inside the caller's write transaction."""
     conn.execute(STATS_DDL)
     conn.execute(JOURNAL_DDL)
     for ddl in JOURNAL_TRIGGERS:
@@ -324,7 +373,23 @@ def _start_set(conn: sqlite3.Connection, table: str) -> None:
         "INSERT INTO index_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (STATS_KEY, str(abs(epoch or 0) + 1)),
     )
-    _store_lengths(conn, table, read_lengths(conn, table))
+    for table in _present(conn):
+        _store_lengths(conn, table, read_lengths(conn, table))
+
+
+def _present(conn: sqlite3.Connection) -> list[str]:
+    have = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [t for t in STORED_TABLES if t in have]
+
+
+def forget_table(conn: sqlite3.Connection, table: str) -> None:
+    """Nothing stored of `table` any more (it is rebuilt, or its rows can no longer be followed); the
+    rest of the set stays. Inside the caller's write transaction."""
+    epoch = _epoch(conn)
+    if epoch is None or epoch <= 0:
+        return
+    conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
+    _bump_epoch(conn)
 
 
 def _store_lengths(conn: sqlite3.Connection, table: str, lengths: np.ndarray) -> None:
@@ -371,19 +436,24 @@ def _fts5_list(
     return len(found), pack_rowids(rows), pack_terms(rows, terms, lengths, n_rows, avgdl)
 
 
-def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_rows: int | None = None) -> int:
+def follow_edits(
+    conn: sqlite3.Connection, *, min_rows: int | None = None, japanese: JapaneseAnalyzer | None = None
+) -> int:
     """Bring the stored set up to date with the journalled edits, inside the caller's write transaction:
     only the lists of phrases a removed or added chunk holds are rewritten, from the chunks' text. Returns
-    how many chunks the journal named (0: nothing to do).
+    how many chunks the journal named (0: nothing to do). `japanese`: the analyzer the word table is
+    written with (its stored lists are followed only while the table records that very analyzer).
 
     Exact as the lists FTS5 gives: a list kept as frequencies f holds, per row, the column weights summed
     over the phrase's instances, which depend on that row's text alone (N, the token total and the row
     count only enter when terms are computed from f at reading, from the reader's own snapshot). A row's
-    instances are counted in its columns folded as the tokenizer folds them (`instances`): the same
-    count `_Scorer` scores with, checked against FTS5 by the pruned leg's calibration. Lists that cannot
-    be kept as frequencies (weights that are not whole numbers, counts past 2^16, terms kept as doubles,
-    which depend on N and avgdl) are asked of FTS5 again; a removed chunk missing from a list it holds
-    means the set is not what it claims, and it is dropped (the leg is exact without it, only slower)."""
+    instances are counted in its columns as the table's tokenizer makes them: on the trigram table folded
+    as the tokenizer folds them (`instances`), the count `_Scorer` scores with, checked against FTS5 by
+    the pruned leg's calibration; on the word table by FTS5 itself, the row's copy (`word_rows`) tokenized
+    in a scratch table with the word table's tokenizer. Lists that cannot be kept as frequencies (weights
+    that are not whole numbers, counts past 2^16, terms kept as doubles, which depend on N and avgdl) are
+    asked of FTS5 again; a removed chunk missing from a list it holds means the set is not what it
+    claims, and it is dropped (the leg is exact without it, only slower)."""
     epoch = _epoch(conn)
     if epoch is None or epoch <= 0:
         return 0
@@ -399,7 +469,7 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
         last[cid] = removed
     removed_text = {cid: cols for cid, (removed, cols) in first.items() if removed}  # in the set's lists
     added_ids = sorted(cid for cid, removed in last.items() if not removed)  # in FTS5 now
-    n_rows, _avgdl = totals(conn, table)
+    n_rows, _avgdl = totals(conn, "fts_chunks")
     if n_rows < (MIN_ROWS if min_rows is None else min_rows) or (
         len(removed_text) + len(added_ids) > FOLLOW_MAX_SHARE * max(1, n_rows)
     ):
@@ -416,22 +486,32 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
     if len(added_text) != len(added_ids) or any("\0" in c for cols in texts for c in cols if c):
         drop_stored_phrases(conn)  # (a NUL ends the tokenizer's input: not what `instances` counts)
         return len(first)
+    tables = {t for (t,) in conn.execute("SELECT DISTINCT tbl FROM fts_phrase_stats")}
+    for table in STORED_TABLES:
+        if table not in tables and table + LENGTHS not in tables:
+            continue
+        if table == "fts_words":
+            row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
+            if row is None or row[0] != words_version(japanese):
+                forget_table(conn, table)  # written by another analyzer, or not at all: cannot follow
+                continue
+        if not _follow_table(conn, table, removed_text, added_text, added_ids, japanese):
+            drop_stored_phrases(conn)
+            return len(first)
+    conn.execute("DELETE FROM fts_phrase_journal")
+    _bump_epoch(conn)
+    return len(first)
 
-    # Which stored phrases each changed chunk holds, per column: candidates by their first trigram.
-    phrases = sorted(
-        {
-            p
-            for (p,) in conn.execute(
-                "SELECT DISTINCT phrase FROM fts_phrase_stats WHERE tbl = ? AND phrase != ''", (table,)
-            )
-        }
-    )
+
+def _trigram_counts(phrases: list[str], texts: dict[int, tuple[str | None, ...]]) -> dict[int, dict[str, list[int]]]:
+    """Per chunk, each of `phrases` (folded) it holds and its instances per column, on the trigram table:
+    candidates by their first trigram."""
     by_trigram: dict[str, list[tuple[str, bool]]] = {}
     for p in phrases:
         by_trigram.setdefault(p[:3], []).append((p, self_overlapping(p)))
-
-    def held(cols: tuple[str | None, ...]) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
+    out: dict[int, dict[str, list[int]]] = {}
+    for cid, cols in texts.items():
+        held = out.setdefault(cid, {})
         for ci, col in enumerate(cols):
             if not col:
                 continue
@@ -440,16 +520,56 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                 for p, overlapping in by_trigram[tri]:
                     n = instances(folded, p, overlapping)
                     if n:
-                        out.setdefault(p, [0] * len(cols))[ci] = n
-        return out
+                        held.setdefault(p, [0] * len(cols))[ci] = n
+    return out
 
+
+def _word_counts(
+    phrases: list[str], texts: dict[int, tuple[str | None, ...]], japanese: JapaneseAnalyzer | None
+) -> dict[int, dict[str, list[int]]]:
+    """As _trigram_counts on the word table, whose stored phrases are single terms: FTS5's own
+    tokenization of each chunk's copy."""
+    wanted = set(phrases)
+    out: dict[int, dict[str, list[int]]] = {}
+    items = list(texts.items())
+    for start in range(0, len(items), 500):
+        batch = items[start : start + 500]
+        counts = column_counts(word_rows([(cid, *cols) for cid, cols in batch], japanese))
+        for cid, _cols in batch:
+            out[cid] = {t: c for t, c in counts.get(cid, {}).items() if t in wanted}
+    return out
+
+
+def _follow_table(
+    conn: sqlite3.Connection,
+    table: str,
+    removed_text: dict[int, tuple[str | None, ...]],
+    added_text: dict[int, tuple[str | None, ...]],
+    added_ids: list[int],
+    japanese: JapaneseAnalyzer | None,
+) -> bool:
+    """follow_edits for one table's stored rows; False when the set is not what it claims (drop it)."""
+    phrases = sorted(
+        {
+            p
+            for (p,) in conn.execute(
+                "SELECT DISTINCT phrase FROM fts_phrase_stats WHERE tbl = ? AND phrase != ''", (table,)
+            )
+        }
+    )
+    if table == "fts_words":
+        removed_counts = _word_counts(phrases, removed_text, japanese)
+        added_counts = _word_counts(phrases, added_text, japanese)
+    else:
+        removed_counts = _trigram_counts(phrases, removed_text)
+        added_counts = _trigram_counts(phrases, added_text)
     removed_from: dict[str, list[int]] = {}
     added_to: dict[str, dict[int, list[int]]] = {}
-    for cid, cols in removed_text.items():
-        for p in held(cols):
+    for cid, held in removed_counts.items():
+        for p in held:
             removed_from.setdefault(p, []).append(cid)
-    for cid, cols in added_text.items():
-        for p, counts in held(cols).items():
+    for cid, held in added_counts.items():
+        for p, counts in held.items():
             added_to.setdefault(p, {})[cid] = counts
 
     lengths = _stored_lengths(conn, table)
@@ -495,6 +615,12 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                 continue
             df, rowids_blob, terms_blob = row
             if not whole or phrase in stale or len(terms_blob) not in (df, 2 * df):
+                if table == "fts_words":  # (stored only as frequencies: its key is a term, not a query)
+                    conn.execute(
+                        "DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?",
+                        (table, wkey, phrase),
+                    )
+                    continue
                 if not rowids_blob and df:  # the row count only
                     count = conn.execute(
                         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (_quoted(phrase),)
@@ -517,8 +643,7 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
             if len(gone):  # (rows are sorted: found by bisection)
                 at = np.searchsorted(rows, gone)
                 if not (len(rows) and np.array_equal(rows[np.minimum(at, len(rows) - 1)], gone)):
-                    drop_stored_phrases(conn)  # a list without a row that holds its phrase: not FTS5's
-                    return len(first)
+                    return False  # a list without a row that holds its phrase: not FTS5's
                 rows, f = np.delete(rows, at), np.delete(f, at)
             new = added_to.get(phrase, {})
             if new:
@@ -532,8 +657,7 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                 new_rows, new_f = new_rows[order], new_f[order]
                 at = np.searchsorted(rows, new_rows)
                 if len(rows) and np.any(rows[np.minimum(at, len(rows) - 1)] == new_rows):
-                    drop_stored_phrases(conn)  # already listed: not FTS5's
-                    return len(first)
+                    return False  # already listed: not FTS5's
                 rows, f = np.insert(rows, at, new_rows), np.insert(f, at, new_f)
             if len(f) and (f.max() >= 2**16 or f.min() < 1):
                 conn.execute(
@@ -545,9 +669,7 @@ def follow_edits(conn: sqlite3.Connection, table: str = "fts_chunks", *, min_row
                 "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (table, wkey, phrase, gen, len(rows), pack_rowids(rows), terms),
             )
-    conn.execute("DELETE FROM fts_phrase_journal")
-    _bump_epoch(conn)
-    return len(first)
+    return True
 
 
 def _quoted(phrase: str) -> str:
@@ -565,6 +687,7 @@ def store_common_phrases(
     max_seconds: float = COMMON_MAX_SECONDS,
     cancel: threading.Event | None = None,
     min_rows: int | None = None,
+    japanese: JapaneseAnalyzer | None = None,
 ) -> int:
     """Store FTS5's statistics of the corpus' frequent phrases in the index database (`fts_phrase_stats`:
     row count and impact list, keyed by table, weights and folded phrase), so that a new session starts
@@ -576,10 +699,21 @@ def store_common_phrases(
     queried by its folded text, which FTS5 folds to itself (checked), so it matches exactly what any phrase
     folding to it matches. Interrupted (cancel, out of `max_seconds`), what was stored is still exact and
     the next call goes on from there (an index run pays at most that much; at 100k chunks the whole set,
-    ~6,650 phrases, takes ~70 s on one core and 126 MB). Later edits cost only their own chunks."""
+    ~6,650 phrases, takes ~70 s on one core and 126 MB). Later edits cost only their own chunks.
+
+    On the word table (`table="fts_words"`, written with the analyzer `japanese`) the phrases are the
+    frequent terms (`common_terms`), keyed by the term and queried by a word FTS5 makes that term of; a
+    list is stored only as frequencies (whole-number weights), which edits follow from the chunks' text."""
     weights = tuple(float(w) for w in weights)
     wkey = weights_key(weights)
     least = MIN_ROWS if min_rows is None else min_rows
+    words = table == "fts_words"
+    if words:
+        if not all(w == int(w) and 1 <= w < 2**12 for w in weights):
+            return 0  # its lists could only be kept as doubles, which no edit can follow from text
+        row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
+        if row is None or row[0] != words_version(japanese):
+            return 0  # incomplete, or written by another analyzer: the next index run rebuilds it
     conn.execute("BEGIN IMMEDIATE")
     try:
         n_rows, avgdl = totals(conn, table)
@@ -588,11 +722,15 @@ def store_common_phrases(
             return 0
         epoch = _epoch(conn)
         if epoch is not None and epoch > 0:
-            follow_edits(conn, table, min_rows=least)
+            follow_edits(conn, min_rows=least, japanese=japanese)
             epoch = _epoch(conn)
         if epoch is None or epoch <= 0:
-            _start_set(conn, table)
+            _start_set(conn)
         lengths = _stored_lengths(conn, table)
+        if lengths is None:  # (a table forgotten since the set started, and now current again)
+            _store_lengths(conn, table, read_lengths(conn, table))
+            _bump_epoch(conn)
+            lengths = _stored_lengths(conn, table)
         done = {
             p
             for (p,) in conn.execute("SELECT phrase FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (table, wkey))
@@ -603,7 +741,11 @@ def store_common_phrases(
         return 0
     from groove_tui.engine.analysis.query import fts_phrase
 
-    todo = [(p, c) for p, c in common_phrases(conn, table) if p not in done and FOLD.fold(p) == p]
+    todo = (
+        [(t, w, c) for t, w, c in common_terms(conn, japanese) if t not in done]
+        if words
+        else [(p, p, c) for p, c in common_phrases(conn, table) if p not in done and FOLD.fold(p) == p]
+    )
     if max_entries is None:
         max_entries = COMMON_MAX_ENTRIES * n_rows
     entries = sum(
@@ -621,7 +763,7 @@ def store_common_phrases(
             return stored
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if follow_edits(conn, table, min_rows=least):  # another writer came between: this state now
+            if follow_edits(conn, min_rows=least, japanese=japanese):  # another writer came between: this state now
                 n_rows, avgdl = totals(conn, table)
                 lengths = _stored_lengths(conn, table)
             epoch = _epoch(conn)
@@ -630,9 +772,9 @@ def store_common_phrases(
             gen = _generation(conn)
             started = time.perf_counter()
             while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
-                phrase, sampled = todo[i]
+                phrase, spelled, sampled = todo[i]
                 i += 1
-                if sampled > COMMON_LIST_SHARE * 0.8:
+                if sampled > COMMON_LIST_SHARE * 0.8 and not words:
                     df = conn.execute(
                         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_phrase(phrase),)
                     ).fetchone()[0]
@@ -643,22 +785,17 @@ def store_common_phrases(
                         )
                         stored += 1
                         continue
-                found = conn.execute(sql, (*weights, fts_phrase(phrase))).fetchall()
+                found = conn.execute(sql, (*weights, fts_phrase(spelled))).fetchall()
                 rows = np.fromiter((r for r, _ in found), dtype=np.int64, count=len(found))
                 terms = np.fromiter((-v for _, v in found), dtype=np.float64, count=len(found))
                 order = np.argsort(rows, kind="stable")
                 rows, terms = rows[order], terms[order]
+                packed = pack_terms(rows, terms, lengths, n_rows, avgdl)
+                if words and len(packed) == 8 * len(rows) and len(rows):
+                    continue  # not as frequencies (a count past 2^16): left to FTS5 at search time
                 conn.execute(
                     "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        table,
-                        wkey,
-                        phrase,
-                        gen,
-                        len(found),
-                        pack_rowids(rows),
-                        pack_terms(rows, terms, lengths, n_rows, avgdl),
-                    ),
+                    (table, wkey, phrase, gen, len(found), pack_rowids(rows), packed),
                 )
                 entries += len(found)
                 stored += 1
@@ -668,7 +805,7 @@ def store_common_phrases(
     with contextlib.suppress(sqlite3.Error):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            follow_edits(conn, table, min_rows=least)
+            follow_edits(conn, min_rows=least, japanese=japanese)
             epoch = _epoch(conn)
             if epoch is not None and epoch > 0:
                 conn.execute(

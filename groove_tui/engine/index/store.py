@@ -21,9 +21,10 @@ import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
-from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, index_words, version_base, words_version
+from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, version_base, words_version
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 from groove_tui.engine.index import phrase_stats
+from groove_tui.engine.index.word_terms import word_rows
 
 SCHEMA_VERSION = "1"
 
@@ -181,14 +182,6 @@ def fulltext_rows(rows: Sequence[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]
     trigram = [(cid, h, ctx, body) for cid, h, ctx, body in rows]
     bigram = [(cid, segment(h), segment(ctx), segment(body)) for cid, h, ctx, body in rows]
     return trigram, bigram
-
-
-def word_rows(rows: Sequence[tuple[Any, ...]], japanese: JapaneseAnalyzer | None = None) -> list[tuple[Any, ...]]:
-    """The values a chunk's row holds in fts_words, from (id, heading, context_text, content)."""
-    return [
-        (cid, index_words(h, japanese), index_words(ctx, japanese), index_words(body, japanese))
-        for cid, h, ctx, body in rows
-    ]
 
 
 def to_blob(vector: np.ndarray) -> bytes:

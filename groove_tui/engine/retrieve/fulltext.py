@@ -22,7 +22,7 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
   table's averages record, n_i counted by FTS5, D from the `_docsize` record, f_i from the row's text
   folded as the trigram tokenizer folds it (each code point's folding is asked of SQLite: `TrigramFold`).
   Either way the result is bit-identical; `calibrated()` checks that on this platform before the path
-  is used (and checks the word table's path, whose scores are FTS5's own: below).
+  is used (the word table's path too: its f_i from the row's copy tokenized by FTS5, below).
 * every term is < (k1+1)·idf_i, so a row that matches none of the phrases in a set E scores at most
   Σ_{i∉E} (k1+1)·idf_i. Phrases are taken rarest first (largest bound), each with its impact list: the
   rows it matches and the term it adds to each, read from FTS5's bm25 of the phrase alone (minus the term
@@ -39,42 +39,44 @@ float rounding can only make the pruning more conservative. The bigram table's t
 bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
 lists: still exact, pruned only in that FTS5 never scores the full expression on every match.
 
-The word table (`porter unicode61 remove_diacritics 2` over `store.word_rows`' copy) is pruned with
-every score computed by FTS5 itself (`_ranked_by_fts5`), so Porter stemming is never imitated. The plain
-statement costs bm25 and a sort for every matching row; its walk of the posting lists alone is a small
-part of that. The pruned path runs the same statement with a filter FTS5 cannot use (`AND +rowid IN
-(SELECT rowid … MATCH <the rarest phrases>)`): the walk is the same, bm25 runs only for the rows that pass,
-and it reads N, avgdl and every n_i from the whole table, f and D from the row — the very double the
-plain statement gives that row, sorted the same way (score, then rowid). θ, the limit-th best score of
-the rows holding one of the rarest phrases (FIRST_ROWS rows), is at most the final limit-th score; a
-row holding none of the phrases order[:j] scores at most rest[j], the bounds of the others (with the
-margin), so once rest[j] < θ the rows holding one of order[:j] hold the final list, ties included, and
-the same filtered statement over them is the answer. The bounds need each phrase's n_i, which is read
-back from FTS5's bm25 of one matching row (as on the trigram table): that row's q comes from its copy
-rebuilt from the chunks table by `word_rows` itself (with the Japanese analyzer `ranked` is given, only
-while the table records that it was built by it) and tokenized again by FTS5 in a private in-memory
-table with the same tokenizer (word_text.py: its `fts5vocab` instances; a phrase of several words occurs
-where its terms stand at consecutive offsets of one column, as FTS5 matches it). The n_i is taken only if
-it gives FTS5's term back bit for bit, else it is counted (`count(*)`). Phrases are keyed by their terms
-as FTS5 makes them, so "running" and "runs" share one count.
+The word table (`porter unicode61 remove_diacritics 2` over `word_rows`' copy) is pruned the same way,
+and Porter stemming is never imitated: a phrase is keyed by its terms as FTS5 makes them (word_text.py
+tokenizes it in a private in-memory table with the same tokenizer), so "running" and "runs" share one
+key, and a row's term for a phrase not taken comes from the row's copy rebuilt from the chunks table by
+`word_rows` itself (with the Japanese analyzer `ranked` is given, only while the table records that it
+was built by it) and tokenized again by FTS5 there: f is the column weight summed over the places where
+the phrase's terms stand at consecutive offsets of one column, as FTS5 matches a phrase, D the row's
+`_docsize` record (a rebuilt row whose token counts are not the table's is `Inconsistent`). The n_i of a
+phrase without a list at hand is read back from FTS5's bm25 of one matching row with q from its rebuilt
+copy, as on the trigram table.
 
-Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not
-an OR of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word
-phrase FTS5 makes no term of, a zero column weight, a table under MIN_ROWS rows, a large limit, too many
-rows to score, more Japanese text to analyze than `word_text.MAX_ANALYZED_CHARS`, a transaction open on
-the connection — `ranked` returns None and the caller runs the plain statement.
+When the rows cannot be rebuilt (the table records another analyzer, or a search would analyze more
+Japanese text than `word_text.MAX_ANALYZED_CHARS`) every score comes from FTS5 itself (`_ranked_by_fts5`):
+the plain statement with a filter FTS5 cannot use (`AND +rowid IN (SELECT rowid … MATCH <the rarest
+phrases>)`): the walk is the same, bm25 runs only for the rows that pass, and it reads N, avgdl and every
+n_i from the whole table, f and D from the row — the very double the plain statement gives that row,
+sorted the same way (score, then rowid). θ, the limit-th best score of the rows holding one of the
+rarest phrases (FIRST_ROWS rows), is at most the final limit-th score; a row holding none of the phrases
+order[:j] scores at most rest[j], the bounds of the others (with the margin), so once rest[j] < θ the
+rows holding one of order[:j] hold the final list, ties included, and the same filtered statement over
+them is the answer; n_i is counted (`count(*)`).
 
-Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by
-the phrase's folded text: typing a query re-uses every phrase but the one being typed, and common words
-recur across queries. The index database also stores them for the corpus' common words
-(`store_common_phrases`, run by the indexer; table fts_phrase_stats), so a new session starts with the
-lists that cost most to fetch, and the indexer keeps them current edit by edit (`follow_edits`). The
-stored set is read only while it is FTS5's answer in the search's snapshot (no edit waits in its journal:
-`stored_epoch`). A list's terms are kept as the frequencies they come from where recomputing them
-(`tf_terms`, from this snapshot's N, token total and row count and the stored lengths) gives FTS5's doubles
-bit for bit, which whole-number column weights guarantee; else as the doubles, asked of FTS5 again after
-every edit. Lists at hand are taken to the end: a taken phrase's terms are
-FTS5's, so rows need their text only for the phrases left.
+Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not an OR
+of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word phrase FTS5
+makes no term of, a zero column weight, a table under MIN_ROWS rows, a large limit, too many rows to score,
+a transaction open on the connection — `ranked` returns None and the caller runs the plain statement.
+
+Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by the
+phrase's key: typing a query re-uses every phrase but the one being typed, and common words recur across
+queries. The index database also stores them for the corpus' common words on both tables
+(`store_common_phrases`, run by the indexer; table fts_phrase_stats; on the word table its common terms), so
+a new session starts with the lists that cost most to fetch, and the indexer keeps them current edit by edit
+(`follow_edits`). The stored set is read only while it is FTS5's answer in the search's snapshot (no edit
+waits in its journal: `stored_epoch`). A list's terms are kept as the frequencies they come from where
+recomputing them (`tf_terms`, from this snapshot's N, token total and row count and the stored lengths)
+gives FTS5's doubles bit for bit, which whole-number column weights guarantee; else as the doubles, asked of
+FTS5 again after every edit. Lists at hand are taken to the end: a taken phrase's terms are FTS5's, so rows
+need their text only for the phrases left.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ from groove_tui.engine.index.phrase_stats import (
     K1,
     LENGTHS,
     MIN_ROWS,
+    STORED_TABLES,
     TRIGRAM_TOKENIZE,
     B,
     Inconsistent,
@@ -109,7 +112,7 @@ from groove_tui.engine.index.phrase_stats import (
     varints,
     weights_key,
 )
-from groove_tui.engine.index.store import word_rows as word_table_rows
+from groove_tui.engine.index.word_terms import word_rows as word_table_rows
 from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
 __all__ = ["PrunedFulltext", "WordsText", "calibrated", "parse_or_expression"]
@@ -195,9 +198,16 @@ class _Phrase:
     raw: str  # as written in the expression (quoted)
     key: str  # what the caches know it by: its folded text (trigram table), its terms (word table), else `raw`
     text: str | None  # folded as the trigram tokenizer folds it; None: not scored from folded text
+    terms: tuple[str, ...] | None  # the word table's terms, scored from rows rebuilt by WordRows; else None
     idf: float
     bound: float  # above every term this phrase can add to a score: (k1 + 1)·idf, plus the margin
     overlaps: re.Pattern[str] | None  # for a phrase that can overlap itself ("aaa"): counts every instance
+
+    @property
+    def scorable(self) -> bool:
+        """Whether a row's term for this phrase can be computed from the row itself (else only FTS5's
+        list gives it)."""
+        return self.text is not None or self.terms is not None
 
 
 class PrunedFulltext:
@@ -270,8 +280,11 @@ class PrunedFulltext:
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
                 # The rows can be rebuilt only as the table recorded (in this snapshot) it built them.
                 rows = WordRows(words, floats) if row is not None and row[0] == words.version else None
-            out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows)
-        except (Inconsistent, TooCostly):
+            try:
+                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows)
+            except TooCostly:  # (much Japanese text to analyze) every score FTS5's own, rows never rebuilt
+                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, None)
+        except Inconsistent:
             out = None
         finally:
             if conn.in_transaction:  # an interrupted statement may have ended it already
@@ -303,39 +316,34 @@ class PrunedFulltext:
         avgdl = float(n_tokens) / float(n_rows)
         # ("" is the row marking a finished set: only then is a phrase without statistics likely rare.)
         # The stored set, when it is FTS5's answer in this snapshot (its epoch keys what is cached of it).
-        epoch = stored_epoch(conn) if table == "fts_chunks" else None  # (only its statistics are stored)
-        stored = (
-            {}
-            if epoch is None
-            else self._stored(
-                conn,
-                table,
-                weights,
-                epoch,
-                {"", *(t if t is not None else r for r, t in zip(parsed.positive, folded, strict=True))},
-            )
-        )
+        # Phrases are keyed by their folded text (trigram table), by their terms as FTS5 makes them (word
+        # table: "running" and "runs" are both "run"), else as written.
+        keys = [
+            text if text is not None else " ".join(terms) if terms is not None else raw
+            for raw, text, terms in zip(parsed.positive, folded, tokens, strict=True)
+        ]
+        epoch = stored_epoch(conn) if table in STORED_TABLES else None
+        single_terms = {t for terms in tokens if terms is not None for t in terms}
+        stored = {} if epoch is None else self._stored(conn, table, weights, epoch, {"", *keys, *single_terms})
         phrases = []
         groups = _column_groups(weights)
         sizes: dict[str, int] = {}
-        for slot, (raw, text, phrase_terms) in enumerate(zip(parsed.positive, folded, tokens, strict=True)):
+        for slot, (raw, text, phrase_terms, key) in enumerate(zip(parsed.positive, folded, tokens, keys, strict=True)):
             overlaps = re.compile(f"(?={re.escape(text)})") if text and self_overlapping(text) else None
-            # Keyed by the folded text: FTS5 tokenizes a query phrase with the table's own tokenizer, so
-            # two phrases that fold alike ("Cells", "cells") are the same trigrams and match the same
-            # rows with the same frequencies: the same row count and the same terms, bit for bit. On the
-            # word table, by its terms as FTS5 makes them ("running" and "runs" are both "run").
-            key = text if text is not None else " ".join(phrase_terms) if phrase_terms is not None else raw
+            # FTS5 tokenizes a query phrase with the table's own tokenizer, so two phrases with one key
+            # ("Cells", "cells") match the same rows with the same frequencies: the same row count and
+            # the same terms, bit for bit.
             scored_terms = phrase_terms if word_rows is not None else None
-            if (
-                text is not None
-                and len(text) >= EAGER_CHARS
-                and "" in stored
-                and key not in stored
-                and self.df_cache.get((table, key, gen)) is None
-            ):
-                # A phrase the index holds no statistics for is rare (the common ones are stored), and
-                # a rare phrase is taken first: its list, fetched now, also gives its row count (the rows
-                # FTS5 returns for it are the rows its bm25 counts), so its idf costs no walk of its own.
+            rare = (
+                len(text) >= EAGER_CHARS
+                if text is not None
+                else scored_terms is not None and not all(t in stored for t in scored_terms)
+            )
+            if rare and "" in stored and key not in stored and self.df_cache.get((table, key, gen)) is None:
+                # A phrase the index holds no statistics for is rare (the common ones are stored; on the
+                # word table a phrase is rare when one of its terms is), and a rare phrase is taken
+                # first: its list, fetched now, also gives its row count (the rows FTS5 returns for it
+                # are the rows its bm25 counts), so its idf costs no walk of its own.
                 self._impacts(conn, table, raw, key, weights, gen, stored, n_rows, avgdl, epoch)
             idf, sizes[raw] = self._idf(
                 conn,
@@ -356,10 +364,10 @@ class PrunedFulltext:
             if idf is None:
                 continue  # matches nothing
             bound = (K1 + 1.0) * idf * (1.0 + MARGIN)
-            phrases.append(_Phrase(slot, raw, key, text, idf, bound, overlaps))
+            phrases.append(_Phrase(slot, raw, key, text, scored_terms, idf, bound, overlaps))
         if not phrases:
             return []
-        if table == "fts_words":
+        if table == "fts_words" and word_rows is None:
             return self._ranked_by_fts5(conn, table, parsed, phrases, sizes, weights, limit)
         excluded = None
         if parsed.negative:
@@ -380,12 +388,12 @@ class PrunedFulltext:
         size = self._max_rowid(conn, gen) + 1
         acc = np.zeros(size, dtype=np.float64)
         taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken)
+        scorer = _Scorer(conn, table, phrases, weights, avgdl, taken, word_rows)
         theta = 0.0
         j = 0
         for j, phrase in enumerate(order):
             # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
-            safe = len(taken) > 0 and rest[j] < theta and phrase.text is not None
+            safe = len(taken) > 0 and rest[j] < theta and phrase.scorable
             cached = self.impacts_cache.get((table, phrase.key, weights, gen))
             # A list in memory or in the index database costs little to take, and a phrase taken is
             # one no row has to be scored for from its text: such lists are taken to the end.
@@ -414,7 +422,7 @@ class PrunedFulltext:
             nxt = order[j + 1] if j + 1 < len(order) else None
             if (
                 nxt is not None
-                and nxt.text is not None
+                and nxt.scorable
                 and rest[j + 1] >= theta
                 and len(sums) >= limit
                 and len(scorer.exact) < 2 * limit
@@ -800,8 +808,10 @@ class _Scorer:
         weights: tuple[float, ...],
         avgdl: float,
         taken: dict[int, tuple[np.ndarray, np.ndarray]],
+        word_rows: WordRows | None = None,
     ) -> None:
         self.conn = conn
+        self.word_rows = word_rows
         self.table = table
         self.phrases = sorted(phrases, key=lambda p: p.slot)  # the sum runs in expression order
         self.taken = taken  # filled as phrases are taken: looked up at each call
@@ -822,6 +832,14 @@ class _Scorer:
             pos = np.minimum(np.searchsorted(rows, rowids), len(rows) - 1)
             known[slot] = np.where(rows[pos] == rowids, terms[pos], 0.0)
         missing = [p for p in self.phrases if p.slot not in known]
+        if missing and self.word_rows is not None:
+            # The word table: each phrase's f in each row from the rows rebuilt and tokenized by FTS5.
+            freqs, D = self.word_rows.frequencies(
+                self.conn, self.table, rowids.tolist(), [cast(tuple[str, ...], p.terms) for p in missing]
+            )
+            for p, f in zip(missing, freqs, strict=True):
+                known[p.slot] = tf_terms(f, D, p.idf, self.avgdl)
+            missing = []
         if missing:
             texts: dict[int, list[str]] = {}
             lengths: dict[int, int] = {}

@@ -1,22 +1,21 @@
 """The word table's rows rebuilt and tokenized again by FTS5, for the pruned full-text leg
-(engine/retrieve/fulltext.py): the frequency bm25 computes for a phrase in a row, from which the phrase's
-row count n_i is read back out of FTS5's bm25 of that row (`count(*)` would walk every match).
+(engine/retrieve/fulltext.py): the frequency bm25 computes for a phrase in a row, which scores the rows a
+phrase not taken may lift, and from which the phrase's row count n_i is read back out of FTS5's bm25 of
+that row (`count(*)` would walk every match).
 
 The word table (`fts_words`) is contentless, and its tokenizer (`porter unicode61 remove_diacritics 2`)
-stems: Python never emulates it. The rows are rebuilt from the chunks table with `store.word_rows` itself
-(with the Japanese analyzer the table records it was built with, or none) and FTS5 tokenizes them again,
-in a private in-memory table with the same tokenizer, inside a transaction that is rolled back; its
-`fts5vocab` 'instance' view says where each term stands (column, offset). A query phrase is tokenized the
-same way, so a phrase is its sequence of terms, and an instance of it is a place where its terms stand at
-consecutive offsets of one column, which is how FTS5 matches a phrase. The rebuilt rows' token counts,
-column by column, must be the word table's own (its `_docsize` records), else the copy is not what the
-table holds: `Inconsistent`, and the plain statement answers.
+stems: Python never emulates it. The rows are rebuilt from the chunks table with `word_rows` itself (with
+the Japanese analyzer the table records it was built with, or none) and FTS5 tokenizes them again, in a
+private in-memory table with the same tokenizer (engine/index/word_terms.py), inside a transaction that is
+rolled back; its `fts5vocab` 'instance' view says where each term stands (column, offset). A query phrase is
+tokenized the same way, so a phrase is its sequence of terms, and an instance of it is a place where its
+terms stand at consecutive offsets of one column, which is how FTS5 matches a phrase. The rebuilt rows'
+token counts, column by column, must be the word table's own (its `_docsize` records), else the copy is not
+what the table holds: `Inconsistent`, and the plain statement answers.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,15 +24,13 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import cjk_runs, nfkc
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
-from groove_tui.engine.analysis.words import WORDS_TOKENIZE, words_version
+from groove_tui.engine.analysis.words import words_version
 from groove_tui.engine.index.phrase_stats import Inconsistent, varints
-from groove_tui.engine.index.store import word_rows
+from groove_tui.engine.index.word_terms import COLUMNS, phrase_tokens, scratch_rows, word_rows
 
 __all__ = ["TooCostly", "WordsText", "phrase_tokens"]
 
-COLUMNS = {"heading": 0, "context": 1, "content": 2}  # the word table's columns, in bm25's weight order
 MAX_ANALYZED_CHARS = 20_000  # Japanese characters analyzed per search at most (Sudachi: ~1.6 ms per 1,000)
-TOKENS_KEPT = 20_000  # query phrases whose terms are remembered
 
 
 class TooCostly(Exception):
@@ -50,53 +47,6 @@ class WordsText:
     @property
     def version(self) -> str:
         return words_version(self.japanese)
-
-
-class _Scratch:
-    """An empty in-memory FTS5 table with the word table's columns and tokenizer, and its instances."""
-
-    def __init__(self) -> None:
-        self.conn = sqlite3.connect(":memory:", isolation_level=None)
-        self.conn.execute(
-            f"CREATE VIRTUAL TABLE s USING fts5(heading, context, content, content='', tokenize='{WORDS_TOKENIZE}')"
-        )
-        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, instance)")
-
-
-_LOCAL = threading.local()  # one scratch table per thread (a connection serves one thread)
-_TOKENS: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
-_TOKENS_LOCK = threading.Lock()
-
-
-def _scratch() -> _Scratch:
-    scratch: _Scratch | None = getattr(_LOCAL, "scratch", None)
-    if scratch is None:
-        scratch = _LOCAL.scratch = _Scratch()
-    return scratch
-
-
-def phrase_tokens(text: str) -> tuple[str, ...] | None:
-    """The terms FTS5 makes of the quoted string `text` on the word table, in order; None when it makes
-    none (FTS5's handling of an empty phrase is not modelled)."""
-    with _TOKENS_LOCK:
-        if text in _TOKENS:
-            _TOKENS.move_to_end(text)
-            return _TOKENS[text]
-    conn = _scratch().conn
-    conn.execute("BEGIN")
-    try:
-        conn.execute("INSERT INTO s(rowid, content) VALUES (1, ?)", (text,))
-        found = sorted((offset, term) for term, offset in conn.execute("SELECT term, offset FROM v"))
-    finally:
-        conn.execute("ROLLBACK")
-    tokens: tuple[str, ...] | None = tuple(term for _o, term in found)
-    if not tokens or [o for o, _t in found] != list(range(len(found))):
-        tokens = None  # (the tokenizer puts one term at each position: anything else is not modelled)
-    with _TOKENS_LOCK:
-        _TOKENS[text] = tokens
-        while len(_TOKENS) > TOKENS_KEPT:
-            _TOKENS.popitem(last=False)
-    return tokens
 
 
 class WordRows:
@@ -137,14 +87,11 @@ class WordRows:
                 raise TooCostly
         copies = word_rows(rows, self.words.japanese)
         terms = sorted({t for p in phrases for t in p})
-        scratch = _scratch().conn
-        scratch.execute("BEGIN")
-        try:
-            scratch.executemany("INSERT INTO s(rowid, heading, context, content) VALUES (?, ?, ?, ?)", copies)
+        where: dict[str, dict[int, set[tuple[int, int]]]] = {}
+        with scratch_rows(copies) as scratch:
             for rid, sz in scratch.execute("SELECT id, sz FROM s_docsize"):
                 if bytes(sz) != sizes[rid]:
                     raise Inconsistent("a word-table row is not its chunk's copy")
-            where: dict[str, dict[int, set[tuple[int, int]]]] = {}
             for start in range(0, len(terms), 500):
                 batch_terms = terms[start : start + 500]
                 for term, doc, col, offset in scratch.execute(
@@ -152,8 +99,6 @@ class WordRows:
                     batch_terms,
                 ):
                     where.setdefault(term, {}).setdefault(doc, set()).add((COLUMNS[col], offset))
-        finally:
-            scratch.execute("ROLLBACK")
         index = {rid: i for i, rid in enumerate(ids)}
         out = []
         for tokens in phrases:
