@@ -146,8 +146,9 @@ def bench_index(
 
 def word_table_cost(eng: Engine) -> dict[str, Any]:
     """What the word leg's side table costs a freshly indexed KB: its pages against the whole index's,
-    and the time to build it again from the chunks (the run's first full-text progress, which is the
-    side table's build, from its start until it has every chunk)."""
+    the time to build it again from the chunks (the run's first full-text progress, which is the side
+    table's build, from its start until it has every chunk), and the time and bytes of its common terms'
+    stored statistics."""
     conn = eng.store.conn()
     pages = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
     words = sum(size for name, size in pages.items() if name.startswith("fts_words"))
@@ -163,12 +164,34 @@ def word_table_cost(eng: Engine) -> dict[str, Any]:
 
     eng.index(embed=False, progress=progress)
     done_at = next((t for t, done in seen if done >= chunks), None)
+    # The statistics of its common terms the pruned leg reads (stored only for a table big enough to
+    # prune): stored again from scratch, timed alone.
+    from groove_tui.engine.index import phrase_stats
+
+    fusion = eng.config.search.fusion
+    weights = (fusion.bm25_heading_weight, fusion.bm25_context_weight, fusion.bm25_content_weight)
+    with eng.store.transaction() as wconn:
+        phrase_stats.forget_table(wconn, "fts_words")
+    t0 = time.perf_counter()
+    terms = phrase_stats.store_common_phrases(conn, weights, "fts_words", japanese=eng.store.japanese)
+    stats_s = time.perf_counter() - t0
+    stats_bytes = (
+        conn.execute(
+            "SELECT coalesce(sum(length(rowids) + length(terms) + length(phrase)), 0) FROM fts_phrase_stats "
+            "WHERE tbl LIKE 'fts_words%'"
+        ).fetchone()[0]
+        if terms
+        else 0
+    )
     return {
         "bytes": words,
         "index_bytes": total,
         "share": round(words / total, 4) if total else None,
         "build_s": round(done_at - seen[0][0], 3) if seen and done_at is not None else None,
         "rebuilt": eng.store.words_ready(),
+        "stored_terms": terms,
+        "stored_bytes": stats_bytes,
+        "stored_s": round(stats_s, 3),
     }
 
 
