@@ -533,6 +533,7 @@ def word_leg_cost(records: Records) -> str:
                 _ms(s_on["stages_ms"]["word"]["p95"]),
                 _ms(s_on["total_minus_embed_ms"]["p50"]),
                 _ms(s_off["total_minus_embed_ms"]["p50"]),
+                _stored_terms(wt),
             ]
         )
     head = [
@@ -545,8 +546,19 @@ def word_leg_cost(records: Records) -> str:
         "p95 ms",
         "search p50 ms, with the leg",
         "without it (another run)",
+        "its common terms' stored lists",
     ]
     return table(head, rows) + "\n\n" + provenance(used)
+
+
+def _stored_terms(word_table: dict) -> str:
+    """The stored lists of the word table's common terms: how many, their bytes and the time to store them."""
+    if "stored_terms" not in word_table:
+        return "—"  # (a record from before the word table's lists were stored)
+    if not word_table["stored_terms"]:
+        return "none (under 25,000 chunks)"
+    terms, size, seconds = word_table["stored_terms"], word_table["stored_bytes"] / 1e6, word_table["stored_s"]
+    return f"{terms:,} terms, {size:,.1f} MB, {seconds:,.1f} s"
 
 
 JAPANESE_WORDS_ROWS = (
