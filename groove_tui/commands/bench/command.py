@@ -265,6 +265,11 @@ def format_text(result: dict[str, Any]) -> str:
                 f"  word table: {wt['bytes'] / 1e6:.1f} MB of the index's {wt['index_bytes'] / 1e6:.1f} MB "
                 f"({100 * (wt['share'] or 0):.1f} %), built again in {wt['build_s']:.2f} s"
             )
+            if wt.get("stored_terms"):
+                lines.append(
+                    f"  its common terms' stored lists: {wt['stored_terms']:,} terms, "
+                    f"{wt['stored_bytes'] / 1e6:.1f} MB, stored in {wt['stored_s']:.1f} s"
+                )
         if nc:
             lines.append(f"  no-change re-index of {nc['documents']:,} docs: {nc['seconds']:.3f} s")
         else:
