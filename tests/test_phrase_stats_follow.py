@@ -291,11 +291,13 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
     with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
         eng.index()
         assert assert_stored_is_fts5(eng.store.conn())
+        assert assert_stored_words_are_fts5(eng.store.conn()) > 0
         (kb / "sub/n001.md").write_text("# the cells\n\nthe cells the cells banana protein\n")
         (kb / "new.md").write_text("# banana\n\nthe banana and the cells of istanbul\n")
         (kb / "n003.md").unlink()
         eng.update(["sub/n001.md", "new.md", "n003.md"])
         assert assert_stored_is_fts5(eng.store.conn())
+        assert assert_stored_words_are_fts5(eng.store.conn()) > 0
     got, stats = answers(config)
     assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
 
@@ -304,6 +306,7 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
     with Engine.open(kb, config=config, index_dir=tmp_path / "idx") as eng:
         eng.index()
         assert assert_stored_is_fts5(eng.store.conn())
+        assert assert_stored_words_are_fts5(eng.store.conn()) > 0
     got, stats = answers(config)
     assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
 
@@ -374,3 +377,27 @@ def test_watching_stopped_before_the_quiet_moment_follows_what_it_deferred(tmp_p
         assert not thread.is_alive()
         conn = eng.store.conn()
         assert not ps.edits_waiting(conn) and assert_stored_is_fts5(conn)
+
+
+def test_the_word_tables_lists_are_forgotten_when_another_analyzer_wrote_it(tmp_path):
+    """The word table's lists are followed only while the table records the analyzer the follower writes
+    with; otherwise they go, and the trigram table's stay FTS5's answer."""
+    rng = random.Random(13)
+    store = Store(tmp_path / "index.db")
+    try:
+        for doc_id in range(1, 61):
+            _add_document(store, doc_id, _chunks(rng))
+        _store_all(store)
+        conn = store.conn()
+        assert assert_stored_words_are_fts5(conn) > 0
+        with store.transaction() as w:  # as another process with a dictionary would leave it
+            store.set_meta("words_version", store.words_version + "+another-dictionary", w)
+        _add_document(store, 100, _chunks(rng))  # its words skip the table, which is marked incomplete
+        with store.transaction() as w:
+            assert ps.follow_edits(w, min_rows=0) > 0
+        tables = {t for (t,) in conn.execute("SELECT DISTINCT tbl FROM fts_phrase_stats")}
+        assert not {t for t in tables if t.startswith("fts_words")} and "fts_chunks" in tables
+        assert assert_stored_is_fts5(conn)
+        assert ps.store_common_phrases(conn, WEIGHTINGS[0], "fts_words", min_rows=0) == 0
+    finally:
+        store.close()

@@ -490,17 +490,21 @@ def follow_edits(
     for table in STORED_TABLES:
         if table not in tables and table + LENGTHS not in tables:
             continue
-        if table == "fts_words":
-            row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
-            if row is None or row[0] != words_version(japanese):
-                forget_table(conn, table)  # written by another analyzer, or not at all: cannot follow
-                continue
+        if table == "fts_words" and not _words_written_by(conn, japanese):
+            forget_table(conn, table)  # written by another analyzer, or not at all: cannot follow
+            continue
         if not _follow_table(conn, table, removed_text, added_text, added_ids, japanese):
             drop_stored_phrases(conn)
             return len(first)
     conn.execute("DELETE FROM fts_phrase_journal")
     _bump_epoch(conn)
     return len(first)
+
+
+def _words_written_by(conn: sqlite3.Connection, japanese: JapaneseAnalyzer | None) -> bool:
+    """Whether the word table is complete and written with this Japanese analyzer (or without one)."""
+    row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
+    return row is not None and row[0] == words_version(japanese)
 
 
 def _trigram_counts(phrases: list[str], texts: dict[int, tuple[str | None, ...]]) -> dict[int, dict[str, list[int]]]:
@@ -708,14 +712,12 @@ def store_common_phrases(
     wkey = weights_key(weights)
     least = MIN_ROWS if min_rows is None else min_rows
     words = table == "fts_words"
-    if words:
-        if not all(w == int(w) and 1 <= w < 2**12 for w in weights):
-            return 0  # its lists could only be kept as doubles, which no edit can follow from text
-        row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
-        if row is None or row[0] != words_version(japanese):
-            return 0  # incomplete, or written by another analyzer: the next index run rebuilds it
+    if words and not all(w == int(w) and 1 <= w < 2**12 for w in weights):
+        return 0  # its lists could only be kept as doubles, which no edit can follow from text
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if words and not _words_written_by(conn, japanese):
+            return 0  # incomplete, or written by another analyzer: the next index run rebuilds it
         n_rows, avgdl = totals(conn, table)
         if n_rows < least:
             drop_stored_phrases(conn)
@@ -767,8 +769,8 @@ def store_common_phrases(
                 n_rows, avgdl = totals(conn, table)
                 lengths = _stored_lengths(conn, table)
             epoch = _epoch(conn)
-            if epoch is None or epoch <= 0:
-                return stored  # dropped (too many edits, or too small now): the next run starts over
+            if epoch is None or epoch <= 0 or (words and not _words_written_by(conn, japanese)):
+                return stored  # dropped (too many edits, or too small now; rebuilt): the next run starts over
             gen = _generation(conn)
             started = time.perf_counter()
             while i < len(todo) and entries < max_entries and time.perf_counter() - started < 0.5:
