@@ -541,7 +541,7 @@ def word_leg_cost(records: Records) -> str:
                 _ms(s_on["stages_ms"]["word"]["p95"]),
                 _ms(s_on["total_minus_embed_ms"]["p50"]),
                 _ms(s_off["total_minus_embed_ms"]["p50"]),
-                _stored_terms(wt),
+                _stored_terms(wt, i["phase_one"]["chunks"]),
             ]
         )
     head = [
@@ -559,12 +559,12 @@ def word_leg_cost(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance(used)
 
 
-def _stored_terms(word_table: dict) -> str:
+def _stored_terms(word_table: dict, chunks: int) -> str:
     """The stored lists of the word table's common terms: how many, their bytes and the time to store them."""
     if "stored_terms" not in word_table:
         return "—"  # (a record from before the word table's lists were stored)
     if not word_table["stored_terms"]:
-        return "none (under 25,000 chunks)"
+        return "none (under 25,000 chunks)" if chunks < 25_000 else "none"
     terms, size, seconds = word_table["stored_terms"], word_table["stored_bytes"] / 1e6, word_table["stored_s"]
     return f"{terms:,} terms, {size:,.1f} MB, {seconds:,.1f} s"
 
