@@ -20,7 +20,7 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.words import words_version
-from groove_tui.engine.index.word_terms import column_counts, phrase_tokens, scratch_rows, word_rows
+from groove_tui.engine.index.word_terms import column_counts, scratch_rows, word_rows
 
 __all__ = [
     "TrigramFold",
@@ -300,8 +300,8 @@ def common_terms(
         batch = words[start : start + 5000]
         with scratch_rows([(i, None, None, w) for i, w in enumerate(batch)]) as scratch:
             single = scratch.execute("SELECT doc, min(term) FROM v GROUP BY doc HAVING count(*) = 1").fetchall()
-        for doc, term in single:
-            if term in frequent and term not in spelled and phrase_tokens(batch[doc]) == (term,):
+        for doc, term in single:  # (inserted as phrase_tokens inserts a phrase: its one term)
+            if term in frequent and term not in spelled:
                 spelled[term] = batch[doc]
     return sorted(
         ((t, spelled[t], frequent[t] / len(rows)) for t in frequent if t in spelled), key=lambda x: (-x[2], x[0])
@@ -388,8 +388,8 @@ def forget_table(conn: sqlite3.Connection, table: str) -> None:
     epoch = _epoch(conn)
     if epoch is None or epoch <= 0:
         return
-    conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS))
-    _bump_epoch(conn)
+    if conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS)).rowcount:
+        _bump_epoch(conn)  # (only then: readers' caches key on the epoch)
 
 
 def _store_lengths(conn: sqlite3.Connection, table: str, lengths: np.ndarray) -> None:
