@@ -232,9 +232,14 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     """The content's whole words the word leg matches for `words` (each word of a phrase on its own): a
     content word whose terms hold a query word's terms, as `w MATCH "word"` finds it."""
     lowered = content.lower()
+    # Where lowering keeps every place, the words are read from the lowered text itself; else from the
+    # content, each lowered on its own, so the spans stay the content's.
     same_places = len(lowered) == len(content)  # (lowering only ever lengthens a character)
-    tokens = [] if same_places else [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(content)]
-    distinct = list(dict.fromkeys(_WORD.findall(lowered) if same_places else (t for *_, t in tokens)))
+    tokens = [
+        (m.start(), m.end(), m.group() if same_places else m.group().lower())
+        for m in _WORD.finditer(lowered if same_places else content)
+    ]
+    distinct = list(dict.fromkeys(t for *_, t in tokens))
     pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
     if not distinct or not pieces:
         return []
@@ -245,12 +250,8 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     matched = {word for word in distinct if not single.isdisjoint(terms[word])}
     if longer:
         matched.update(word for word in distinct if any(_holds(terms[word], t) for t in longer))
-    if not matched:
-        return []
-    if same_places:  # the matched words where they stand whole (no word character either side)
-        alternatives = "|".join(re.escape(w) for w in sorted(matched, key=len, reverse=True))
-        whole = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])")
-        return [m.span() for m in whole.finditer(lowered)][:_SPAN_BUDGET]
+    # A word token is a maximal run of word characters, so each one equal to a matched word is that word
+    # standing whole: no pattern per content to compile.
     return [(s, e) for s, e, t in tokens if t in matched][:_SPAN_BUDGET]
 
 
