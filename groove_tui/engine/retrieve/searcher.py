@@ -94,7 +94,8 @@ class Searcher:
         # Entries hold only the rows the legs kept (a few hundred KB at most), shared rows are not copied.
         self.legs_cache: LRU[Legs] = LRU(1024)
         self.named_cache: LRU[tuple[tuple[int, CandidateRow], ...]] = LRU(1024)  # see _named_sections
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-vector")
+        # The legs beside the trigram one (vector side, word leg) of up to two searches at once (compare).
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groove-leg")
         self._embed_lock = threading.Lock()
         self.query_vectors: LRU[np.ndarray] = LRU(256)
         self.rerank_scores: LRU[float] = LRU(20_000)
@@ -451,6 +452,13 @@ class Searcher:
             if which != "fts" and self.store.has_vec_table()
             else None
         )
+        # The word leg too, on its own connection: its statement and the trigram one both run in SQLite
+        # with the GIL released, so the two cost max(trigram, word) rather than their sum.
+        word_side = (
+            self._pool.submit(self._word_side, wq.positive_expr, doc_filter, per_leg, excluded, cancel)
+            if wq is not None and wq.positive_expr is not None and which != "vector"
+            else None
+        )
         bigram_expr = bq.match_expr if bq is not None else None
         # A CJK query's full-text leg is the bigram table (BIGRAM_MODE "replace"), or both tables ("third").
         trigram = which != "vector" and pq.match_expr and (bigram_expr is None or BIGRAM_MODE == "third")
@@ -466,12 +474,11 @@ class Searcher:
             bigram = self._fts_leg(bigram_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_bigram")
         bigram_ms = _ms(t)
         _check(cancel)
-        t = time.perf_counter()
         word: Sequence[tuple[int, float]] = ()
-        if wq is not None and wq.positive_expr is not None and which != "vector":
-            # The other legs' exclusions hold here too (`-tar` drops what the trigram table finds for it).
-            word = self._fts_leg(wq.positive_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_words")
-        word_ms = _ms(t)
+        word_ms = 0.0
+        if word_side is not None:
+            word, word_rows, word_ms = _await(word_side, cancel)
+            rows.update(word_rows)
         vector, embed_ms, vector_ms = (), 0.0, 0.0
         if vector_side is not None:
             vector, vector_rows, embed_ms, vector_ms = _await(vector_side, cancel)
@@ -570,6 +577,23 @@ class Searcher:
             rows: dict[int, CandidateRow] = {}
             vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation)
             return vector, rows, embed_ms, _ms(t)
+        finally:
+            if cancel is not None:
+                conn.set_progress_handler(None, 0)
+
+    def _word_side(
+        self, expr: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], cancel: threading.Event | None
+    ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float]:
+        """The word leg on a pool thread. The other legs' exclusions hold here too (`-tar` drops what the
+        trigram table finds for it)."""
+        conn = self.store.conn()
+        if cancel is not None:
+            conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
+        try:
+            t = time.perf_counter()
+            rows: dict[int, CandidateRow] = {}
+            word = self._fts_leg(expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_words")
+            return word, rows, _ms(t)
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
