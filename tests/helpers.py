@@ -185,3 +185,11 @@ def install_tiny_dictionary(model_dir: Path) -> Path:
     )
     (folder / MANIFEST).write_text(manifest.to_json() + "\n", encoding="utf-8")
     return folder
+
+
+def assert_quiet_session(session) -> None:
+    """An ONNX Runtime session built with idle workers that sleep: spinning ones would take the cores the
+    full-text legs run on while a query is embedded beside them (engine/models/runtime.py)."""
+    options = session.get_session_options()
+    for key in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
+        assert options.get_session_config_entry(key) == "0", key

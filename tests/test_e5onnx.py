@@ -15,6 +15,7 @@ from groove_tui.engine.models.embedders import E5_INT8_ID, E5Int8Embedder, build
 from groove_tui.engine.models.offline import ModelUnavailable
 
 from e5tiny import MAXP, PIECES, make_q4, reference_embedding, reference_tokens
+from helpers import assert_quiet_session
 
 TRICKY = [
     "",
@@ -110,6 +111,7 @@ def test_float_graph_computes_what_e5c_computes(tiny, tmp_path: Path) -> None:
     want = np.stack([reference_embedding(tiny[1], t) for t in texts])
     np.testing.assert_allclose(got, want, atol=2e-4)
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert_quiet_session(runner._session)
 
 
 def test_long_text_is_the_token_weighted_mean_of_its_windows(tiny, tmp_path: Path) -> None:

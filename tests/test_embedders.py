@@ -28,6 +28,7 @@ from groove_tui.engine.models.embedders import (
 from groove_tui.engine.models.offline import ModelUnavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
+from helpers import assert_quiet_session
 from tinymodels import build_tiny_embedder
 
 TEXTS = ["the cat sat on the mat", "rust tokio spawn tasks", "東京は日本の首都です。", "search engines"]
@@ -74,6 +75,11 @@ def test_tiny_onnx_dir_loads_through_fastembed(tiny: Embedder, tiny_dir: Path) -
     _assert_unit_rows(q)
     np.testing.assert_allclose(q, m[0], atol=1e-6)  # no prefixes: query and passage agree
     assert tiny.embed_passages([]).shape == (0, 32)
+
+
+def test_fastembeds_session_is_built_quiet(tiny: Embedder) -> None:
+    tiny.embed_query("load the session")
+    assert_quiet_session(tiny._model.get().model.model)  # type: ignore[attr-defined]
 
 
 def test_tiny_onnx_dir_is_deterministic_and_reloadable(tiny: Embedder, tiny_dir: Path) -> None:

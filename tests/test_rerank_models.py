@@ -20,6 +20,7 @@ from groove_tui.engine.stages.rerank import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
+from helpers import assert_quiet_session
 from tinymodels import build_tiny_cross_encoder
 
 DOCS = [
@@ -47,6 +48,10 @@ def test_tiny_cross_encoder_loads_through_fastembed(tiny: Reranker, tiny_dir: Pa
     assert scores.shape == (len(DOCS),) and scores.dtype == np.float32
     assert len(set(scores.tolist())) == len(DOCS)  # scores differ by document
     assert tiny.score("x", []).shape == (0,)
+
+
+def test_the_cross_encoders_session_is_built_quiet(tiny: Reranker) -> None:
+    assert_quiet_session(tiny._model.model.model)  # type: ignore[attr-defined]
 
 
 def test_relevant_document_scores_higher(tiny: Reranker) -> None:

@@ -37,6 +37,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from groove_tui.engine.models.runtime import quiet
+
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
 _BLOCK_BYTES = 2 + QK // 2
@@ -597,7 +599,7 @@ class E5OnnxRunner:
         import onnxruntime as ort
 
         self.tokenizer = E5Tokenizer.from_dir(folder)
-        opts = ort.SessionOptions()
+        opts = quiet(ort.SessionOptions())
         if threads:
             opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

@@ -44,6 +44,7 @@ from groove_tui.engine.models.offline import (
     register_once,
     resolve_dir,
 )
+from groove_tui.engine.models.runtime import quiet_fastembed
 from groove_tui.engine.types import Embedder
 
 E5_ID = "multilingual-e5-small"
@@ -345,6 +346,7 @@ class FastEmbedEmbedder:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
+        quiet_fastembed()
         self.batch_size = batch_size
         self.query_prefix = self.passage_prefix = ""
         if looks_like_path(name) or Path(name).expanduser().is_dir():

@@ -43,6 +43,7 @@ from groove_tui.engine.models.offline import (
     register_once,
     resolve_dir,
 )
+from groove_tui.engine.models.runtime import quiet_fastembed
 
 _OFF = {"", "none", "off", "false"}
 _FIND_NAMES = "`groove-tui models list` shows the known ones"
@@ -103,6 +104,7 @@ class FastEmbedReranker:
             from fastembed.rerank.cross_encoder import TextCrossEncoder
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
+        quiet_fastembed()
         self.settings = settings
         _not_an_embedder(name)
         canonical = describe_reranker(name)
