@@ -33,6 +33,7 @@ from groove_tui.settings.config import Config
 
 if TYPE_CHECKING:
     from groove_tui.engine.index.indexer import Indexer
+    from groove_tui.engine.index.store import Store
     from groove_tui.engine.index.watch import WatchEvent
     from groove_tui.engine.retrieve.candidates import LRU, Legs
     from groove_tui.engine.retrieve.searcher import Searcher
@@ -269,10 +270,15 @@ class Engine:
         *,
         follow_statistics: bool = True,
     ) -> IndexReport:
+        from contextlib import nullcontext
+
         from groove_tui.engine.index.indexer import _now, writer_lock
         from groove_tui.engine.models import choice as modelchoice
 
-        with writer_lock(self.index_dir):
+        # A forced rebuild writes a new index beside the live one, which takes its place in one step at
+        # the end: searches meanwhile read the old index, never an empty or partial one.
+        target = self.store.rebuilt_beside() if force else nullcontext(self.store)
+        with writer_lock(self.index_dir), target as store:
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
                 # This run records the model the user named (and a forced one drops every vector): load it
                 # first, so a typo fails here, before anything is written, not after the vectors are gone.
@@ -283,19 +289,19 @@ class Engine:
             first = None
             if fresh and embed and self._model_unnamed and self.model_id == describe_default():
                 # Phase one first, then decide with the KB's text at hand.
-                first = self._indexer().run(progress=progress, force=force, cancel=cancel, embed=False)
+                first = self._indexer(store).run(progress=progress, force=force, cancel=cancel, embed=False)
                 force = False
-                if modelchoice.cjk_documents(self.store)[0] == 0:
+                if modelchoice.cjk_documents(store)[0] == 0:
                     if modelchoice.english_model_pulled():
-                        self._use_model(modelchoice.ENGLISH_MODEL)
+                        self._use_model(modelchoice.ENGLISH_MODEL, store)
                         notes.append(modelchoice.chosen_note())
                     else:
                         notes.append(modelchoice.hint_note())
             if force:
-                self.store.set_meta("embedding_model", self.model_id)
+                store.set_meta("embedding_model", self.model_id)
             if first is not None:
                 scope = None
-            report = self._indexer().run(
+            report = self._indexer(store).run(
                 progress=progress,
                 force=force,
                 cancel=cancel,
@@ -316,20 +322,21 @@ class Engine:
             report = _merged(first, report)
         return replace(report, notes=report.notes + tuple(notes)) if notes else report
 
-    def _indexer(self) -> Indexer:
+    def _indexer(self, store: Store | None = None) -> Indexer:
         from groove_tui.engine.index.indexer import Indexer
 
-        return Indexer(self.store, self.kb_path, self.config, self.model_id, self.embedder)
+        return Indexer(store or self.store, self.kb_path, self.config, self.model_id, self.embedder)
 
-    def _use_model(self, name: str) -> None:
-        """Switch an index that holds no vectors yet to another embedding model (recorded at once)."""
+    def _use_model(self, name: str, store: Store | None = None) -> None:
+        """Switch an index that holds no vectors yet (this one, or the rebuild's `store`) to another
+        embedding model (recorded at once)."""
         from groove_tui.engine.models.embedders import describe_model
 
         self.config = replace(self.config, embedding=replace(self.config.embedding, model=name))
         self.model_id = describe_model(name)
         with self._embedder_lock:
             self._embedder = None
-        self.store.set_meta("embedding_model", self.model_id)
+        (store or self.store).set_meta("embedding_model", self.model_id)
         for cache in (self._searcher.legs_cache, self._searcher.query_vectors, self._searcher.embeddings):
             cache.clear()
 

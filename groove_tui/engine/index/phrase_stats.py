@@ -24,9 +24,11 @@ from groove_tui.engine.index.word_terms import column_counts, scratch_rows, word
 
 __all__ = [
     "TrigramFold",
+    "carry_epoch",
     "common_phrases",
     "drop_stored_phrases",
     "edits_waiting",
+    "epoch_of",
     "follow_edits",
     "store_common_phrases",
     "stored_epoch",
@@ -343,6 +345,27 @@ def drop_stored_phrases(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM fts_phrase_stats")
     conn.execute("DELETE FROM fts_phrase_journal")
     conn.execute("UPDATE index_meta SET value = ? WHERE key = ?", (str(-abs(epoch)), STATS_KEY))
+
+
+def epoch_of(conn: sqlite3.Connection) -> int | None:
+    """The stored set's epoch as recorded (≤ 0: none kept; None: no set was ever kept)."""
+    return _epoch(conn)
+
+
+def carry_epoch(conn: sqlite3.Connection, epoch: int | None) -> None:
+    """In a new index that replaces one whose set had `epoch`: no set kept, and the next one's epoch after
+    it, so a reader's caches keyed on the old epochs never serve the new index. Inside the caller's write
+    transaction."""
+    if epoch is None:
+        return
+    conn.execute(STATS_DDL)
+    conn.execute(JOURNAL_DDL)
+    for ddl in JOURNAL_TRIGGERS:
+        conn.execute(ddl)
+    conn.execute(
+        "INSERT INTO index_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (STATS_KEY, str(-abs(epoch))),
+    )
 
 
 def _epoch(conn: sqlite3.Connection) -> int | None:

@@ -27,6 +27,8 @@ from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.word_terms import word_rows
 
 SCHEMA_VERSION = "1"
+REBUILD_SUFFIX = ".rebuild"  # a forced rebuild's file, beside the index (`Store.rebuilt_beside`)
+REBUILD_WAL_LIMIT = 64 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_meta (key TEXT PRIMARY KEY, value TEXT);
@@ -170,6 +172,11 @@ def parse_tags(raw: str | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def _where(exc: OSError, fallback: Path) -> str:
@@ -372,6 +379,64 @@ class Store:
                     conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ a forced rebuild
+
+    @contextlib.contextmanager
+    def rebuilt_beside(self) -> Iterator[Store]:
+        """A new, empty index in a file beside this one, for a forced rebuild to write; when the block
+        ends without error it replaces this index's content in one transaction (SQLite's backup into
+        this file), so readers, in this process or another, see the old index until that commit and the
+        new one after it, never an empty or partial one. On error the new file goes and this index is
+        left as it was. Its counters (generation, row ids, the vector journal, the phrase statistics'
+        epoch) continue this index's, so nothing readers cached of the old index is taken for the new."""
+        if self.readonly:
+            raise IndexError_(f"the index {self.db_path} was opened for reading only")
+        path = self.db_path.with_name(self.db_path.name + REBUILD_SUFFIX)
+        _remove_database(path)  # a rebuild killed before its copy
+        try:
+            # the backup copies page for page: the same page size, fixed before the first table
+            setup = sqlite3.connect(str(path))
+            try:
+                setup.execute(f"PRAGMA page_size = {int(self.conn().execute('PRAGMA page_size').fetchone()[0])}")
+                setup.execute("PRAGMA journal_mode=WAL")
+            finally:
+                setup.close()
+            fresh = Store(path, japanese=self.japanese)
+        except BaseException:
+            _remove_database(path)
+            raise
+        try:
+            self._continue_counters(fresh)
+            yield fresh
+            live = self.conn()
+            # The copy is one transaction, so the WAL grows to the index's size: once checkpointed, it is
+            # cut back to this limit. The checkpoint is passive: it never waits for readers.
+            live.execute(f"PRAGMA journal_size_limit = {REBUILD_WAL_LIMIT}")
+            with contextlib.closing(fresh.open_connection()) as source:
+                source.backup(live)
+            with contextlib.suppress(sqlite3.Error):
+                live.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            fresh.close()
+            _remove_database(path)
+
+    def _continue_counters(self, fresh: Store) -> None:
+        live = self.conn()
+        sequences = dict(live.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+        with fresh.transaction() as conn:
+            conn.execute(
+                "INSERT INTO index_meta(key, value) VALUES ('generation', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(self.generation() + 1),),
+            )
+            for name in ("documents", "chunks", "vec_journal"):
+                # one number skipped in the journal: a reader holding vectors sees the gap and reads them all
+                gap = 1 if name == "vec_journal" else 0
+                conn.execute(
+                    "INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (name, int(sequences.get(name, 0)) + gap)
+                )
+            phrase_stats.carry_epoch(conn, phrase_stats.epoch_of(live))
 
     # ------------------------------------------------------------ meta
 
