@@ -299,3 +299,42 @@ def test_deferred_statistics_are_followed_once_per_quiet_moment_and_retried_whil
         finally:
             stop.set()
             thread.join(TIMEOUT)
+
+
+def test_a_note_named_with_a_byte_that_is_not_utf8_is_skipped_and_the_watch_goes_on(
+    watching: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """watchfiles ends its watch on such a name and drops what it gathered with it: the name is reported
+    skipped with its reason, the note saved beside it is indexed all the same, and neither it nor later
+    events on the name cost an error, a wait or a run over the whole KB."""
+    from groove_tui.commands.index import format_watch_event
+
+    kb, eng = watching.eng.kb_path, watching.eng
+    whole_runs: list[str] = []
+    real_index = eng.index
+    monkeypatch.setattr(eng, "index", lambda *a, **kw: whole_runs.append("index") or real_index(*a, **kw))
+    bad = os.path.join(os.fsencode(kb), b"caf\xe9.md")
+    with open(bad, "wb") as f:
+        f.write(b"# Cafe\n\nespresso\n")
+    (kb / "beside.md").write_text("# Beside\n\nwombat\n", "utf-8")
+    watching.settle(lambda: _paths(eng, "wombat") == {"beside.md"} and "caf\\xe9.md" in _skipped(watching.seen))
+    issue = next(i for e in watching.seen if e.kind == "batch" and e.report for i in e.report.skipped)
+    assert issue.path == "caf\\xe9.md" and issue.reason == "file name is not valid UTF-8; rename it to index it"
+    batch = next(e for e in watching.seen if e.kind == "batch" and e.report and e.report.skipped)
+    assert "1 skipped (caf\\xe9.md: file name is not valid UTF-8" in format_watch_event(batch)
+    for word in ("ristretto", "lungo"):  # each later event on the name: skipped again, the stream goes on
+        watching.seen.clear()
+        with open(bad, "ab") as f:
+            f.write(word.encode() + b"\n")
+        (kb / f"{word}.md").write_text(f"# {word}\n\n{word}\n", "utf-8")
+        watching.settle(lambda w=word: _paths(eng, w) == {f"{w}.md"})
+        assert "caf\\xe9.md" in _skipped(watching.seen)
+    assert not [e for e in watching.seen if e.kind in ("error", "watching")]
+    assert _paths(eng, "espresso") == set() and whole_runs == []
+
+
+def test_the_path_in_watchfiles_decode_error_is_read_back_to_its_bytes() -> None:
+    message = r'Unable to decode path "/kb/a\"b\\c\tcaf\xE9 \u{200b}x\x7f.md" to string'
+    path = watch_mod.undecodable_path(RuntimeError(message))
+    assert path is not None and os.fsencode(path) == b'/kb/a"b\\c\tcaf\xe9 \xe2\x80\x8bx\x7f.md'
+    assert watch_mod.undecodable_path(RuntimeError("error in underlying watcher: boom")) is None

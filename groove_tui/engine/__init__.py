@@ -245,7 +245,7 @@ class Engine:
         """Follow edits to the KB until `stop` is set, calling `update` once per batch of changes and
         `on_event` after each (engine/index/watch.py). Blocks; run it on a thread of its own. `[watch]`
         gives the defaults of `debounce_ms` and `polling`."""
-        from groove_tui.engine.index.watch import Watcher
+        from groove_tui.engine.index.watch import Watcher, changed_paths
 
         Watcher(
             self.kb_path,
@@ -254,6 +254,7 @@ class Engine:
             catch_up=lambda: self.index(cancel=stop),
             settle=self.follow_statistics,
             stale=self.needs_index,
+            changed=lambda: changed_paths(self.store.conn(), self.kb_path, self.config.exclude_dirs),
             on_event=on_event,
             stop=stop,
             debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,

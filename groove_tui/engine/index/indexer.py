@@ -30,6 +30,7 @@ from groove_tui.engine.index.markdown import parse_markdown
 from groove_tui.engine.index.store import BIGRAM_DDL, WORDS_DDL, Store, to_blob
 from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
+    NOT_UTF8_NAME,
     DiskFile,
     decode_markdown,
     name_is_utf8,
@@ -416,9 +417,7 @@ class Indexer:
         skipped_paths: set[str] = {p for p in stored if (p + "/").startswith(unreadable)} if unreadable else set()
         for n, rel in enumerate(paths):
             if not name_is_utf8(rel):
-                report.skipped.append(
-                    FileIssue(printable_name(rel), "file name is not valid UTF-8; rename it to index it")
-                )
+                report.skipped.append(FileIssue(printable_name(rel), NOT_UTF8_NAME))
                 skipped_paths.add(rel)
                 continue
             result = read_file(self.kb, rel)

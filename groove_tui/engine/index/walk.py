@@ -208,6 +208,9 @@ def printable_name(rel: str) -> str:
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+NOT_UTF8_NAME = "file name is not valid UTF-8; rename it to index it"
+
+
 def name_is_utf8(rel: str) -> bool:
     """os.walk hands a name that is not valid UTF-8 over with lone surrogates (surrogateescape); SQLite
     cannot store such a string, so the file is skipped rather than stopping the whole run."""

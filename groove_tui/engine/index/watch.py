@@ -12,7 +12,9 @@ after it, so a batch's index work is its own documents'.
 The watcher heals itself: a KB folder that disappears (deleted, renamed away, unmounted) keeps its index
 untouched and is waited for; when it is back, a full run catches up and watching resumes. An OS watch
 limit switches to polling, with a message naming the limit to raise. Another process holding the index's
-writer lock is waited for, the batch kept.
+writer lock is waited for, the batch kept. A file name that is not valid UTF-8 is skipped with its reason:
+watchfiles fails the whole watch on one (and drops the events gathered with it), so the watch is set up
+again at once and what changed meanwhile is found by sizes and mtimes, not by reading the KB again.
 """
 
 from __future__ import annotations
@@ -20,16 +22,20 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from groove_tui.engine.errors import EngineError, IndexBusy
-from groove_tui.engine.index.walk import Exclusions, is_editor_artifact
-from groove_tui.engine.types import IndexReport
+from groove_tui.engine.index.walk import NOT_UTF8_NAME, Exclusions, is_editor_artifact, printable_name
+from groove_tui.engine.types import FileIssue, IndexReport
+
+if TYPE_CHECKING:
+    import sqlean
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,54 @@ class WatchEvent:
     milliseconds: float = 0.0
 
 
+_UNDECODABLE = re.compile(r'Unable to decode path "(.*)" to string', re.DOTALL)
+_RUST_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f]+\}|.)", re.DOTALL)
+_RUST_SIMPLE = {"0": "\0", "t": "\t", "r": "\r", "n": "\n"}
+
+
+def undecodable_path(exc: BaseException) -> str | None:
+    """The path watchfiles could not decode, from its error (the path as Rust's Debug prints it: bytes
+    that are not UTF-8 as \\xNN), as os.fsdecode would give it; None for any other error."""
+    found = _UNDECODABLE.fullmatch(str(exc))
+    if found is None:
+        return None
+    raw = bytearray()
+    last = 0
+    for escape in _RUST_ESCAPE.finditer(found.group(1)):
+        raw += found.group(1)[last : escape.start()].encode("utf-8")
+        code = escape.group(1)
+        if code[0] == "x" and len(code) == 3:
+            raw.append(int(code[1:], 16))
+        elif code[0] == "u" and len(code) > 1:
+            raw += chr(int(code[2:-1], 16)).encode("utf-8", "surrogatepass")
+        else:
+            raw += _RUST_SIMPLE.get(code, code).encode("utf-8")
+        last = escape.end()
+    raw += found.group(1)[last:].encode("utf-8")
+    return os.fsdecode(bytes(raw))
+
+
+def changed_paths(conn: sqlean.Connection, kb: Path, exclude_dirs: tuple[str, ...]) -> frozenset[str]:
+    """The KB-relative notes whose size or mtime differ from the index's (`conn`), new or gone: what an
+    update must look at after events were lost. Only stats, no file is read."""
+    from groove_tui.engine.index.walk import name_is_utf8, walk_kb
+
+    stored = {p: (s, m) for p, s, m in conn.execute("SELECT path, size_bytes, mtime_ns FROM documents")}
+    changed: set[str] = set()
+    seen: set[str] = set()
+    for rel in walk_kb(kb, exclude_dirs):
+        if not name_is_utf8(rel):
+            continue  # never indexed: not a change
+        seen.add(rel)
+        try:
+            st = (kb / rel).stat()
+        except OSError:
+            continue
+        if stored.get(rel) != (st.st_size, st.st_mtime_ns):
+            changed.add(rel)
+    return frozenset(changed | (stored.keys() - seen))
+
+
 def _is_watch_limit(exc: BaseException) -> bool:
     text = str(exc).lower()
     return getattr(exc, "errno", None) == errno.ENOSPC or "watch limit" in text or "max_user_watches" in text
@@ -77,6 +131,7 @@ class Watcher:
         update: Callable[[frozenset[str]], IndexReport],
         catch_up: Callable[[], IndexReport],
         stale: Callable[[], bool] = lambda: False,
+        changed: Callable[[], frozenset[str]] | None = None,
         settle: Callable[[], object] = lambda: None,
         on_event: Callable[[WatchEvent], None],
         stop: threading.Event,
@@ -88,6 +143,7 @@ class Watcher:
         self.update = update
         self.catch_up = catch_up
         self.stale = stale
+        self.changed = changed
         self.settle = settle
         self._unsettled = False  # a batch was written since `settle` last ran
         self._last_batch = 0.0  # when the last batch ended (time.monotonic)
@@ -98,6 +154,8 @@ class Watcher:
         self.rules = Exclusions(kb, exclude_dirs)
         self._root = os.path.abspath(kb)
         self._pending: set[str] = set()  # KB-relative paths seen changing, not yet indexed
+        self._bad_names: dict[str, FileIssue] = {}  # notes whose names cannot be indexed, for the next batch
+        self._events_lost = False  # the watch failed and dropped what it had gathered: look at the KB
 
     # ------------------------------------------------------------ filtering
 
@@ -140,6 +198,10 @@ class Watcher:
             except Exception as exc:  # the watcher must outlive any OS error
                 if self.stop.is_set():
                     break
+                bad = undecodable_path(exc)
+                if bad is not None:
+                    self._skip_name(bad)
+                    continue
                 if not self.polling and _is_watch_limit(exc):
                     self.polling = True
                     self.on_event(WatchEvent("polling", LIMIT_HINT))
@@ -174,17 +236,25 @@ class Watcher:
                 # Only now does the OS watch exist (the first yield: events, or a quiet timeout); an edit
                 # made between the last indexing and this point is found by the staleness check.
                 established = True
-                if self.stale():
-                    self._apply(pending, whole=True)
-                mode = "polling" if self.polling else "OS events"
-                self.on_event(WatchEvent("watching", f"watching {self.kb} ({mode}, debounce {self.debounce_ms} ms)"))
+                if self._events_lost and self.changed is not None:
+                    # The same watch goes on (no new "watching"): the notes changed while it was down.
+                    self._events_lost = False
+                    pending |= self.changed()
+                else:
+                    self._events_lost = False
+                    if self.stale():
+                        self._apply(pending, whole=True)
+                    mode = "polling" if self.polling else "OS events"
+                    self.on_event(
+                        WatchEvent("watching", f"watching {self.kb} ({mode}, debounce {self.debounce_ms} ms)")
+                    )
             for _change, path in changes:
                 rel = self.relative(path)
                 if rel is not None:
                     pending.add(rel)
             if not self.kb.is_dir():
                 return  # the run loop waits for it; what was gathered is kept for later
-            if pending:
+            if pending or self._bad_names:
                 self._apply(pending)
             elif not changes and self._unsettled and time.monotonic() - self._last_batch >= SETTLE_QUIET_S:
                 self._settle()
@@ -196,6 +266,7 @@ class Watcher:
         index; `pending` is emptied once the batch is written or cancelled by `stop` (each document is
         written whole or not at all, and the next run catches up what a cancelled batch left)."""
         batch = frozenset(pending)
+        bad = tuple(self._bad_names.values())
         while True:
             started = time.perf_counter()
             try:
@@ -219,16 +290,29 @@ class Watcher:
                 pending.clear()
                 return
             pending.clear()
+            self._bad_names.clear()
             self._unsettled, self._last_batch = True, time.monotonic()
+            if bad:
+                report = replace(report, skipped=report.skipped + tuple(i for i in bad if i not in report.skipped))
             self.on_event(
                 WatchEvent(
                     "batch",
-                    paths=() if whole or ".grooveignore" in batch else tuple(sorted(batch)),
+                    paths=() if whole or ".grooveignore" in batch else tuple(sorted(batch | {i.path for i in bad})),
                     report=report,
                     milliseconds=(time.perf_counter() - started) * 1000,
                 )
             )
             return
+
+    def _skip_name(self, path: str) -> None:
+        """watchfiles met a name it cannot decode: its watch is dead and what it had gathered is lost. A note
+        so named is reported skipped with the next batch (every other file is indexed as usual); the watch
+        is set up again at once and the KB's sizes and mtimes say what changed meanwhile."""
+        self._events_lost = True
+        rel = self.relative(path)
+        if rel is not None and rel.lower().endswith(".md") and os.path.lexists(path) and self.wanted(None, path):
+            name = printable_name(rel)
+            self._bad_names[name] = FileIssue(name, NOT_UTF8_NAME)
 
     def _settle(self) -> None:
         """The KB has been quiet for SETTLE_QUIET_S since the last batch: bring derived state the batches
