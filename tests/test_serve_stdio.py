@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -125,3 +126,40 @@ def test_an_answer_escapes_del_and_the_c1_controls_and_keeps_every_other_charact
     assert not any("\x7f" <= ch <= "\x9f" for ch in text) and "°±µ é 日本語 \U0001f600" in text
     lone = {"query": "\ud800 and \x9b"}  # JSON-RPC may carry a lone surrogate; the encoder refuses it
     assert json.loads(_json(lone)) == lone and "\\u009b" in _json(lone)
+
+
+@pytest.mark.parametrize("stdin", ["pipe", "file"])
+def test_a_line_that_is_not_one_json_rpc_message_is_answered_with_json_rpcs_error(tmp_path, cli, stdin):
+    """Garbage, a batch, `[]`, an object of the wrong shape: each gets -32700 or -32600 (its id when one can
+    be read, else null), as over HTTP; a blank line is no message; the session goes on."""
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    lines = [
+        "garbage",
+        "[]",
+        json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": 5}),
+        "",
+        json.dumps(initialize),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    env = {**os.environ, "GROOVE_TUI_INDEX_DIR": str(tmp_path / "indexes"), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "groove_tui.cli", "serve", str(kb), "--model", "hashing", "--no-watch"]
+    if stdin == "pipe":
+        done = subprocess.run(command, input=data, capture_output=True, env=env, timeout=120)
+    else:
+        (tmp_path / "requests.jsonl").write_bytes(data)
+        with (tmp_path / "requests.jsonl").open("rb") as fh:
+            done = subprocess.run(command, stdin=fh, capture_output=True, env=env, timeout=120)
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    errors = sorted((r["error"]["code"], r["id"]) for r in replies if "error" in r if r["id"] is None)
+    assert errors == [(-32700, None), (-32600, None), (-32600, None)], done.stderr.decode()  # garbage, [], batch
+    assert [(r["error"]["code"], r["id"]) for r in replies if "error" in r and r["id"] is not None] == [(-32600, 3)]
+    assert [r["id"] for r in replies if "result" in r] == [1]
+    assert "Traceback" not in done.stderr.decode()

@@ -248,11 +248,12 @@ class Watching:
 async def serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
-    from groove_tui.server.stdio import loop_stdio
+    from groove_tui.server.stdio import AnsweringInvalid, loop_stdio
 
     with loop_stdio() as (stdin, stdout):
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            reads = AnsweringInvalid(read_stream, write_stream)
+            await server.run(reads, write_stream, server.create_initialization_options())
 
 
 def is_loopback(host: str) -> bool:
