@@ -338,3 +338,53 @@ def test_the_path_in_watchfiles_decode_error_is_read_back_to_its_bytes() -> None
     path = watch_mod.undecodable_path(RuntimeError(message))
     assert path is not None and os.fsencode(path) == b'/kb/a"b\\c\tcaf\xe9 \xe2\x80\x8bx\x7f.md'
     assert watch_mod.undecodable_path(RuntimeError("error in underlying watcher: boom")) is None
+
+
+def test_a_note_read_between_its_truncation_and_its_write_keeps_its_text_until_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that opens, truncates, then writes: the update (what a watcher batch runs) reads the file
+    between the two. The note is not deleted; its old text stays searchable until the file holds still,
+    then the new text replaces it, in the same update."""
+    from groove_tui.engine.index import indexer
+
+    kb = write_kb(tmp_path / "kb", {"draft.md": "# Draft\n\nplatypus before\n", "other.md": "# Other\n\nx\n"})
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        real = indexer.read_file
+        during: list[set[str]] = []
+
+        def caught_mid_write(root: Path, rel: str):  # type: ignore[no-untyped-def]
+            if rel != "draft.md" or during:
+                return real(root, rel)
+            (root / rel).write_bytes(b"")  # truncated: the writer has not written yet
+
+            def write_later() -> None:
+                time.sleep(0.02)
+                during.append(_paths(eng, "platypus"))  # searched while the update waits
+                (root / rel).write_text("# Draft\n\nplatypus after\n", "utf-8")
+
+            writer = threading.Thread(target=write_later)
+            writer.start()
+            try:
+                return real(root, rel)
+            finally:
+                writer.join()  # written before the update looks again: as fast as a real writer
+
+        monkeypatch.setattr(indexer, "read_file", caught_mid_write)
+        report = eng.update({"draft.md"})
+        assert during == [{"draft.md"}]
+        assert (report.deleted, report.updated, report.skipped) == (0, 1, ())
+        assert _paths(eng, "after") == {"draft.md"} and _paths(eng, "before") == set()
+
+
+def test_a_note_emptied_for_good_is_dropped_once_it_holds_still(tmp_path: Path) -> None:
+    kb = write_kb(tmp_path / "kb", {"draft.md": "# Draft\n\nplatypus\n", "other.md": "# Other\n\nx\n"})
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        (kb / "draft.md").write_bytes(b"")
+        report = eng.update({"draft.md"})
+        assert report.deleted == 1 and [(i.path, i.reason) for i in report.skipped] == [
+            ("draft.md", "no text to index")
+        ]
+        assert _paths(eng, "platypus") == set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -54,6 +55,9 @@ ProgressFn = Callable[[IndexProgress], None]
 # index_meta: documents added, updated or deleted since the full-text segments were last merged.
 UNMERGED_KEY = "fulltext_unmerged_changes"
 CHUNK_CAP_KEY = "max_chunk_bytes"  # the cap the chunks were cut with
+# How long a note read empty is waited for to hold still before it is read as it is (a writer still
+# changing it after this will send more events).
+SETTLE_LIMIT_S = 2.0
 
 
 class IndexCancelled(EngineError):
@@ -438,61 +442,79 @@ class Indexer:
             stored = self._stored(conn, scope)
 
         total = len(disk)
-        for n, (rel, f) in enumerate(sorted(disk.items())):
-            if cancel is not None and cancel.is_set():
-                raise IndexCancelled("indexing cancelled")
-            notify(IndexProgress("fulltext", n, total, rel))
-            existing = stored.get(rel)
-            if (
-                existing is not None
-                and existing[1] == f.content_hash
-                and not force
-                and not rechunk
-                and rel not in reparse
-            ):
-                if rel not in renamed_to:
-                    report.unchanged += 1
-                continue
-            if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
-                again = read_file(self.kb, rel)
-                if isinstance(again, FileIssue):
-                    report.skipped.append(again)
+        work: list[tuple[str, DiskFile]] = sorted(disk.items())
+        emptied: dict[str, DiskFile] = {}  # had text, read empty: judged once the file holds still
+        settled: set[str] = set()  # read again once still: what they hold now is what they hold
+        changing: set[str] = set()  # read again while still changing
+        n = 0
+        while work:
+            for rel, f in work:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled")
+                notify(IndexProgress("fulltext", min(n, total), total, rel))
+                n += 1
+                existing = stored.get(rel)
+                if (
+                    existing is not None
+                    and existing[1] == f.content_hash
+                    and not force
+                    and not rechunk
+                    and rel not in reparse
+                ):
+                    if rel not in renamed_to:
+                        report.unchanged += 1
+                    continue
+                if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                    again = read_file(self.kb, rel)
+                    if isinstance(again, FileIssue):
+                        report.skipped.append(again)
+                        skipped_paths.add(rel)
+                        continue
+                    f = again
+                try:
+                    text = decode_markdown(f.raw or b"")
+                except ValueError as exc:
+                    report.skipped.append(FileIssue(rel, str(exc)))
                     skipped_paths.add(rel)
                     continue
-                f = again
-            try:
-                text = decode_markdown(f.raw or b"")
-            except ValueError as exc:
-                report.skipped.append(FileIssue(rel, str(exc)))
-                skipped_paths.add(rel)
-                continue
-            doc = parse_markdown(
-                rel,
-                text,
-                exclude_headings=self.config.exclude_headings,
-                max_chunk_bytes=self.config.chunking.max_chunk_bytes,
-                contextual=contextual,
-            )
-            f.raw = None
-            for warning in doc.warnings:
-                report.degraded.append(FileIssue(rel, warning))
-            if not doc.chunks:
-                # An emptied file must not keep serving its old text (groove keeps it; we do not).
-                report.skipped.append(FileIssue(rel, "no text to index"))
-                if existing is not None:
-                    self._delete_documents([existing[0]])
-                    report.deleted += 1
-                skipped_paths.add(rel)
-                continue
-            outcome = self._write_document(doc, f, existing[0] if existing else None, contextual)
-            if outcome == "added":
-                report.added += 1
-            elif rel in renamed_to:
-                pass  # counted as renamed already
-            else:
-                report.updated += 1
-                if outcome == "metadata":
-                    report.metadata_only += 1
+                doc = parse_markdown(
+                    rel,
+                    text,
+                    exclude_headings=self.config.exclude_headings,
+                    max_chunk_bytes=self.config.chunking.max_chunk_bytes,
+                    contextual=contextual,
+                )
+                f.raw = None
+                for warning in doc.warnings:
+                    report.degraded.append(FileIssue(rel, warning))
+                if not doc.chunks and existing is not None and rel not in settled:
+                    # A writer that truncates, then writes may have been caught in between: the note keeps
+                    # its indexed text until the file has held still for the watcher's quiet window.
+                    if rel in changing:
+                        report.skipped.append(FileIssue(rel, "read empty while being written; its text is kept"))
+                        skipped_paths.add(rel)
+                    else:
+                        emptied[rel] = f
+                    continue
+                if not doc.chunks:
+                    # An emptied file must not keep serving its old text (groove keeps it; we do not).
+                    report.skipped.append(FileIssue(rel, "no text to index"))
+                    if existing is not None:
+                        self._delete_documents([existing[0]])
+                        report.deleted += 1
+                    skipped_paths.add(rel)
+                    continue
+                outcome = self._write_document(doc, f, existing[0] if existing else None, contextual)
+                if outcome == "added":
+                    report.added += 1
+                elif rel in renamed_to:
+                    pass  # counted as renamed already
+                else:
+                    report.updated += 1
+                    if outcome == "metadata":
+                        report.metadata_only += 1
+            work = self._read_once_still(emptied, disk, settled, changing, report, skipped_paths, cancel)
+            emptied = {}
         notify(IndexProgress("fulltext", total, total))
         if rechunk:  # only now are all chunks cut with the new cap (a run stopped before cuts again)
             self.store.set_meta(CHUNK_CAP_KEY, str(self.config.chunking.max_chunk_bytes))
@@ -501,6 +523,57 @@ class Indexer:
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
+
+    def _read_once_still(
+        self,
+        emptied: dict[str, DiskFile],
+        disk: dict[str, DiskFile],
+        settled: set[str],
+        changing: set[str],
+        report: _Counts,
+        skipped_paths: set[str],
+        cancel: threading.Event | None,
+    ) -> list[tuple[str, DiskFile]]:
+        """The notes of `emptied` read again once their size and mtime have held still for the watcher's
+        quiet window (at most SETTLE_LIMIT_S; those still changing then are read as they are and added to
+        `changing`, the others to `settled`). One gone meanwhile leaves `disk`: it is deleted as any other."""
+        from groove_tui.engine.index.watch import QUIET_MS
+
+        if not emptied:
+            return []
+        last: dict[str, tuple[int, int] | None] = {rel: (f.size, f.mtime_ns) for rel, f in emptied.items()}
+        still: list[str] = []
+        deadline = time.monotonic() + SETTLE_LIMIT_S
+        while last and time.monotonic() < deadline:
+            if cancel is not None and cancel.wait(QUIET_MS / 1000):
+                raise IndexCancelled("indexing cancelled")
+            if cancel is None:
+                time.sleep(QUIET_MS / 1000)
+            for rel, seen in list(last.items()):
+                try:
+                    st = os.stat(self.kb / rel)
+                    now: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+                except OSError:
+                    now = None
+                if now == seen:
+                    still.append(rel)
+                    del last[rel]
+                else:
+                    last[rel] = now
+        settled.update(still)
+        changing.update(last)
+        again: list[tuple[str, DiskFile]] = []
+        for rel in sorted(emptied):
+            if not os.path.lexists(self.kb / rel):
+                del disk[rel]
+                continue
+            result = read_file(self.kb, rel)
+            if isinstance(result, FileIssue):
+                report.skipped.append(result)
+                skipped_paths.add(rel)
+            else:
+                again.append((rel, result))
+        return again
 
     @staticmethod
     def _stored(conn: sqlite3.Connection, scope: frozenset[str] | None) -> dict[str, tuple[int, str]]:
