@@ -109,3 +109,18 @@ def test_a_bad_debounce_flag_is_one_line(tmp_path: Path) -> None:
         done.stderr.strip().splitlines()[-1].endswith("--debounce-ms 0 is invalid: expected an integer in [10, 60000]")
     )
     assert "Traceback" not in done.stderr
+
+
+def test_a_batch_line_names_every_skipped_file_up_to_three_then_counts_the_rest() -> None:
+    from groove_tui.commands.index import format_watch_event
+    from groove_tui.engine.index.watch import WatchEvent
+    from groove_tui.engine.types import FileIssue, IndexReport
+
+    def line(*names: str) -> str:
+        issues = tuple(FileIssue(n, f"reason {i}") for i, n in enumerate(names))
+        return format_watch_event(WatchEvent("batch", paths=names, report=IndexReport(skipped=issues)))
+
+    assert "2 skipped (a.md: reason 0; b\\nforged.md: reason 1) · " in line("a.md", "b\nforged.md")
+    assert "3 skipped (a.md: reason 0; b.md: reason 1; c.md: reason 2) · " in line("a.md", "b.md", "c.md")
+    five = line("a.md", "b.md", "c.md", "d.md", "e.md")
+    assert "5 skipped (a.md: reason 0; b.md: reason 1; c.md: reason 2; and 2 more) · " in five

@@ -12,6 +12,7 @@ from groove_tui.commands.common import CLIError, load_engine
 if TYPE_CHECKING:
     from groove_tui.engine import Engine
     from groove_tui.engine.index.watch import WatchEvent
+    from groove_tui.engine.types import FileIssue
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,12 +66,25 @@ def format_watch_event(event: WatchEvent) -> str:
     else:
         parts.append("no change")
     if r.skipped:
-        parts.append(f"{len(r.skipped)} skipped ({r.skipped[0].path}: {r.skipped[0].reason})")
+        parts.append(f"{len(r.skipped)} skipped ({_skipped_names(r.skipped)})")
     if r.embedded:
         parts.append(f"{r.embedded} chunk{'s' if r.embedded != 1 else ''} embedded")
     parts.append(f"{r.chunks:,} chunks in the index")
     parts.append(f"{event.milliseconds:.0f} ms")
     return f"{stamp} " + " · ".join(parts)
+
+
+SKIPPED_NAMED = 3  # a batch line names this many skipped files, then counts the rest
+
+
+def _skipped_names(issues: tuple[FileIssue, ...]) -> str:
+    """Each skipped file with its reason, up to SKIPPED_NAMED, then "and N more"; names escaped onto the line."""
+    from groove_tui.output.textout import escape_name
+
+    named = [f"{escape_name(i.path)}: {escape_name(i.reason)}" for i in issues[:SKIPPED_NAMED]]
+    if len(issues) > SKIPPED_NAMED:
+        named.append(f"and {len(issues) - SKIPPED_NAMED} more")
+    return "; ".join(named)
 
 
 def _watch(engine: Engine, debounce_ms: int | None, polling: bool | None) -> None:
