@@ -277,6 +277,10 @@ DOCUMENT_REFUSALS = [
     ("notes/big.md", "File too large: 1200007 bytes (max 1048576 bytes)."),
     ("notes/plain.txt", 'Access denied: extension "txt" is not in the indexed parser registry. Allowed: ["md"]'),
     ("notes/missing.md", "File not found: notes/missing.md."),
+    ("../secret/missing.md", "Access denied: path is outside the knowledge base."),
+    ("linked/missing.md", "Access denied: path is outside the knowledge base."),
+    ("../no-such-folder/note.md", "Access denied: path is outside the knowledge base."),
+    ("/etc/no-such-file", "Access denied: path is outside the knowledge base."),
     ("nul\x00.md", "File not found"),
 ]
 
@@ -289,6 +293,23 @@ async def test_get_document_refuses_what_groove_refuses(hostile_kb, path, messag
     body = answer(result)
     assert result.is_error and message in body["error"]
     assert "TOPSECRET" not in result.content[0].text
+
+
+async def test_a_path_out_of_the_kb_gets_one_answer_whether_or_not_it_exists(hostile_kb):
+    """Nothing about what lies outside the KB can be learnt from get_document's answers."""
+    _kb, _service, server = hostile_kb
+    pairs = [
+        ("../secret/keys.md", "../secret/none.md"),
+        ("linked/keys.md", "linked/none.md"),
+        ("notes/../../secret/keys.md", "notes/../../secret/none.md"),
+        ("/etc/passwd", "/etc/no-such-file"),
+        ("..", "../no-such-folder/.."),
+    ]
+    async with Client(server) as client:
+        for existing, missing in pairs:
+            there = await client.call_tool("get_document", {"path": existing})
+            absent = await client.call_tool("get_document", {"path": missing})
+            assert answer(there) == answer(absent) == {"error": "Access denied: path is outside the knowledge base."}
 
 
 async def test_get_document_answers_grooves_shape(served_kb):

@@ -217,6 +217,8 @@ class KbService:
 
         if "\0" in rel:
             raise NotServed(FILE_NOT_FOUND.format(path=rel))
+        if not self._leads_inside(rel):
+            raise NotServed(OUTSIDE_DENIED)
         full = self.kb / rel
         try:
             st = os.lstat(full)
@@ -249,6 +251,18 @@ class KbService:
             "content": text,
             "truncated": False,
         }
+
+    def _leads_inside(self, rel: str) -> bool:
+        """Whether `rel` leads into the KB, judged before anything is looked up: its folder as it really
+        resolves, then its name. So every path out of the KB gets the same answer whether or not it
+        exists there, and nothing about what lies outside can be learnt from the answers."""
+        head, name = os.path.split(os.path.join(self.kb, rel))
+        lead = (
+            os.path.realpath(os.path.join(head, name))
+            if name in ("", ".", "..")
+            else os.path.join(os.path.realpath(head), name)
+        )
+        return Path(lead).is_relative_to(self.kb)
 
     # ------------------------------------------------------------ resources
 
