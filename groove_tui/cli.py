@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     _filter_flags(se)
     se.add_argument("--format", choices=("text", "json"), default="text")
     se.add_argument("--explain", action="store_true", help="compiled query, leg ranks, RRF terms, stage traces")
+    se.add_argument(
+        "--why",
+        metavar="PATH[#HEADING]",
+        help="why this note (or its section) is, or is not, on the page: where it fell out of the pipeline, "
+        "and the one setting change that would bring it in",
+    )
 
     sv = sub.add_parser(
         "serve",

@@ -112,42 +112,47 @@ def _score_fused_traces(eng: Engine, method: str) -> list:
     assert traces and all(t.fusion == method for t in traces)
     for hit, t in zip(resp.results, traces, strict=True):
         assert t.word_leg
-        terms = (t.rrf_vector or 0.0) + (t.rrf_fts or 0.0) + (t.rrf_word or 0.0)
+        terms = sum(value for _, value in t.fusion_terms())
         assert hit.score == pytest.approx(terms, rel=1e-6) and t.rrf_score == pytest.approx(terms, rel=1e-6)
         assert (t.rrf_vector or 0.0) >= 0.0 and (t.rrf_fts or 0.0) >= 0.0 and (t.rrf_word or 0.0) >= 0.0
     assert [h.score for h in resp.results] == sorted((h.score for h in resp.results), reverse=True)
     top = resp.to_dict()["explain"]["hits"][0]["fusion"]
     assert top["method"] == method and set(top["scales"]) == {"vector", "fts", "word"}
-    # Each hit's term is its leg score placed on the leg's scale (every hit carries both legs' scales).
+    # Each hit's term is its leg score placed on the leg's scale (every hit carries both legs' scales),
+    # times the leg's weight: the full-text legs share `fts_weight` (1 here) as one family.
     for t in traces:
         assert t.vector_scale is not None and t.fts_scale is not None
+        shares = dict(t.lexical_shares)
+        assert shares == {"fts": 0.5, "word": 0.5} and t.vector_weight == 1.0
         if t.vector_rank is not None:
             reading = 1 - t.vector_distance**2 / 2 if method == "dbsf" else t.vector_distance
             zero, one = t.vector_scale
             assert t.rrf_vector == pytest.approx(max(0.0, (reading - zero) / (one - zero)), rel=1e-5, abs=1e-6)
         if t.fts_rank is not None:
             zero, one = t.fts_scale
-            assert t.rrf_fts == pytest.approx(max(0.0, (t.fts_bm25 - zero) / (one - zero)), rel=1e-5, abs=1e-6)
+            expected = 0.5 * max(0.0, (t.fts_bm25 - zero) / (one - zero))
+            assert t.rrf_fts == pytest.approx(expected, rel=1e-5, abs=1e-6)
         if t.word_rank is not None:
             zero, one = t.word_scale
-            assert t.rrf_word == pytest.approx(max(0.0, (t.word_bm25 - zero) / (one - zero)), rel=1e-5, abs=1e-6)
+            expected = 0.5 * max(0.0, (t.word_bm25 - zero) / (one - zero))
+            assert t.rrf_word == pytest.approx(expected, rel=1e-5, abs=1e-6)
     return traces
 
 
 def test_dbsf_is_the_default_and_sums_the_leg_terms(kb, tmp_path):
     with _engine(kb, tmp_path) as eng:
         traces = _score_fused_traces(eng, "dbsf")
-        # The full-text leg's best hit scores above 0.5, which its window's mean maps to.
-        assert max(t.rrf_fts or 0.0 for t in traces) > 0.5
+        # The full-text leg's best hit reads above 0.5, which its window's mean maps to (half a share).
+        assert max(t.rrf_fts or 0.0 for t in traces) > 0.25
 
 
 def test_relative_fusion_sums_min_max_normalised_leg_scores(kb, tmp_path):
     with _engine(kb, tmp_path, method="relative") as eng:
         traces = _score_fused_traces(eng, "relative")
-        assert all((t.rrf_vector or 0.0) <= 1.0 and (t.rrf_fts or 0.0) <= 1.0 for t in traces)
-        # Each leg's best candidate earns that leg's full weight.
+        assert all((t.rrf_vector or 0.0) <= 1.0 and (t.rrf_fts or 0.0) <= 0.5 for t in traces)
+        # Each leg's best candidate earns that leg's full weight (a full-text leg's: its family share).
         assert max(t.rrf_vector or 0.0 for t in traces) == 1.0
-        assert next(t for t in traces if t.fts_rank == 1).rrf_fts == 1.0
+        assert next(t for t in traces if t.fts_rank == 1).rrf_fts == 0.5
 
 
 def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, monkeypatch):
@@ -164,7 +169,9 @@ def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, m
         top = per_call.results[0].trace
         assert top.fusion == "rrf" and top.vector_scale is None and top.fts_scale is None
         assert "scales" not in per_call.to_dict()["explain"]["hits"][0]["fusion"], "RRF reads ranks, not scores"
-        expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank, top.word_rank) if r)
+        # The vector leg's term, plus the full-text family's: the mean of its two legs' terms.
+        term = {r: F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank, top.word_rank) if r}
+        expected = term.get(top.vector_rank, 0) + (term.get(top.fts_rank, 0) + term.get(top.word_rank, 0)) / 2
         assert top.rrf_score == pytest.approx(float(expected), rel=1e-6)
 
 
@@ -178,8 +185,8 @@ def test_fusion_method_is_validated_with_its_name(kb, tmp_path):
 
 @pytest.mark.parametrize("method", ["dbsf", "relative"])
 def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
-    # With one leg, a score fusion keeps the leg's own order — also below the normalisation window,
-    # where candidates may all score 0 and RRF breaks the tie.
+    # With one leg, a score fusion keeps the leg's own order. Below the normalisation window candidates
+    # may read 0: they earned nothing and are not shown, so the page may be shorter than RRF's.
     files = {
         f"n{i:03}.md": f"# Note {i}\n\nNote {i} is about sqlite search" + " and more" * (i % 7) + ".\n"
         for i in range(150)
@@ -189,19 +196,27 @@ def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
             params = SearchParams(limit=120, legs=legs, min_quality=0, fusion=method)
             rel = eng.search("sqlite search", params)
             rrf = eng.search("sqlite search", replace(params, fusion="rrf"))
-            assert len(rel.results) == 120
-            assert [h.chunk_id for h in rel.results] == [h.chunk_id for h in rrf.results]
+            assert len(rrf.results) == 120 and len(rel.results) >= 40
+            assert [h.chunk_id for h in rel.results] == [h.chunk_id for h in rrf.results][: len(rel.results)]
+            assert all(h.score > 0 for h in rel.results)
 
 
 @pytest.mark.parametrize("method", ["dbsf", "relative", "rrf"])
 def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
-    """Unequal weights: each leg's term is its unit-weight term times that leg's weight, the bigram leg
-    (a full-text leg) carrying the full-text weight, the word leg its own. Equal weights everywhere else
-    could not tell them apart."""
+    """Unequal weights: each leg's term is its unit-weight term times that leg's weight. The full-text
+    legs (trigram or bigram, and words) share `fts_weight` in proportion to their sub-weights, so with
+    both sub-weights 1 each carries half of it, and a trigram sub-weight of 3 gives it three quarters.
+    Equal weights everywhere could not tell them apart."""
     with (
         _engine(kb, tmp_path / "unit", method=method) as unit,
         _engine(
-            kb, tmp_path / "weighted", method=method, vector_weight=0.25, fts_weight=2.0, word_weight=0.5
+            kb,
+            tmp_path / "weighted",
+            method=method,
+            vector_weight=0.25,
+            fts_weight=2.0,
+            trigram_weight=3.0,
+            word_weight=1.0,
         ) as weighted,
     ):
         for query, full_text in (("tokio runtime", "rrf_fts"), ("設定ファイル", "rrf_bigram")):
@@ -212,10 +227,17 @@ def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
                 t, u = hit.trace, base.get(hit.chunk_id)
                 if u is None:
                     continue
-                for name, weight in (("rrf_vector", 0.25), (full_text, 2.0), ("rrf_word", 0.5)):
+                # The shares follow the legs that ran: with the word leg, 1/2 each at unit weights and
+                # 2 × 3/4 and 2 × 1/4 weighted; a full-text leg alone carries the whole fts_weight.
+                ran = dict(u.lexical_shares)
+                assert dict(t.lexical_shares) == (
+                    {full_text[4:]: 1.5, "word": 0.5} if len(ran) == 2 else {full_text[4:]: 2.0}
+                )
+                ratio = {"rrf_vector": 0.25, full_text: 3.0 if len(ran) == 2 else 2.0, "rrf_word": 1.0}
+                for name, weight in ratio.items():
                     if getattr(u, name) is not None:
                         assert getattr(t, name) == pytest.approx(weight * getattr(u, name), rel=1e-5, abs=1e-7), name
                         seen += 1
-                total = (t.rrf_vector or 0) + (getattr(t, full_text) or 0) + (t.rrf_word or 0)
+                total = (t.rrf_vector or 0) + (getattr(t, full_text) or 0) + (t.rrf_word or 0) + (t.name_term or 0)
                 assert hit.score == pytest.approx(total, rel=1e-5)
             assert seen >= 4

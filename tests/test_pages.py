@@ -1,4 +1,5 @@
-"""Pages are prefixes, and a query that names a heading or a title ranks that section first."""
+"""Pages nest and show their hits in score order, and a query that names a heading or a title earns that
+section a name term that puts it first."""
 
 from __future__ import annotations
 
@@ -68,6 +69,10 @@ def _ids(eng: Engine, query: str, params: SearchParams) -> list[tuple[str, int, 
     return [(h.path, h.chunk_index, h.content) for h in eng.search(query, params).results]
 
 
+def _scored(eng: Engine, query: str, params: SearchParams) -> list[tuple[tuple[str, int, str], float]]:
+    return [((h.path, h.chunk_index, h.content), h.score) for h in eng.search(query, params).results]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
@@ -76,13 +81,18 @@ def _ids(eng: Engine, query: str, params: SearchParams) -> list[tuple[str, int, 
     parent=st.booleans(),
     lam=st.sampled_from([0.3, 0.7, 1.0]),
 )
-def test_the_first_n_hits_of_a_larger_page_are_the_hits_of_a_page_of_n(paged, query, limits, mmr, parent, lam):
+def test_a_larger_page_holds_every_hit_of_a_smaller_one_in_the_same_order(paged, query, limits, mmr, parent, lam):
     small, large = sorted(limits)
     params = SearchParams(limit=small, mmr=mmr, mmr_lambda=lam if mmr else 0.7, parent_retriever=parent, min_quality=0)
-    few = _ids(paged, query, params)
-    many = _ids(paged, query, replace(params, limit=large))
-    assert many[:small] == few
+    few = _scored(paged, query, params)
+    many = _scored(paged, query, replace(params, limit=large))
     assert len(many) >= len(few)
+    shared = {hit for hit, _ in few}
+    assert [hit for hit, _ in many if hit in shared] == [hit for hit, _ in few]  # nested, in the same order
+    assert dict(many).items() >= dict(few).items()  # with the same scores
+    if not mmr:  # shown in the order of the score shown
+        scores = [score for _, score in many]
+        assert scores == sorted(scores, reverse=True)
 
 
 def test_page_tiers_cover_every_limit():

@@ -250,8 +250,9 @@ def test_fuzz_long_strings(engine):
 
 
 def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
-    """The dbsf banner's `full` (a hit at the top of every leg's window) sums each returning leg's own
-    weight, so counting the full-text leg with the vector weight fails here."""
+    """The dbsf banner's `full` (a hit at the top of every family's window) sums each returning family's
+    own weight, so counting the full-text family with the vector weight fails here; the full-text legs
+    count once, however many of them return candidates."""
     from groove_tui.engine.retrieve.candidates import Legs
     from groove_tui.engine.retrieve.fusion import _fused_weight
     from groove_tui.settings.config import FusionConfig
@@ -263,6 +264,7 @@ def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
         return Legs(vector=vector, fts=fts, rows={}, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram=bigram)
 
     assert _fused_weight(legs(vector=((1, 0.1),), fts=hit), f) == 2.5
-    assert _fused_weight(legs(vector=((1, 0.1),), fts=hit, bigram=hit), f) == 3.0
-    assert _fused_weight(legs(fts=hit, bigram=hit), f) == 1.0  # the bigram leg is a full-text leg
+    assert _fused_weight(legs(vector=((1, 0.1),), fts=hit, bigram=hit), f) == 2.5
+    assert _fused_weight(legs(fts=hit, bigram=hit), f) == 0.5  # the bigram leg is a full-text leg
+    assert _fused_weight(legs(bigram=hit), f) == 0.5
     assert _fused_weight(legs(vector=((1, 0.1),)), f) == 2.0

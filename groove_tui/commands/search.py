@@ -17,6 +17,8 @@ def run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         params = replace(params, explain=args.explain)
+        if getattr(args, "why", None):
+            return _why(engine, args, params)
         resp = engine.search(args.query, params)
         documents = _document_openings(engine, resp.results) if args.format == "text" else {}
     if args.format == "json":
@@ -25,6 +27,24 @@ def run(args: argparse.Namespace) -> int:
         from groove_tui.output.textout import format_response, use_color
 
         sys.stdout.write(format_response(resp, color=use_color(sys.stdout), explain=args.explain, documents=documents))
+    return 0
+
+
+def _why(engine, args: argparse.Namespace, params) -> int:
+    """`--why PATH[#HEADING]`: the note's walk through the pipeline for the query, as text or JSON."""
+    from groove_tui.engine.errors import UnknownNote
+    from groove_tui.engine.types import json_text
+
+    try:
+        report = engine.why(args.query, args.why, params)
+    except UnknownNote as exc:
+        raise UsageError(str(exc)) from None
+    if args.format == "json":
+        print(json_text(report.to_dict()))
+    else:
+        from groove_tui.output.textout import format_why, use_color
+
+        sys.stdout.write(format_why(report, color=use_color(sys.stdout)))
     return 0
 
 

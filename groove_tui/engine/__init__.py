@@ -28,6 +28,7 @@ from groove_tui.engine.types import (
     SearchParams,
     SearchResponse,
     Span,
+    WhyReport,
 )
 from groove_tui.settings.config import Config
 
@@ -393,6 +394,84 @@ class Engine:
     ) -> SearchResponse:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
+
+    def why(
+        self,
+        query: str,
+        target: str,
+        params: SearchParams | None = None,
+        *,
+        fixes: bool = True,
+        response: SearchResponse | None = None,
+    ) -> WhyReport:
+        """Why the note `target` ("path" or "path#heading") is, or is not, on the page for `query`: where
+        it fell out of the pipeline, and the single setting changes that bring it in (`fixes`, each
+        found by running the search). `response`: the page, when the caller has it (explain on).
+        Raises UnknownNote, naming the nearest paths, for a note or heading the index does not hold."""
+        from groove_tui.engine.retrieve.why import explain_absence
+
+        path, heading = self.resolve_note(target)
+        return explain_absence(
+            self._searcher,
+            query,
+            params or self.default_params(),
+            path,
+            heading,
+            fixes=fixes,
+            variant=self.ranking_variant,
+            response=response,
+        )
+
+    def notes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every indexed note's path with its section headings, in path order (what a picker offers)."""
+        rows = (
+            self.store.conn()
+            .execute(
+                "SELECT d.path, c.heading FROM documents d JOIN chunks c ON c.document_id = d.id "
+                "WHERE c.part = 0 ORDER BY d.path, c.chunk_index"
+            )
+            .fetchall()
+        )
+        out: dict[str, list[str]] = {}
+        for path, heading in rows:
+            headings = out.setdefault(path, [])
+            if heading and heading not in headings:
+                headings.append(heading)
+        return tuple((path, tuple(headings)) for path, headings in out.items())
+
+    def resolve_note(self, target: str) -> tuple[str, str | None]:
+        """`path` or `path#heading` as the index holds it: (path, heading or None). A path given with
+        the KB's folder in front, or as an absolute path inside it, is taken relative to the KB."""
+        import contextlib
+        import difflib
+
+        from groove_tui.engine.errors import UnknownNote
+        from groove_tui.engine.retrieve.named import heading_key
+
+        path, sep, heading = target.partition("#")
+        path = path.strip()
+        candidate = Path(path)
+        if candidate.is_absolute():
+            with contextlib.suppress(ValueError):  # outside the KB: looked up as given
+                path = candidate.resolve().relative_to(self.kb_path.resolve()).as_posix()
+        notes = dict(self.notes())
+        if path not in notes:
+            nearest = (
+                tuple(difflib.get_close_matches(path, list(notes), n=3, cutoff=0.5))
+                or tuple(p for p in notes if Path(p).name == Path(path).name)[:3]
+            )
+            hint = f"; nearest: {', '.join(nearest)}" if nearest else ""
+            raise UnknownNote(f"no note {path!r} in the index{hint}", nearest)
+        if not sep or not heading.strip():
+            return path, None
+        wanted = heading_key(heading)
+        for h in notes[path]:
+            if heading_key(h) == wanted:
+                return path, h
+        headings = notes[path]
+        nearest = tuple(difflib.get_close_matches(heading.strip(), list(headings), n=3, cutoff=0.3))
+        hint = f"; its headings include: {', '.join(nearest or headings[:3])}" if headings else ""
+        raise UnknownNote(f"{path} has no section {heading.strip()!r}{hint}", nearest)
 
     def ranking_variant(self, config: Config) -> Searcher:
         """A searcher over this index with other ranking settings — `[search]` and the reranker's pool,

@@ -54,3 +54,11 @@ class KBError(EngineError):
 
 class ParamError(EngineError, ValueError):
     """A search parameter is out of range or of the wrong type; the message names it and the range."""
+
+
+class UnknownNote(EngineError, ValueError):
+    """A note or section asked about that the index does not hold; `nearest` are the closest it does."""
+
+    def __init__(self, message: str, nearest: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.nearest = nearest

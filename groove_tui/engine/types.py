@@ -196,6 +196,7 @@ class MMRTrace:
     max_similarity: float
     penalty: float
     value: float
+    most_similar_pick: int | None = None  # the earlier pick this one is most like (max_similarity's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,16 +207,20 @@ class HitTrace:
     vector_distance: float | None = None
     fts_rank: int | None = None
     fts_bm25: float | None = None
-    # Fusion (named rrf_* after groove's method; `fusion` says which method made them): each leg's term,
-    # their sum and the fused rank.
+    # Fusion (named rrf_* after groove's method; `fusion` says which method made them): each leg's term as
+    # it enters the sum, the sum and the fused rank. score = vector + fts + bigram + word + name terms.
     rrf_vector: float | None = None
     rrf_fts: float | None = None
     rrf_score: float | None = None
     rrf_rank: int | None = None
-    fusion: str = "rrf"
+    fusion: str = "dbsf"
     rerank_score: float | None = None  # the cross-encoder's raw score
     rerank_rank: int | None = None
     rerank_blend: float | None = None  # [reranker] blend: 1 = the raw score is the hit's score
+    # Below blend 1, the cross-encoder's score and the fused one z-scored over the reranked pool: the
+    # hit's score is blend × rerank_z + (1 − blend) × fused_z.
+    rerank_z: float | None = None
+    fused_z: float | None = None
     mmr: MMRTrace | None = None
     parent: str | None = None  # human-readable description of the merge
     # The CJK bigram leg (ours, docs/groove-compatibility.md, 6); bigram_leg says whether it ran for this query.
@@ -242,8 +247,37 @@ class HitTrace:
     # vector term is its full-text reading at that weight.
     vector_share: float | None = None
     vector_imputed: bool = False
-    # The query equals this section's heading or its note's title: it ranks first ([search] heading_first).
+    # The query equals this section's heading (name_kind "heading") or its note's title ("title"): the
+    # section earns the name term ([search] heading_first, [search.fusion] name_weight).
     named: bool = False
+    name_kind: str | None = None
+    name_term: float | None = None
+    # The weights the terms were made with: the vector leg's (after the share of vectors pending), and
+    # each full-text leg's part of `fts_weight` inside the full-text family.
+    vector_weight: float | None = None
+    lexical_shares: tuple[tuple[str, float], ...] = ()
+
+    def fusion_terms(self) -> tuple[tuple[str, float], ...]:
+        """The terms that sum to the fused score (`rrf_score`), in the order fusion adds them."""
+        items = (
+            ("vector", self.rrf_vector),
+            ("fts", self.rrf_fts),
+            ("bigram", self.rrf_bigram),
+            ("word", self.rrf_word),
+            ("name", self.name_term),
+        )
+        return tuple((leg, value) for leg, value in items if value is not None)
+
+    def leg_ranks(self) -> tuple[tuple[str, int | str], ...]:
+        """Each leg that returned the hit, with its rank there ("heading" or "title" for the name lookup)."""
+        items: tuple[tuple[str, int | str | None], ...] = (
+            ("vector", self.vector_rank),
+            ("fts", self.fts_rank),
+            ("bigram", self.bigram_rank),
+            ("word", self.word_rank),
+            ("name", self.name_kind),
+        )
+        return tuple((leg, rank) for leg, rank in items if rank is not None)
 
     def scales(self) -> tuple[tuple[str, str, tuple[float, float] | None], ...]:
         """(leg, what its scale reads, the scale) for each leg the query ran."""
@@ -283,6 +317,12 @@ class HitTrace:
             out["fusion"]["vector_imputed"] = True
         if self.named:
             out["named"] = True
+            out["fusion"]["name"] = {"kind": self.name_kind, "term": _num(self.name_term)}
+        if self.vector_weight is not None:
+            out["fusion"]["weights"] = {
+                "vector": _num(self.vector_weight),
+                **{leg: _num(w) for leg, w in self.lexical_shares},
+            }
         if self.merged_parts is not None:
             out["fusion"]["merged_parts"] = list(self.merged_parts)
         scales = {
@@ -294,6 +334,9 @@ class HitTrace:
             out["fusion"]["scales"] = scales
         if self.rerank_score is not None:
             out["rerank"] = {"score": _num(self.rerank_score), "rank": self.rerank_rank, "blend": self.rerank_blend}
+            if self.rerank_z is not None:
+                out["rerank"]["rerank_z"] = _num(self.rerank_z)
+                out["rerank"]["fused_z"] = _num(self.fused_z)
         if self.mmr is not None:
             m = self.mmr
             out["mmr"] = {
@@ -420,6 +463,139 @@ class SearchResponse:
     def to_json(self) -> str:
         """groove's response shape (§D.9), pretty-printed like serde_json."""
         return json_text(self.to_dict())
+
+
+# ---------------------------------------------------------------- why a note is (not) on the page
+
+# Where a note's walk through the pipeline ended, furthest last. "shown" and "merged" mean it is on the page.
+WHY_VERDICTS = (
+    "not_indexed",  # the index holds no text for it (skipped, emptied, or not indexed yet)
+    "filtered",  # a filter dropped it (path, tags, date, category, topic)
+    "quality",  # the quality filter: its score under min_quality
+    "excluded",  # an exclusion term of the query matches it
+    "not_matched",  # no leg found it: no full-text leg matched, and no vector to compare
+    "below_pool",  # legs matched it, but below each leg's candidate pool
+    "below_page",  # fused, below the last hit of the page
+    "reranker",  # on the fused page, moved off by the reranker
+    "mmr",  # on the fused page, moved off by MMR
+    "merged",  # on the page inside another hit (the parent retriever's expansion)
+    "shown",  # on the page
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LegStanding:
+    """Where one retrieval leg put the note: whether it matched, its rank among the rows the leg keeps
+    (after filters and exclusions; None when it was not worked out), the leg's pool for this page, the
+    raw score, and for a full-text leg the query words or phrases the note lacks."""
+
+    leg: str  # vector, fts, bigram, word or name
+    matched: bool
+    rank: int | None
+    pool: int
+    raw: float | None = None  # bm25, or the L2 distance for the vector leg
+    missing: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def in_pool(self) -> bool:
+        return self.matched and self.rank is not None and self.rank <= self.pool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "leg": self.leg,
+            "matched": self.matched,
+            "rank": self.rank,
+            "pool": self.pool,
+            "raw": _num(self.raw),
+            "missing": list(self.missing),
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WhyStep:
+    """One stage of the walk: whether the note got past it, and what happened there."""
+
+    stage: str
+    passed: bool
+    summary: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "passed": self.passed, "summary": self.summary}
+
+
+@dataclass(frozen=True, slots=True)
+class WhyFix:
+    """One setting change that puts the note on the page, found by running the search with it."""
+
+    setting: str  # limit, mmr_lambda, a fusion weight, rerank_pool, reranker
+    value: Any
+    rank: int  # where the note then shows
+
+    def text(self) -> str:
+        return f"{self.setting} = {self.value} shows it at #{self.rank}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "value": self.value, "rank": self.rank}
+
+
+@dataclass(frozen=True, slots=True)
+class WhyReport:
+    """Why a note (or one of its sections) is, or is not, on the page for a query: the walk through the
+    pipeline up to where it fell out, each leg's standing, its fused score against the last shown hit's,
+    and the single setting changes that would bring it in."""
+
+    query: str
+    path: str
+    heading: str | None  # the section asked about; None for the whole note
+    verdict: str  # one of WHY_VERDICTS
+    summary: str  # one sentence saying where it fell out, and by what
+    steps: tuple[WhyStep, ...]
+    legs: tuple[LegStanding, ...] = ()
+    section: str | None = None  # the heading of the section examined (the note's furthest)
+    line: int | None = None
+    fused_rank: int | None = None
+    fused_score: float | None = None
+    fused_terms: tuple[tuple[str, float], ...] = ()
+    last_shown: tuple[int, float, tuple[tuple[str, float], ...]] | None = None  # rank, score, terms
+    shown_rank: int | None = None  # on the page: its rank (merged: the rank of the hit holding it)
+    by: str | None = None  # what moved it off or holds it: "#3 path" for MMR and the parent retriever
+    fixes: tuple[WhyFix, ...] = ()
+
+    @property
+    def on_page(self) -> bool:
+        return self.verdict in ("shown", "merged")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "path": self.path,
+            "heading": self.heading,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "section": self.section,
+            "line": self.line,
+            "steps": [s.to_dict() for s in self.steps],
+            "legs": [leg.to_dict() for leg in self.legs],
+            "fused": None
+            if self.fused_rank is None
+            else {
+                "rank": self.fused_rank,
+                "score": _num(self.fused_score),
+                "terms": {leg: _num(v) for leg, v in self.fused_terms},
+            },
+            "last_shown": None
+            if self.last_shown is None
+            else {
+                "rank": self.last_shown[0],
+                "score": _num(self.last_shown[1]),
+                "terms": {leg: _num(v) for leg, v in self.last_shown[2]},
+            },
+            "shown_rank": self.shown_rank,
+            "by": self.by,
+            "fixes": [f.to_dict() for f in self.fixes],
+        }
 
 
 # An embedding model, as the indexer and the searcher use it (the backends live in engine.models.embedders).

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from groove_tui.engine.index.throughput import format_rate
-from groove_tui.engine.types import FileIssue, Hit, HitTrace, IndexReport, SearchResponse, Span
+from groove_tui.engine.types import FileIssue, Hit, HitTrace, IndexReport, SearchResponse, Span, WhyReport
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 BOLD_MATCH = "\x1b[1;33m"
@@ -186,43 +186,90 @@ def scale_text(reads: str, scale: tuple[float, float]) -> str:
 
 
 def _trace_line(t: HitTrace) -> str:
-    parts = [
-        f"vector #{t.vector_rank} d={t.vector_distance:.4f}"
-        if t.vector_rank
-        else "vector pending (full-text reading)"
-        if t.vector_imputed
-        else "vector —",
-        f"fts #{t.fts_rank} bm25={t.fts_bm25:.3f}" if t.fts_rank else "fts —",
-        f"{t.fusion} {t.rrf_vector or 0:.5f}+{t.rrf_fts or 0:.5f}={t.rrf_score or 0:.5f}",
+    legs = [
+        ("vector", True, t.vector_rank, f"d={t.vector_distance:.4f}" if t.vector_distance is not None else ""),
+        ("fts", True, t.fts_rank, f"bm25={t.fts_bm25:.3f}" if t.fts_bm25 is not None else ""),
+        # Extra full-text legs: a CJK query's bigram leg (docs/groove-compatibility.md, 6), the word leg.
+        ("bigram", t.bigram_leg, t.bigram_rank, f"bm25={t.bigram_bm25:.3f}" if t.bigram_bm25 is not None else ""),
+        ("word", t.word_leg, t.word_rank, f"bm25={t.word_bm25:.3f}" if t.word_bm25 is not None else ""),
     ]
-    # Extra full-text legs: a CJK query's bigram leg (docs/groove-compatibility.md, 6), the word leg.
-    extra = [
-        (name, rank, bm25, term)
-        for name, on, rank, bm25, term in (
-            ("bigram", t.bigram_leg, t.bigram_rank, t.bigram_bm25, t.rrf_bigram),
-            ("word", t.word_leg, t.word_rank, t.word_bm25, t.rrf_word),
-        )
-        if on
-    ]
-    if extra:
-        terms = "+".join(f"{x or 0:.5f}" for x in (t.rrf_vector, t.rrf_fts, *(term for *_, term in extra)))
-        parts[2:3] = [
-            *(f"{name} #{rank} bm25={bm25:.3f}" if rank else f"{name} —" for name, rank, bm25, _ in extra),
-            f"{t.fusion} {terms}={t.rrf_score or 0:.5f}",
-        ]
+    parts = []
+    for name, ran, rank, raw in legs:
+        if not ran:
+            continue
+        if rank:
+            parts.append(f"{name} #{rank} {raw}")
+        elif name == "vector" and t.vector_imputed:
+            parts.append("vector pending (full-text reading)")
+        else:
+            parts.append(f"{name} —")
+    if t.named:
+        parts.append(f"name: the query is its {t.name_kind or 'heading'}")
+    # The terms in the order fusion adds them, so the line reads as the sum that makes the score.
+    terms = "+".join(f"{leg} {value:.5f}" for leg, value in t.fusion_terms())
+    parts.append(f"{t.fusion} {terms or '0'}={t.rrf_score or 0:.5f}")
     if t.merged_parts:
         parts.append("parts " + ",".join(str(p) for p in t.merged_parts) + " merged")
-    if t.named:
-        parts.append("named: the query is its heading or title, ranked first")
     if t.rerank_score is not None:
-        blend = f", blend {t.rerank_blend:g}" if t.rerank_blend is not None and t.rerank_blend < 1 else ""
-        parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank}{blend})")
+        if t.rerank_z is not None and t.rerank_blend is not None:
+            b = t.rerank_blend
+            parts.append(
+                f"rerank {t.rerank_score:.3f} (#{t.rerank_rank}): {b:g}×z {t.rerank_z:.3f} + {1 - b:g}×fused z "
+                f"{t.fused_z:.3f}"
+            )
+        else:
+            parts.append(f"rerank {t.rerank_score:.3f} (#{t.rerank_rank})")
     if t.mmr is not None:
         m = t.mmr
         parts.append(f"mmr pick {m.pick}: rel {m.relevance:.3f} sim {m.max_similarity:.3f} pen {m.penalty:.2f}")
     if t.parent:
         parts.append(f"parent: {t.parent}")
     return "explain: " + " | ".join(parts)
+
+
+# What each verdict says first, in the walk's headline.
+WHY_HEADLINES = {
+    "shown": "on the page",
+    "merged": "on the page, inside another hit",
+    "not_indexed": "not in the index",
+    "filtered": "excluded by a filter",
+    "quality": "dropped by the quality filter",
+    "excluded": "excluded by an exclusion term",
+    "not_matched": "not matched by any leg",
+    "below_pool": "below every leg's candidate pool",
+    "below_page": "fused below the page",
+    "reranker": "moved off the page by the reranker",
+    "mmr": "moved off the page by MMR",
+}
+
+
+def format_why(report: WhyReport, *, color: bool) -> str:
+    """`search --why`: the headline, the walk stage by stage (✓ passed, ✗ where it fell out), each leg's
+    standing, and the setting changes that would bring the note in."""
+    bold, dim, reset = ("\x1b[1m", DIM, RESET) if color else ("", "", "")
+    target = escape_name(report.path) + (f" # {escape_name(report.heading)}" if report.heading else "")
+    lines = [f"{bold}{target}: {WHY_HEADLINES.get(report.verdict, report.verdict)}{reset}"]
+    lines.append(f"  {sanitize(report.summary)}")
+    if report.section and not report.heading:
+        lines.append(f"{dim}  section examined: {escape_name(report.section)} (line {report.line}){reset}")
+    lines.append("")
+    for step in report.steps:
+        mark = "✓" if step.passed else "✗"
+        lines.append(f"  {mark} {step.stage:<11} {sanitize(step.summary)}")
+    if report.fused_rank is not None and report.verdict not in ("shown", "merged"):
+        terms = " + ".join(f"{leg} {v:.4f}" for leg, v in report.fused_terms)
+        lines.append(f"{dim}  fused       #{report.fused_rank} {report.fused_score or 0:.4f} = {terms}{reset}")
+        if report.last_shown is not None:
+            rank, score, last_terms = report.last_shown
+            shown = " + ".join(f"{leg} {v:.4f}" for leg, v in last_terms)
+            lines.append(f"{dim}  last shown  #{rank} {score:.4f} = {shown}{reset}")
+    if report.fixes:
+        lines.append("")
+        lines.append("  what would bring it in: " + "; ".join(f.text() for f in report.fixes))
+    elif report.verdict in ("below_pool", "below_page", "reranker", "mmr"):
+        lines.append("")
+        lines.append("  what would bring it in: no single setting change tried (limit, λ, a weight, the pool) does")
+    return "\n".join(lines) + "\n"
 
 
 def format_index_report(r: IndexReport) -> str:

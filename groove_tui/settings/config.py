@@ -115,9 +115,15 @@ class FusionConfig:
     vector_weight: float = 1.0
     """Multiplies the vector leg's fusion terms (ours; 1.0 = groove)."""
     fts_weight: float = 1.0
-    """Multiplies the full-text leg's fusion terms (ours; 1.0 = groove)."""
+    """Multiplies the full-text family's term: the trigram (or bigram) and word legs' readings combined
+    into one, so full text votes once however many of its legs run (ours; 1.0 = groove)."""
+    trigram_weight: float = 1.0
+    """The character leg's (trigram, or bigram for CJK) share inside the full-text family (ours)."""
     word_weight: float = 1.0
-    """Multiplies the word leg's fusion terms (ours; the leg runs with `[search] word_leg`)."""
+    """The word leg's share inside the full-text family (ours; the leg runs with `[search] word_leg`)."""
+    name_weight: float = 1.0
+    """A section whose heading, or whose note's title, equals the query earns a term worth what topping
+    every family earns, times this (ours; with `[search] heading_first`; 0 = no name term)."""
 
     def is_groove(self) -> bool:
         """groove's fusion: RRF with its defaults and no per-leg weights."""
@@ -159,8 +165,8 @@ class SearchConfig:
     """Also match whole words, stemmed (ours: the `fts_words` side table, fused as a third full-text leg;
     false: groove's trigram leg alone)."""
     heading_first: bool = True
-    """A query equal to a section's heading or a note's title ranks that section first (false: groove's
-    ranking, where the section competes on its scores alone)."""
+    """A query equal to a section's heading or a note's title earns that section a name term in fusion
+    (`[search.fusion] name_weight`; false: groove's ranking, where the section competes on its legs alone)."""
     fusion: FusionConfig = field(default_factory=FusionConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)
     parent_retriever: ParentConfig = field(default_factory=ParentConfig)
@@ -522,7 +528,9 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
                 ("bm25_content_weight", 1.0),
                 ("vector_weight", 1.0),
                 ("fts_weight", 1.0),
+                ("trigram_weight", 1.0),
                 ("word_weight", 1.0),
+                ("name_weight", 1.0),
             )
         },
     )
@@ -530,6 +538,11 @@ def _parse_search(s: dict[str, Any]) -> SearchConfig:
         raise ConfigError("search.fusion.bm25_*_weight are all 0: at least one column weight must be > 0")
     if fusion.vector_weight == fusion.fts_weight == 0:
         raise ConfigError("search.fusion.vector_weight and fts_weight are both 0: at least one must be > 0")
+    if fusion.fts_weight > 0 and fusion.trigram_weight == fusion.word_weight == 0:
+        raise ConfigError(
+            "search.fusion.trigram_weight and word_weight are both 0 while fts_weight > 0: "
+            "at least one must be > 0 (or set fts_weight = 0)"
+        )
 
     m = _table(s, "mmr", "search.")
     _take(m, "search.mmr", {"enabled", "lambda", "same_doc_penalty"})

@@ -124,7 +124,9 @@ def fragment(config: Config, *, title: str = "ranking settings written by groove
         _line("bm25_content_weight", f.bm25_content_weight),
         _line("vector_weight", f.vector_weight, True),
         _line("fts_weight", f.fts_weight, True),
+        _line("trigram_weight", f.trigram_weight, True),
         _line("word_weight", f.word_weight, True),
+        _line("name_weight", f.name_weight, True),
     ]
     out += [
         "",

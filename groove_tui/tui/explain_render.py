@@ -100,17 +100,21 @@ def explain_text(
             if tr.word_leg:  # whole words, stemmed ([search] word_leg)
                 row("word rank", _rank(tr.word_rank))
                 row("word bm25", _num(tr.word_bm25))
+            if tr.named:  # the name lookup: a leg of its own
+                row("name", f"the query is this section's {tr.name_kind or 'heading'}")
             head("3 · Fusion: " + FUSION_HEADINGS.get(tr.fusion, tr.fusion))
-            row(
-                "vector term",
-                _num(tr.rrf_vector, 6)
-                + ("  (no vector yet: its full-text reading stands in)" if tr.vector_imputed else ""),
-            )
-            row("fts term", _num(tr.rrf_fts, 6))
-            if tr.bigram_leg:
-                row("bigram term", _num(tr.rrf_bigram, 6))
-            if tr.word_leg:
-                row("word term", _num(tr.rrf_word, 6))
+            shares = dict(tr.lexical_shares)
+            weights = {"vector": tr.vector_weight, **shares}
+            for leg, value in tr.fusion_terms():  # the terms in the order they are added: they sum to the score
+                weight = weights.get(leg)
+                note = f"  (weight {weight:.3g})" if weight is not None else ""
+                if leg == "vector" and tr.vector_imputed:
+                    note += "  (no vector yet: its full-text reading stands in)"
+                if leg == "name":
+                    note = "  (what topping every family earns × name_weight)"
+                row(f"{leg} term", _num(value, 6) + note)
+            if len(shares) > 1:  # the full-text legs vote once, as a family
+                row("full-text family", " + ".join(f"{leg} {w:.3g}" for leg, w in shares.items()) + " of fts_weight")
             if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
                 row(
                     "vector share",
@@ -124,16 +128,19 @@ def explain_text(
                     row(f"{leg} scale", scale_text(reads, scale))
             if tr.merged_parts:  # parts of a split section fused as this one hit ([search] merge_parts)
                 row("merged parts", ", ".join(str(p) for p in tr.merged_parts))
-            if tr.named:
-                row("named", "the query is this section's heading or its note's title: ranked first")
             head("4 · Reranker")
             if tr.rerank_score is None:
                 row("", "off (not run)")
             else:
                 row("score", _num(tr.rerank_score))
                 row("rank", _rank(tr.rerank_rank))
-                if tr.rerank_blend is not None and tr.rerank_blend < 1:
-                    row("blend", f"{tr.rerank_blend:g} × cross-encoder + {1 - tr.rerank_blend:g} × fused (z-scored)")
+                if tr.rerank_blend is not None and tr.rerank_z is not None and tr.fused_z is not None:
+                    b = tr.rerank_blend
+                    row(
+                        "blend",
+                        f"{b:g} × z {tr.rerank_z:.4f} (cross-encoder) + {1 - b:g} × z {tr.fused_z:.4f} (fused) "
+                        f"= {b * tr.rerank_z + (1 - b) * tr.fused_z:.4f}",
+                    )
             head("5 · MMR")
             if tr.mmr is None:
                 row("", "off (not run)")

@@ -378,19 +378,39 @@ class DocFilter:
         quality: float,
     ) -> bool:
         """One candidate row: cheap checks first, the globs last."""
+        return self.rejection(path, tags, date, category, topic, quality) is None
+
+    def rejection(
+        self,
+        path: str,
+        tags: Sequence[str],
+        date: str | None,
+        category: str | None,
+        topic: str | None,
+        quality: float,
+    ) -> tuple[str, str] | None:
+        """The first filter that drops a row, as (its key, why), or None when every filter passes."""
         if self.min_quality > 0 and _f32(quality) < self.min_quality:
-            return False
+            return "min_quality", f"quality score {_f32(quality):.3f} < min_quality {self.min_quality:.3f}"
         if self.category is not None and category != self.category:
-            return False
+            return "category", f"category {category!r} is not {self.category!r}"
         if self.topic is not None and topic != self.topic:
-            return False
+            return "topic", f"topic {topic!r} is not {self.topic!r}"
         if not self._date_ok(date):
-            return False
+            bounds = " and ".join(
+                f"{word} {value}" for word, value in (("from", self.date_from), ("to", self.date_to)) if value
+            )
+            early = date is None or (self.date_from is not None and date < self.date_from)
+            key = "date_from" if early and self.date_from is not None else "date_to"
+            return key, f"date {date or 'none'} is outside {bounds}"
         if self.tags_any and not any(t in tags for t in self.tags_any):
-            return False
+            return "tags_any", f"tags {list(tags)} hold none of {list(self.tags_any)}"
         if self.tags_all and not all(t in tags for t in self.tags_all):
-            return False
-        return self.matcher is None or self.matcher.matches(path)
+            missing = [t for t in self.tags_all if t not in tags]
+            return "tags_all", f"tags {list(tags)} lack {missing}"
+        if self.matcher is not None and not self.matcher.matches(path):
+            return "path_globs", f"{path} matches none of {list(self.path_globs)}"
+        return None
 
     def _date_ok(self, date: str | None) -> bool:
         if self.date_from is None and self.date_to is None:

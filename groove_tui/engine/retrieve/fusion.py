@@ -84,14 +84,16 @@ def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple
 
 
 def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
-    """The score a hit earns by sitting at the top of every leg's normal range (1 per leg, times its
-    weight), counting only the legs that returned candidates."""
-    return (
-        fusion.vector_weight * legs.vector_share * bool(legs.vector)
-        + fusion.fts_weight * bool(legs.fts)
-        + fusion.fts_weight * bool(legs.bigram)
-        + fusion.word_weight * bool(legs.word)
-    )
+    """The score a hit earns by sitting at the top of every family's normal range: 1 for the vector leg
+    and 1 for the full-text family, each times its weight, counting only what returned candidates."""
+    lexical = bool(legs.fts) or bool(legs.bigram) or bool(legs.word)
+    return fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * lexical
+
+
+def _top_term(method: str, rrf_k: float) -> np.float32:
+    """What the first candidate of a leg reads before its weight: 1 under the score fusions (the top of
+    the window), 1/(k + 1) under RRF."""
+    return F32(1.0) / (F32(rrf_k) + F32(1.0)) if method == "rrf" else F32(1.0)
 
 
 def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
@@ -116,6 +118,26 @@ def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
     return bool(F32(arr.max() / mean) < F32(ratio))
 
 
+# The legs in the order their terms are summed (the order explain lists them in): the vector leg, the
+# full-text family (character legs, then words), then the name term.
+LEXICAL_LEGS = ("fts", "bigram", "word")
+TERM_ORDER = ("vector", *LEXICAL_LEGS, "name")
+_RAW_NAME = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25", "word": "word_bm25"}
+
+
+def lexical_shares(legs: Legs, fusion: FusionConfig) -> dict[str, np.float32]:
+    """Each full-text leg's weight inside the family: `fts_weight` split by the legs' sub-weights
+    (`trigram_weight` for the character leg, trigram or bigram; `word_weight`), over the legs that
+    returned candidates. The family's term is then the weighted mean of its legs' readings times
+    `fts_weight`: however many full-text legs run, lexical evidence votes once."""
+    sub = {"fts": F32(fusion.trigram_weight), "bigram": F32(fusion.trigram_weight), "word": F32(fusion.word_weight)}
+    ran = [name for name, leg in (("fts", legs.fts), ("bigram", legs.bigram), ("word", legs.word)) if leg]
+    total = F32(sum((sub[n] for n in ran), F32(0.0)))
+    if not total > 0:
+        return dict.fromkeys(ran, F32(0.0))
+    return {n: F32(F32(fusion.fts_weight) * sub[n] / total) for n in ran}
+
+
 def fuse(
     legs: Legs,
     fusion: FusionConfig,
@@ -125,84 +147,100 @@ def fuse(
     bigram_leg: bool = False,
     method: str = "rrf",
     word_leg: bool = False,
+    named: Sequence[tuple[int, CandidateRow]] = (),
 ) -> list[_Candidate]:
-    """Combine the legs into one ranking (ties by path and position; the vector term is added first).
+    """Combine the legs into one ranking, best score first (ties by path and position).
 
-    "rrf" is groove's reciprocal rank fusion in f32 (§D.6). The score methods (ours) let a leg that is
-    far more sure of its first hit than of its second say so, where RRF only sees ranks: each sums the
-    legs' scores normalised over their top SCORE_WINDOW candidates (clamped at 0 below). "dbsf"
-    (distribution-based) maps mean ± 3 standard deviations of the window to 0..1; "relative" maps
-    the window's min..max to 0..1, so one outlier at either end squeezes the rest. The bigram
-    leg is a full-text leg: it carries the full-text weight and its term comes after the trigram leg's;
-    the word leg carries its own weight and comes last.
+    Each leg's candidates earn a term: "rrf" is groove's reciprocal rank fusion in f32 (§D.6); the score
+    methods (ours) let a leg that is far more sure of its first hit than of its second say so, where RRF
+    only sees ranks: "dbsf" (distribution-based) maps the mean ± 3 standard deviations of a leg's first
+    SCORE_WINDOW scores to 0..1, "relative" their min..max (clamped at 0 below). The legs fuse as two
+    families: the vector leg at `vector_weight`, and the full-text legs (trigram or bigram, and words) as
+    one lexical reading at `fts_weight` (`lexical_shares`), so that two full-text legs agreeing on a wrong
+    note do not outvote the vector leg twice over. A section named by the query (`named`: its heading or
+    its note's title equals the query) earns a name term worth what topping every family earns, times
+    `name_weight`. A hit's score is the sum of its terms in TERM_ORDER; a candidate that earned nothing
+    is not a result.
     With `[search] merge_parts` (ours) the parts of a section split at the size cap fuse as one
     candidate, as groove's unsplit chunk would: each leg ranks sections by their best part, and the
     part the legs liked best stands for the section. Without split sections this changes nothing."""
     f = fusion
     rows = legs.rows
-    scores: dict[FuseKey, np.float32] = {}
+    if named:
+        rows = dict(rows)
+        for _, row in named:
+            rows.setdefault(row.chunk_id, row)
+    terms_of: dict[FuseKey, dict[str, np.float32]] = {}
     traces: dict[FuseKey, dict[str, Any]] = {}
     part_scores: dict[int, np.float32] = {}  # merge: each part's own score, to pick the section's face
-    ties: dict[FuseKey, np.float32] = {}
     scales: dict[str, tuple[float, float] | None] = {}  # explain: each leg's score-fusion scale
-    stand_in: dict[FuseKey, tuple[np.float32, np.float32 | None]] = {}  # no vector yet: full-text reading
-    seen_by_vector: set[FuseKey] = set()
-    raw_name = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25", "word": "word_bm25"}
-    wv, wf, ww = F32(f.vector_weight), F32(f.fts_weight), F32(f.word_weight)
+    awaiting_vector: set[FuseKey] = set()  # found by full text, no vector yet
+    wv = F32(f.vector_weight)
     if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
         wv = F32(wv * F32(legs.vector_share))
-    for leg, weight, name in (
-        (legs.vector, wv, "vector"),
-        (legs.fts, wf, "fts"),
-        (legs.bigram, wf, "bigram"),
-        (legs.word, ww, "word"),
+    shares = lexical_shares(legs, f)
+    for name, leg, weight in (
+        ("vector", legs.vector, wv),
+        ("fts", legs.fts, shares.get("fts", F32(0.0))),
+        ("bigram", legs.bigram, shares.get("bigram", F32(0.0))),
+        ("word", legs.word, shares.get("word", F32(0.0))),
     ):
+        if not leg:
+            continue
+        vector = name == "vector"
         leg = _ties_by_place(leg, rows)
         if merge:
-            for cid, term in zip(
-                (c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, name == "vector"), strict=True
-            ):
+            for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, vector), strict=True):
                 part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
             leg = _best_part_per_section(leg, rows)
-        # Score fusions tie at 0 below every leg's window: the RRF terms then decide the order.
-        rrf_terms = _terms("rrf", leg, weight, f.rrf_k) if method != "rrf" else None
-        terms = _terms(method, leg, weight, f.rrf_k, name == "vector")
+        terms = _terms(method, leg, weight, f.rrf_k, vector)
         if explain:
-            scales[f"{name}_scale"] = _scale(method, leg, name == "vector")
+            scales[f"{name}_scale"] = _scale(method, leg, vector)
         for rank, ((cid, raw), term) in enumerate(zip(leg, terms, strict=True)):
             key = _section(rows[cid]) if merge else cid
-            scores[key] = scores.get(key, F32(0.0)) + term
-            if name == "vector":
-                seen_by_vector.add(key)
-            elif cid in legs.unembedded and weight > 0:  # the leg's reading on its own 0..1 scale
-                reading = F32(term / weight)
-                if reading > stand_in.get(key, (F32(-1.0),))[0]:
-                    stand_in[key] = (reading, rrf_terms[rank] / weight if rrf_terms is not None else None)
-            if rrf_terms is not None:
-                ties[key] = ties.get(key, F32(0.0)) + rrf_terms[rank]
+            terms_of.setdefault(key, {})[name] = term
+            if not vector and cid in legs.unembedded:
+                awaiting_vector.add(key)
             if explain:
                 tr = traces.setdefault(key, {})
                 tr[f"{name}_rank"] = rank + 1
-                tr[raw_name[name]] = float(raw)
-                tr[f"rrf_{name}"] = float(term)
+                tr[_RAW_NAME[name]] = float(raw)
     # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
     # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
-    # leg has not looked, take it to agree with the full text: the candidate's best full-text reading
-    # stands in for its vector reading. Unembedded candidates then keep the full-text order among
-    # themselves and meet embedded ones on equal terms. The leg's weight still follows the share of
-    # the full-text candidates it has seen: the nearest of a small sample read far above the leg's
-    # window and would outvote the full text on the few chunks embedded first. Nothing is imputed or
-    # scaled once every chunk has a vector.
-    for key, (reading, rrf_reading) in stand_in.items():
-        if key in seen_by_vector:  # merged parts: another part of the section has a vector term
-            continue
-        term = F32(wv * reading)
-        scores[key] = scores[key] + term
-        if rrf_reading is not None:
-            ties[key] = ties.get(key, F32(0.0)) + F32(wv * rrf_reading)
-        if explain:
-            traces.setdefault(key, {})["rrf_vector"] = float(term)
-            traces[key]["vector_imputed"] = True
+    # leg has not looked, take it to agree with the full text: the candidate's lexical reading (its
+    # family term over `fts_weight`) stands in for its vector reading. Unembedded candidates then keep
+    # the full-text order among themselves and meet embedded ones on equal terms. The leg's weight
+    # still follows the share of the full-text candidates it has seen: the nearest of a small sample
+    # read far above the leg's window and would outvote the full text on the few chunks embedded first.
+    # Nothing is imputed or scaled once every chunk has a vector.
+    if awaiting_vector and f.fts_weight > 0:
+        for key in awaiting_vector:
+            found = terms_of[key]
+            if "vector" in found:  # merged parts: another part of the section has a vector term
+                continue
+            lexical = F32(sum((found[n] for n in LEXICAL_LEGS if n in found), F32(0.0)))
+            found["vector"] = F32(wv * F32(lexical / F32(f.fts_weight)))
+            if explain:
+                traces.setdefault(key, {})["vector_imputed"] = True
+    name_kind: dict[FuseKey, str] = {}
+    if named and f.name_weight > 0:
+        name_term = F32(F32(f.name_weight) * _top_term(method, f.rrf_k) * F32(_fused_weight(legs, f)))
+        for kind, row in sorted(named, key=lambda kr: kr[0]):  # a heading before a title of the same section
+            key = _section(row) if merge else row.chunk_id
+            if key in name_kind:
+                continue
+            name_kind[key] = "heading" if kind == 0 else "title"
+            terms_of.setdefault(key, {})["name"] = name_term
+            if merge:
+                part_scores.setdefault(row.chunk_id, F32(0.0))
+    scores: dict[FuseKey, np.float32] = {}
+    for key, found in terms_of.items():
+        score = F32(0.0)
+        for name in TERM_ORDER:
+            if name in found:
+                score = F32(score + found[name])
+        if score > 0:  # a candidate that earned nothing from any leg is not a result
+            scores[key] = score
     if merge:
         parts: dict[FuseKey, list[int]] = {}
         for cid in part_scores:
@@ -212,22 +250,29 @@ def fuse(
         face = {cid: cid for cid in scores}
     # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
     # index updated in place must rank a tie exactly as a fresh build of the same notes does.
-    order = sorted(
-        scores,
-        key=lambda key: (-scores[key], -ties.get(key, F32(0.0)), rows[face[key]].path, rows[face[key]].chunk_index),
-    )
+    order = sorted(scores, key=lambda key: (-scores[key], rows[face[key]].path, rows[face[key]].chunk_index))
     if size is not None:
         order = order[:size]
     out = []
     for rank, key in enumerate(order):
         trace = traces.get(key, {})
         if explain:
+            found = terms_of[key]
+            for name in ("vector", *LEXICAL_LEGS):
+                if name in found:
+                    trace[f"rrf_{name}"] = float(found[name])
             trace.update(scales)  # the legs' scales, also for a hit a leg did not find
             trace["fusion"] = method
             trace["rrf_score"] = float(scores[key])
             trace["rrf_rank"] = rank + 1
             trace["bigram_leg"] = bigram_leg
             trace["word_leg"] = word_leg
+            trace["vector_weight"] = float(wv)
+            trace["lexical_shares"] = tuple((n, float(w)) for n, w in shares.items())
+            if key in name_kind:
+                trace["named"] = True
+                trace["name_kind"] = name_kind[key]
+                trace["name_term"] = float(found["name"])
             if legs.vector_share < 1.0:
                 trace["vector_share"] = legs.vector_share
             if merge and len(parts[key]) > 1:

@@ -1,18 +1,18 @@
 """Named sections: a query that is a section's heading or a note's title asks for that section, so it is
-looked up in the index and pinned first (`heading_key` says how headings, titles and queries compare)."""
+looked up in the index and earns a name term in fusion (`fusion.fuse`; `heading_key` says how headings,
+titles and queries compare)."""
 
 from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import segment
 from groove_tui.engine.analysis.query import ParsedQuery, fts_phrase
 from groove_tui.engine.index.store import CandidateRow, Store
-from groove_tui.engine.retrieve.candidates import _Candidate
 from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.settings.config import Config
 
@@ -48,27 +48,6 @@ def _opening_h1(content: str) -> str:
     return first[2:] if first.startswith("# ") else ""
 
 
-def _pin(items: list[_Candidate], named: Sequence[tuple[int, CandidateRow]]) -> tuple[list[_Candidate], int]:
-    """The named sections first, then the rest in their order. Among the named, headings come before
-    titles, then the better score (the pipeline's own opinion), then path and position; a named section
-    the pool does not hold joins with a score of 0. With merged parts a section is one candidate: the one
-    whose row belongs to the named section stands for it."""
-    by_chunk = {c.row.chunk_id: c for c in items}
-    by_section = {_section(c.row): c for c in items}
-    chosen: dict[int, tuple[int, _Candidate]] = {}
-    for rank, row in named:
-        c = by_chunk.get(row.chunk_id) or by_section.get(_section(row)) or _Candidate(row, 0.0, {})
-        if id(c) not in chosen or rank < chosen[id(c)][0]:
-            chosen[id(c)] = (rank, c)
-    front = [
-        c
-        for _, c in sorted(chosen.values(), key=lambda rc: (rc[0], -rc[1].score, rc[1].row.path, rc[1].row.chunk_index))
-    ]
-    for c in front:
-        c.trace["named"] = True
-    return front + [c for c in items if id(c) not in chosen], len(front)
-
-
 def _section(row: CandidateRow) -> tuple[int, int]:
     """A section's identity: its document and the chunk_index of its part 0."""
     return row.document_id, row.chunk_index - row.part
@@ -87,7 +66,8 @@ def look_up_named(
     H1 it opens with), as `heading_key` compares them. A user who types a heading asks for that
     section; ranking it below passages that merely mention the words is the one answer they know to be
     wrong. The chunks are looked up in the index, so a section no leg ranked high enough is still
-    found. Pure leg runs (`legs` vector or fts) rank by their leg alone."""
+    found: the lookup is a retrieval leg of its own. Pure leg runs (`legs` vector or fts) rank by their
+    leg alone."""
     wanted = heading_key(pq.positive_text)
     if not wanted:
         return ()

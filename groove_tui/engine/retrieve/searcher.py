@@ -36,7 +36,7 @@ from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
 from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, fuse
-from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _pin, _section, heading_key, look_up_named
+from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _section, heading_key, look_up_named
 from groove_tui.engine.retrieve.params import (
     KNN_MAX,
     LIMIT_MAX,
@@ -51,7 +51,7 @@ from groove_tui.engine.retrieve.params import (
 from groove_tui.engine.retrieve.vector_scan import VectorScan
 from groove_tui.engine.stages.mmr import mmr_select_traced
 from groove_tui.engine.stages.parent import ChunkRow, expand_hit
-from groove_tui.engine.stages.rerank import blend_scores
+from groove_tui.engine.stages.rerank import blend_terms
 from groove_tui.engine.stages.spans import match_spans
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, SearchResponse, Span
 from groove_tui.settings.config import Config, check_fusion_method, check_unit
@@ -135,17 +135,7 @@ class Searcher:
         mmr_cfg = self.config.search.mmr
         if not params.mmr and (lam != mmr_cfg.lambda_ or penalty != mmr_cfg.same_doc_penalty):
             log.warning("mmr_lambda / mmr_same_doc_penalty given while MMR is off: ignored")
-        min_quality = self._min_quality(params.min_quality)
-        doc_filter = DocFilter.build(
-            path_globs=params.path_globs,
-            tags_any=params.tags_any,
-            tags_all=params.tags_all,
-            date_from=params.date_from,
-            date_to=params.date_to,
-            category=params.category,
-            topic=params.topic,
-            min_quality=min_quality,
-        )
+        doc_filter = self.doc_filter(params)
         ratio = self._confidence_ratio(params.min_confidence_ratio)
         echo = dict(doc_filter.echo())
         if params.min_confidence_ratio is not None:
@@ -190,12 +180,14 @@ class Searcher:
         try:
             if params.legs not in ("hybrid", "vector", "fts"):
                 raise ParamError(f"legs = {params.legs!r} is invalid: expected hybrid, vector or fts")
-            # Pages are prefixes: the results up to 10 are ranked as for a page of 10, the next up to 20
-            # as for a page of 20 (less those already placed), and so on, so a larger page only adds hits
-            # below the ones a smaller page shows (pools grow with the page, and a deeper pool can reorder
-            # its top). A page of 10 or fewer is exactly groove's ranking for 10.
+            # Pages nest: the results up to 10 are chosen as for a page of 10, the next up to 20 as for
+            # a page of 20 (less those already placed), and so on, so a larger page holds every hit of a
+            # smaller one (pools grow with the page, and a deeper pool can reorder its top). A page of 10
+            # or fewer is exactly groove's ranking for 10. The page is then shown in score order: a hit
+            # only a deeper pool found, with a term from far down a leg, can outscore one placed before it.
             fused: list[_Candidate] = []
-            placed: set[int] = set()
+            placed: set[object] = set()
+            merge = self.config.search.merge_parts
             first: _Ranked | None = None
             t = time.perf_counter()
             named = self._named_sections(pq, doc_filter, params.legs) if self.config.search.heading_first else ()
@@ -224,10 +216,13 @@ class Searcher:
                 for c in ranked.candidates:
                     if len(fused) == min(tier, limit):
                         break
-                    if c.row.chunk_id not in placed:
-                        placed.add(c.row.chunk_id)
+                    unit = _section(c.row) if merge else c.row.chunk_id  # merged parts: one section, once
+                    if unit not in placed:
+                        placed.add(unit)
                         fused.append(c)
             assert first is not None
+            if not params.mmr:  # MMR orders by its picks, and says so (each pick's trace)
+                fused.sort(key=lambda c: -c.score)
             legs, reranked = first.legs, first.reranked
             warnings += first.warnings
             if first.rerank_failed is not None:
@@ -325,6 +320,7 @@ class Searcher:
             bigram_leg=bq is not None and bq.positive_expr is not None,
             method=method,
             word_leg=word_leg,
+            named=named,
         )
         timings["fuse"] = timings.get("fuse", 0.0) + _ms(t)
         _check(cancel)
@@ -347,12 +343,9 @@ class Searcher:
             timings["rerank"] = timings.get("rerank", 0.0) + _ms(t)
             _check(cancel)
 
-        pinned = 0
-        if named:
-            fused, pinned = _pin(fused, named)
         if params.mmr and fused:
             t = time.perf_counter()
-            fused = self._mmr(fused, limit, lam, penalty, pinned)
+            fused = self._mmr(fused, limit, lam, penalty)
             timings["mmr"] = timings.get("mmr", 0.0) + _ms(t)
             _check(cancel)
         return _Ranked(fused[:limit], legs, reranked, failed, warnings)
@@ -396,6 +389,19 @@ class Searcher:
             if reason is not None:
                 return None, f"not reranked: {reason}", False
         return reranker, None, False
+
+    def doc_filter(self, params: SearchParams) -> DocFilter:
+        """The filters of `params` (the quality filter's threshold from the config unless given)."""
+        return DocFilter.build(
+            path_globs=params.path_globs,
+            tags_any=params.tags_any,
+            tags_all=params.tags_all,
+            date_from=params.date_from,
+            date_to=params.date_to,
+            category=params.category,
+            topic=params.topic,
+            min_quality=self._min_quality(params.min_quality),
+        )
 
     def _min_quality(self, value: float | None) -> float:
         # Refused, not clamped or replaced by the default as groove does: a NaN or a -1 is a caller's
@@ -485,8 +491,9 @@ class Searcher:
             rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram, word) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
-        nothing_pending: tuple[float, frozenset[int]] = (1.0, frozenset())
-        share, unembedded = self._vector_share(fts, bigram, word) if vector else nothing_pending
+        # Measured whatever the vector leg returned: with no chunk embedded yet it returns nothing, and
+        # the share is then 0, not "every full-text hit has a vector".
+        share, unembedded = self._vector_share(fts, bigram, word)
         legs = Legs(
             vector=tuple(vector),
             fts=tuple(fts),
@@ -562,11 +569,7 @@ class Searcher:
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
         """Embed the query (cached per text) and run the vector leg, on a pool thread."""
         t = time.perf_counter()
-        vec = self.query_vectors.get(text)
-        if vec is None:
-            with self._embed_lock:  # one query embedding at a time: two panes share the model
-                vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
-            self.query_vectors.put(text, vec)
+        vec = self.query_vector(text)
         embed_ms = _ms(t)
         _check(cancel)
         conn = self.store.conn()
@@ -580,6 +583,15 @@ class Searcher:
         finally:
             if cancel is not None:
                 conn.set_progress_handler(None, 0)
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """The query's embedding, cached per text."""
+        vec = self.query_vectors.get(text)
+        if vec is None:
+            with self._embed_lock:  # one query embedding at a time: two panes share the model
+                vec = np.asarray(self._get_embedder().embed_query(text), dtype=np.float32)
+            self.query_vectors.put(text, vec)
+        return vec
 
     def _word_side(
         self, expr: str, doc_filter: DocFilter, per_leg: int, excluded: frozenset[int], cancel: threading.Event | None
@@ -719,10 +731,11 @@ class Searcher:
         bigram_leg: bool = False,
         method: str = "rrf",
         word_leg: bool = False,
+        named: Sequence[tuple[int, CandidateRow]] = (),
     ) -> list[_Candidate]:
         """The legs fused under this searcher's settings (`fusion.fuse`)."""
         search = self.config.search
-        return fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method, word_leg)
+        return fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method, word_leg, named)
 
     def _rerank(
         self,
@@ -755,29 +768,30 @@ class Searcher:
                 self.rerank_scores.put(
                     (reranker.model_id, max_tokens, query, pool_items[i].row.chunk_id, gen), float(s)
                 )
-        final = blend_scores(cast(list[float], scores), [c.score for c in pool_items], self.config.reranker.blend)
-        order = sorted(range(len(pool_items)), key=lambda i: -final[i])  # stable: ties keep the fused order
+        blend = self.config.reranker.blend
+        blended = blend_terms(cast(list[float], scores), [c.score for c in pool_items], blend)
+        # Ranked by the score the hit will show (f32), so the order and the shown scores agree; equal
+        # scores keep the fused order.
+        final = [F32(b[0]) for b in blended]
+        order = sorted(range(len(pool_items)), key=lambda i: -final[i])
         out = []
         for rank, i in enumerate(order):
             c = pool_items[i]
             c.trace["rerank_score"] = scores[i]
             c.trace["rerank_rank"] = rank + 1
-            c.trace["rerank_blend"] = self.config.reranker.blend
-            out.append(_Candidate(c.row, float(F32(final[i])), c.trace))
+            c.trace["rerank_blend"] = blend
+            c.trace["rerank_z"], c.trace["fused_z"] = blended[i][1], blended[i][2]
+            out.append(_Candidate(c.row, float(final[i]), c.trace))
         return out if keep_all else out[:limit]
 
-    def _mmr(
-        self, items: list[_Candidate], limit: int, lam: float, penalty: float, pinned: int = 0
-    ) -> list[_Candidate]:
+    def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:
         embs = self._embeddings([c.row.chunk_id for c in items])
-        kept = [c for i, c in enumerate(items) if c.row.chunk_id in embs]  # groove drops candidates without a vector
-        pinned = sum(1 for c in items[:pinned] if c.row.chunk_id in embs)
-        items = kept
+        items = [c for c in items if c.row.chunk_id in embs]  # groove drops candidates without a vector
         if not items:
             return []
         matrix = np.stack([embs[c.row.chunk_id] for c in items])
         picks, traces = mmr_select_traced(
-            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty, pinned
+            [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty
         )
         out = []
         for i, tr in zip(picks, traces, strict=True):

@@ -55,12 +55,9 @@ def mmr_select_traced(
     limit: int,
     lambda_: float,
     same_doc_penalty: float,
-    pinned: int = 0,
 ) -> tuple[list[int], list[MMRTrace]]:
-    """Like `mmr_select`, plus the terms of each pick (for explain views).
-
-    The first `pinned` candidates are picked first, in order, whatever their value (a query that names a
-    section's heading puts that section first); the greedy picks after them see them as selected."""
+    """Like `mmr_select`, plus the terms of each pick (for explain views), among them the earlier pick
+    each one is most like: the one that held it back."""
     lam = np.float32(_check_param("mmr_lambda", lambda_))
     penalty = np.float32(_check_param("mmr_same_doc_penalty", same_doc_penalty))
     scores = np.asarray(relevance, dtype=np.float32).reshape(-1)
@@ -79,13 +76,14 @@ def mmr_select_traced(
     taken = np.zeros(n, dtype=bool)
     doc_seen = np.zeros(n, dtype=bool)
     max_sim = np.zeros(n, dtype=np.float32)  # stays 0.0 until the first pick
+    nearest = np.zeros(n, dtype=np.int64)  # the pick (1-based) that gives max_sim
     picks: list[int] = []
     trace: list[MMRTrace] = []
     for step in range(target):
         pen = np.where(doc_seen, penalty, _ZERO)
         values = (lam_rel - one_minus * max_sim) - pen
         values[taken] = -np.inf
-        best = step if step < pinned else int(np.argmax(values))  # first among equal maxima: groove's rule
+        best = int(np.argmax(values))  # first among equal maxima: groove's rule
         picks.append(best)
         trace.append(
             MMRTrace(
@@ -94,11 +92,14 @@ def mmr_select_traced(
                 max_similarity=float(max_sim[best]),
                 penalty=float(pen[best]),
                 value=float(values[best]),
+                most_similar_pick=int(nearest[best]) if step else None,
             )
         )
         taken[best] = True
         doc_seen |= docs == docs[best]
         sims = _cosines_to(emb, norms, best)
+        closer = sims > max_sim if step else np.ones(n, dtype=bool)
+        nearest[closer] = step + 1
         max_sim = sims if step == 0 else np.maximum(max_sim, sims)
     return picks, trace
 

@@ -302,12 +302,21 @@ def blend_scores(rerank: Sequence[float], fused: Sequence[float], weight: float)
     replaces the fused one. Below 1, both are z-scored over the pool and mixed, weight·ce + (1 − weight)·
     fused: a general-purpose cross-encoder and a hybrid first stage make partly different mistakes, so,
     as with the two retrieval legs, their mix ranks better than either alone (docs/evaluation.md)."""
+    return [final for final, _, _ in blend_terms(rerank, fused, weight)]
+
+
+def blend_terms(
+    rerank: Sequence[float], fused: Sequence[float], weight: float
+) -> list[tuple[float, float | None, float | None]]:
+    """Per candidate: the blended score, and the z-scores it was made of (None at weight 1, where the raw
+    cross-encoder score is the score). Explain shows the z-scores, so the score can be recomputed."""
     if weight >= 1.0:
-        return [float(x) for x in rerank]
+        return [(float(x), None, None) for x in rerank]
 
     def z(values: Sequence[float]) -> np.ndarray:
         a = np.asarray(values, dtype=np.float64)
         sd = a.std()
         return (a - a.mean()) / sd if sd > 0 else np.zeros_like(a)
 
-    return [float(x) for x in weight * z(rerank) + (1.0 - weight) * z(fused)]
+    zr, zf = z(rerank), z(fused)
+    return [(float(weight * r + (1.0 - weight) * f), float(r), float(f)) for r, f in zip(zr, zf, strict=True)]
