@@ -353,6 +353,27 @@ def test_unreadable_directories_and_skipped_symlinks_are_reported(tmp_path, monk
         assert "locked/secret.md" in paths
 
 
+def test_a_note_with_a_second_name_is_not_indexed_as_the_server_does_not_read_it(tmp_path):
+    """A hard link (perhaps to a file outside the KB) is skipped with its reason, as a symbolic link is, by a
+    whole run and by an update of its path alone; a note indexed before it got a second name is dropped."""
+    kb = write_kb(tmp_path / "kb", {"a.md": BODY, "b.md": BODY.replace("Fine", "Other")})
+    outside = write_kb(tmp_path / "outside", {"o.md": "# Private\n\nsecret zanzibar words\n"})
+    os.link(outside / "o.md", kb / "linked.md")
+    os.symlink(outside / "o.md", kb / "symlinked.md")
+    with open_engine(kb, tmp_path) as eng:
+        first = eng.index()
+        assert sorted((s.path, s.reason) for s in first.skipped) == [
+            ("linked.md", "a file with more than one name (a hard link): not indexed"),
+            ("symlinked.md", "symbolic link (not followed)"),
+        ]
+        assert first.added == 2 and {h.path for h in eng.search("secret zanzibar").results} <= {"a.md", "b.md"}
+        assert not eng.needs_index()  # a skipped link is no change waiting
+        os.link(kb / "b.md", outside / "b-elsewhere.md")  # b.md now has a second name
+        update = eng.update(["b.md"])
+        assert update.deleted == 1
+        assert {p for (p,) in eng.store.conn().execute("SELECT path FROM documents")} == {"a.md"}
+
+
 # ---------------------------------------------------------------- hostile queries
 
 

@@ -327,6 +327,26 @@ async def test_get_document_answers_grooves_shape(served_kb):
     }
 
 
+async def test_a_hard_link_and_a_symlink_out_of_the_kb_are_neither_searched_nor_read(hostile_kb):
+    """One policy for every tool and the indexer: what get_document refuses is not indexed either, so no
+    search, topic list or resource hands out its text."""
+    _kb, service, server = hostile_kb
+    async with Client(server) as client:
+        found = answer(await client.call_tool("search", {"query": "TOPSECRET token", "include_low_quality": True}))
+        assert "error" in found or all(h["path"] not in ("notes/hard.md", "notes/keys.md") for h in found["results"])
+        for path, refusal in (("notes/hard.md", "hard links"), ("notes/keys.md", "symlinks")):
+            got = await client.call_tool("get_document", {"path": path})
+            assert got.is_error and refusal in answer(got)["error"]
+        rebuilt = answer(await client.call_tool("rebuild_index", {"force": True}))
+        assert rebuilt["skipped"] >= 2
+        topics = (await client.call_tool("list_topics", {})).content[0].text
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        groups = "".join([(await client.read_resource(uri)).contents[0].text for uri in listed])
+    paths = {p for (p,) in service.engine.store.conn().execute("SELECT path FROM documents")}
+    assert "notes/hard.md" not in paths and "notes/keys.md" not in paths
+    assert "TOPSECRET" not in topics and "notes/hard.md" not in groups
+
+
 # ---------------------------------------------------------------- resources
 
 REFUSED_URIS = [
@@ -364,9 +384,8 @@ async def test_the_listing_offers_topic_groups_and_no_oversized_document(hostile
     _kb, _service, server = hostile_kb
     async with Client(server) as client:
         groups = {r.uri: r for r in (await client.list_resources()).resources}
-        assert set(groups) == {
+        assert set(groups) == {  # (notes/ itself holds only what is not offered: big.md, hard.md, keys.md)
             "kb://topic/",
-            "kb://topic/notes",
             "kb://topic/notes/python",
             "kb://topic/notes/rust",
             "kb://topic/%E6%97%A5%E6%9C%AC%E8%AA%9E",

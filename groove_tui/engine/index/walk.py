@@ -113,8 +113,16 @@ def walk_kb(
             rel = rel_root + name
             if ignore is not None and ignore.match_file(rel):
                 continue
-            if os.path.islink(os.path.join(root, name)):
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:  # gone since the folder was listed: reading it says so
+                found.append(rel)
+                continue
+            if stat.S_ISLNK(st.st_mode):
                 note(FileIssue(printable_name(rel), "symbolic link (not followed)"))
+                continue
+            if _is_hard_linked(st):
+                note(FileIssue(printable_name(rel), HARD_LINK_SKIPPED))
                 continue
             found.append(rel)
     found.sort()
@@ -144,6 +152,9 @@ def walk_paths(
             if stat.S_ISLNK(st.st_mode):
                 note(FileIssue(printable_name(rel), "symbolic link (not followed)"))
                 continue
+            if _is_hard_linked(st):
+                note(FileIssue(printable_name(rel), HARD_LINK_SKIPPED))
+                continue
             found.add(rel)
     return sorted(found)
 
@@ -165,6 +176,15 @@ _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISLNK, "a symbolic link"),
 )
+
+
+# A file with a second name may be one outside the KB (a hard link made into it): the server never reads
+# one (get_document, resources), so it is never indexed either, and a search cannot hand out its text.
+HARD_LINK_SKIPPED = "a file with more than one name (a hard link): not indexed"
+
+
+def _is_hard_linked(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 def _is_regular(st: os.stat_result) -> bool:
@@ -195,6 +215,8 @@ def read_file(kb: Path, rel: str) -> DiskFile | FileIssue:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):  # swapped after the check: judge what was opened
                 return _not_regular(rel, st)
+            if _is_hard_linked(st):
+                return FileIssue(rel, HARD_LINK_SKIPPED)
             raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         return FileIssue(rel, f"unreadable: {exc.strerror or exc}")
