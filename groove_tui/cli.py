@@ -484,12 +484,44 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from groove_tui.engine.errors import EngineError
 
+        damaged = _damaged_index(args, exc)
+        if damaged is not None:
+            return _fail(damaged)
         if isinstance(exc, EngineError) or type(exc).__name__ == "ModelUnavailable":
             return _fail(str(exc))
         if isinstance(exc, OSError):  # a file system refusal the engine did not word: still one line
             where = f" ({exc.filename})" if exc.filename else ""
             return _fail(f"{exc.strerror or exc}{where}")
         raise
+
+
+def _damaged_index(args: argparse.Namespace, exc: Exception) -> str | None:
+    """When a command failed on a damaged index: one line that says so and gives the command that builds
+    it again from the KB. SQLite names most damage itself; an unexpected failure of a command over an
+    index is checked against the file (SQLite's quick_check), so damage it read as rows is named too."""
+    from groove_tui.engine import DB_NAME
+    from groove_tui.engine.errors import EngineError, IndexDamaged
+    from groove_tui.engine.index import damage
+    from groove_tui.output.textout import index_command
+    from groove_tui.settings.paths import index_dir_for
+
+    kb = getattr(args, "kb", None)
+    where: object
+    detail: str | None
+    if isinstance(exc, IndexDamaged):
+        where, detail = exc.db_path, exc.detail
+    elif kb is None or (isinstance(exc, EngineError) and not damage.is_damage(exc)):
+        return None
+    else:
+        try:
+            where = db = index_dir_for(Path(kb), getattr(args, "index_dir", None)) / DB_NAME
+        except (OSError, ValueError):
+            return None
+        detail = str(exc).splitlines()[0] if damage.is_damage(exc) else damage.check(db)
+        if detail is None:
+            return None
+    fix = index_command(args, kb, "--force") if kb is not None else "groove-tui index KB --force"
+    return f"the index {where} is damaged ({detail}); the KB is untouched, build the index again from it: {fix}"
 
 
 def _fail(message: str, code: int = 1) -> int:

@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = WATCH_DEBOUNCE_RANGE
         if not lo <= debounce <= hi:
             raise CLIError(f"--debounce-ms {debounce} is invalid: expected an integer in [{lo}, {hi}]")
-    engine = load_engine(args, allow_model_change=args.force)
+    engine = _damaged_set_aside(args) if args.force else None
+    engine = engine or load_engine(args, allow_model_change=args.force)
     with engine:
         bar = ProgressLine(sys.stderr, enabled=not args.quiet and sys.stderr.isatty(), notices=not args.quiet)
         try:
@@ -43,6 +44,30 @@ def run(args: argparse.Namespace) -> int:
         if watch:
             _watch(engine, debounce, True if getattr(args, "polling", None) else None)
     return 0
+
+
+def _damaged_set_aside(args: argparse.Namespace) -> Engine | None:
+    """--force over a damaged index file: the file is moved aside (kept, named `.damaged-<time>`) and the
+    engine opened on a new one, which the run builds from the KB. None when the index is not damaged."""
+    from pathlib import Path
+
+    from groove_tui.engine import DB_NAME
+    from groove_tui.engine.errors import IndexDamaged
+    from groove_tui.engine.index import damage
+    from groove_tui.engine.index.indexer import writer_lock
+    from groove_tui.settings.paths import index_dir_for
+
+    db = index_dir_for(Path(args.kb), args.index_dir) / DB_NAME
+    problem = damage.check(db)  # damage SQLite meets only deep in a table shows here too
+    if problem is None:
+        try:
+            return load_engine(args, allow_model_change=True)
+        except IndexDamaged as exc:
+            problem = exc.detail
+    with writer_lock(db.parent):  # not under an indexer of another process
+        aside = damage.set_aside(db)
+    print(f"the index {db} is damaged ({problem}): moved aside to {aside.name}; building it again", file=sys.stderr)
+    return load_engine(args, allow_model_change=True)
 
 
 def format_watch_event(event: WatchEvent) -> str:

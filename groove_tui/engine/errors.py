@@ -30,6 +30,18 @@ class IndexNotReady(IndexError_):
         self.db_path = db_path
 
 
+class IndexDamaged(IndexError_):
+    """The index file is damaged (SQLite finds it malformed, or not a database). The KB is the source of
+    truth: a forced indexing run moves the file aside and builds the index again (`index/damage.py`)."""
+
+    def __init__(self, db_path: object, detail: str) -> None:
+        super().__init__(
+            f"the index {db_path} is damaged ({detail}); rebuild it from the KB: groove-tui index KB --force"
+        )
+        self.db_path = db_path
+        self.detail = detail
+
+
 class IndexWriteFailed(IndexError_):
     """Writing the index failed part-way (a full disk, an I/O error); every document committed before
     stays searchable, and the next indexing run goes on from there."""

@@ -23,7 +23,7 @@ from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, version_base, words_version
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
-from groove_tui.engine.index import phrase_stats
+from groove_tui.engine.index import damage, phrase_stats
 from groove_tui.engine.index.word_terms import word_rows
 
 SCHEMA_VERSION = "1"
@@ -233,6 +233,8 @@ class Store:
             self.close()
             if "full" in str(exc):  # not a damaged index: no room to create or update its tables
                 raise self.write_error(exc) from None
+            if damage.is_damage(exc):
+                raise damage.damaged(db_path, exc) from exc
             raise IndexError_(f"cannot use the index {db_path}: {exc} (delete it or re-index with --force)") from exc
         try:
             self._init_meta()
@@ -240,6 +242,8 @@ class Store:
             self.close()
             if "full" in str(exc):
                 raise self.write_error(exc) from None
+            if damage.is_damage(exc):
+                raise damage.damaged(db_path, exc) from exc
             raise IndexError_(f"cannot write the index {db_path}: {exc}") from None
 
     def _check_readable(self) -> None:
@@ -251,6 +255,8 @@ class Store:
             version = self.get_meta("schema_version") if "index_meta" in names else None
         except sqlite3.DatabaseError as exc:
             self.close()
+            if damage.is_damage(exc):
+                raise damage.damaged(self.db_path, exc) from exc
             raise IndexError_(
                 f"cannot read the index {self.db_path}: {exc} (delete it or re-index with --force)"
             ) from None
@@ -351,6 +357,8 @@ class Store:
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         except sqlite3.Error as exc:
+            if damage.is_damage(exc):
+                raise damage.damaged(self.db_path, exc) from exc
             raise IndexError_(f"cannot open the index {self.db_path}: {exc}") from exc
         return conn
 
