@@ -126,8 +126,11 @@ def test_misses_listed_with_rank(setup, tmp_path, capsys):
     rc, out, _ = run(capsys, str(kb), "--golden", str(g), "--legs", "fts", "--k", "1", "--limit", "10", "--no-history")
     assert rc == 0
     assert "missed at k=1: 1 of 1 queries" in out
-    assert "notes/python/sqlite.md#sqlite-vec  (rank 4)" in out
-    assert "nowhere.md  (not in the top 10)" in out
+    assert "notes/python/sqlite.md#sqlite-vec  (rank 4; below_k: on the page at #4)" in out
+    assert "nowhere.md  (not in the top 10; not_indexed: no note 'nowhere.md' in the index" in out
+    # The table of where the misses were lost, in pipeline order.
+    table = out[out.index("where the 2 missing entries were lost") :].splitlines()
+    assert table[1].split()[:2] == ["not_indexed", "1"] and table[2].split()[:2] == ["below_k", "1"]
 
 
 def test_json_shape(setup, capsys):
@@ -301,3 +304,25 @@ def test_quality_filter_is_off_in_eval(tmp_path, data_dir):
         outcome = evalrun.evaluate_kb(eng, args, eng.default_params())
     assert "a.md" not in searched  # search applies the quality filter ...
     assert outcome.aggregate.recall_at_k[10] == 1.0  # ... eval does not
+
+
+def test_json_gives_each_query_the_stage_that_lost_each_miss(setup, tmp_path, capsys):
+    kb, _ = setup
+    g = tmp_path / "m.yml"
+    g.write_text(
+        'queries:\n  - id: engines\n    query: "Rust search engines"\n    expected:\n'
+        "      - path: notes/python/sqlite.md\n        heading: sqlite-vec\n"
+        "      - path: nowhere.md\n",
+        encoding="utf-8",
+    )
+    rc, out, _ = run(
+        capsys, str(kb), "--golden", str(g), "--legs", "fts", "--k", "1", "--no-history", "--format", "json"
+    )
+    assert rc == 0
+    data = json.loads(out)
+    misses = data["per_query"][0]["misses"]
+    assert sorted(m["path"] for m in misses) == ["notes/python/sqlite.md", "nowhere.md"]
+    assert next(m["stage"] for m in misses if m["path"] == "nowhere.md") == "not_indexed"
+    stage = next(m["stage"] for m in misses if m["path"] == "notes/python/sqlite.md")
+    assert stage in ("below_pool", "below_page", "not_matched") and all(m["reason"] for m in misses)
+    assert data["misses_by_stage"] == {"not_indexed": 1, stage: 1}

@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from groove_tui.engine.evaluate.history import (
 from groove_tui.engine.evaluate.metrics import (
     K_MAX,
     Aggregate,
+    MissReason,
     QueryResult,
     aggregate,
     eval_limit,
@@ -174,9 +175,11 @@ def run_eval(
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     latencies: list[float] | None = None,
+    explain_misses: bool = True,
 ) -> tuple[tuple[QueryResult, ...], Aggregate, CorpusInfo]:
-    """Search every golden query with `params` inside one read snapshot; per-query results, the means
-    and the corpus the run saw. `latencies` collects each search's total milliseconds."""
+    """Search every golden query with `params` inside one read snapshot; per-query results (with the stage
+    that lost each expected entry missing from the first max(k), `explain_misses`), the means and the
+    corpus the run saw. `latencies` collects each search's total milliseconds."""
     conn = engine.store.conn()
     conn.execute("BEGIN")  # a deferred read transaction: the first read pins the WAL snapshot
     try:
@@ -190,7 +193,10 @@ def run_eval(
             if latencies is not None:
                 latencies.append(resp.timings_ms.get("total", 0.0))
             top = ranked_hits(resp.results)
-            results.append(QueryResult(q, top, evaluate_query(q, top, k_values)))
+            result = QueryResult(q, top, evaluate_query(q, top, k_values))
+            if explain_misses:
+                result = replace(result, misses=miss_reasons(engine, result, params, resp, max(k_values)))
+            results.append(result)
         if progress is not None:
             progress(total, total)
     finally:
@@ -288,6 +294,28 @@ class Miss:
     rank: int | None  # where it was found in the (longer) result list, if at all
 
 
+def miss_reasons(
+    engine: Engine, result: QueryResult, params: SearchParams, resp: Any, k: int
+) -> tuple[MissReason, ...]:
+    """Why each expected entry missing from the first k is missing: the walk of `Engine.why` over the page
+    the query got (no fixes, no ranks below a pool: the stage is what an evaluation counts)."""
+    from groove_tui.engine.errors import UnknownNote
+
+    out = []
+    for m in misses(result, k):
+        target = m.path + (f"#{m.heading}" if m.heading else "")
+        try:
+            report = engine.why(result.query.query, target, params, fixes=False, ranks=False, response=resp)
+        except UnknownNote as exc:
+            out.append(MissReason(m.path, m.heading, "not_indexed", str(exc)))
+            continue
+        verdict = report.verdict
+        if verdict in ("shown", "merged"):  # on the page, below k
+            verdict = "below_k"
+        out.append(MissReason(m.path, m.heading, verdict, report.summary, report.fused_rank))
+    return tuple(out)
+
+
 def misses(result: QueryResult, k: int) -> list[Miss]:
     out = []
     for e in result.query.expected:
@@ -375,12 +403,22 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
             if q.id != q.query[: len(q.id)]:
                 label = f"{q.id}: {label}"
             lines.append(f"  {sanitize(label)}")
+            reasons = {(r.path, r.heading): r for r in missed_result.misses}
             for m in ms:
                 target = m.path + (f"#{m.heading}" if m.heading else "")
                 found = f"rank {m.rank}" if m.rank is not None else f"not in the top {fp.limit}"
-                lines.append(f"      {sanitize(target)}  ({found})")
+                reason = reasons.get((m.path, m.heading))
+                why = f"; {reason.verdict}: {_shorten(reason.summary, 90)}" if reason is not None else ""
+                lines.append(f"      {sanitize(target)}  ({found}{sanitize(why)})")
         if len(missed) > max_misses:
             lines.append(f"  … {len(missed) - max_misses} more (--format json lists every query)")
+        table = miss_table(out.results)
+        if table:
+            total = sum(n for _, n, _ in table)
+            lines.append("")
+            lines.append(f"where the {total} missing entries were lost (the stage each fell out at):")
+            for stage, n, what in table:
+                lines.append(f"  {stage:<12} {n:>5}  {n / total:>4.0%}  {what}")
     lines.append("")
     saved = f"; history {out.history_path}" if out.history_path else "; not recorded (--no-history)"
     lat = out.latency_ms
@@ -389,6 +427,30 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
     if out.history_warning:
         lines.append(f"warning  {out.history_warning}")
     return "\n".join(lines) + "\n"
+
+
+# What each stage a miss can be lost at means, in the order of the pipeline (the eval's table).
+MISS_STAGES = {
+    "not_indexed": "not in the index",
+    "filtered": "a filter dropped it",
+    "quality": "the quality filter dropped it",
+    "excluded": "an exclusion term matches it",
+    "not_matched": "no leg found it",
+    "below_pool": "matched, below every leg's pool",
+    "below_page": "fused below the page",
+    "reranker": "the reranker moved it off",
+    "mmr": "MMR moved it off",
+    "below_k": "on the page, below k",
+}
+
+
+def miss_table(results: Sequence[QueryResult]) -> list[tuple[str, int, str]]:
+    """(stage, count, what it means) for every stage that lost a missing entry, in pipeline order."""
+    counts: dict[str, int] = {}
+    for r in results:
+        for m in r.misses:
+            counts[m.verdict] = counts.get(m.verdict, 0) + 1
+    return [(stage, counts[stage], what) for stage, what in MISS_STAGES.items() if counts.get(stage)]
 
 
 def _shorten(text: str, width: int) -> str:
@@ -414,6 +476,9 @@ def to_json(out: EvalOutcome) -> dict[str, Any]:
             "threshold": cmp.threshold,
             "is_regression": cmp.is_regression,
         }
+    for entry, result in zip(run["per_query"], out.results, strict=True):
+        entry["misses"] = [m.to_json() for m in result.misses]
+    run["misses_by_stage"] = {stage: n for stage, n, _ in miss_table(out.results)}
     run["golden"] = str(out.golden_path)
     run["elapsed_seconds"] = round(out.elapsed_s, 3)
     run["latency_ms"] = out.latency_ms

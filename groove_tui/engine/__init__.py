@@ -110,6 +110,7 @@ class Engine:
         self._embedder_lock = threading.Lock()
         self._searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
         self._variants: dict[Config, Searcher] = {}  # ranking_variant's, by config
+        self._notes: tuple[int, dict[str, tuple[str, ...]]] | None = None  # notes(), by index generation
         self._legs_caches: dict[tuple[Any, ...], LRU[Legs]] = {}  # variants' legs caches, by what the legs fetch
 
     # ------------------------------------------------------------ opening
@@ -402,11 +403,13 @@ class Engine:
         params: SearchParams | None = None,
         *,
         fixes: bool = True,
+        ranks: bool = True,
         response: SearchResponse | None = None,
     ) -> WhyReport:
         """Why the note `target` ("path" or "path#heading") is, or is not, on the page for `query`: where
         it fell out of the pipeline, and the single setting changes that bring it in (`fixes`, each
-        found by running the search). `response`: the page, when the caller has it (explain on).
+        found by running the search), and a leg's rank below its pool (`ranks`). `response`: the page,
+        when the caller has it (explain on).
         Raises UnknownNote, naming the nearest paths, for a note or heading the index does not hold."""
         from groove_tui.engine.retrieve.why import explain_absence
 
@@ -418,12 +421,21 @@ class Engine:
             path,
             heading,
             fixes=fixes,
+            ranks=ranks,
             variant=self.ranking_variant,
             response=response,
         )
 
     def notes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """Every indexed note's path with its section headings, in path order (what a picker offers)."""
+        """Every indexed note's path with its section headings, in path order (what a picker offers).
+        Read once per index generation."""
+        return tuple(self._notes_by_path().items())
+
+    def _notes_by_path(self) -> dict[str, tuple[str, ...]]:
+        generation = self.store.generation()
+        cached = self._notes
+        if cached is not None and cached[0] == generation:
+            return cached[1]
         rows = (
             self.store.conn()
             .execute(
@@ -437,7 +449,9 @@ class Engine:
             headings = out.setdefault(path, [])
             if heading and heading not in headings:
                 headings.append(heading)
-        return tuple((path, tuple(headings)) for path, headings in out.items())
+        notes = {path: tuple(headings) for path, headings in out.items()}
+        self._notes = (generation, notes)
+        return notes
 
     def resolve_note(self, target: str) -> tuple[str, str | None]:
         """`path` or `path#heading` as the index holds it: (path, heading or None). A path given with
@@ -454,7 +468,7 @@ class Engine:
         if candidate.is_absolute():
             with contextlib.suppress(ValueError):  # outside the KB: looked up as given
                 path = candidate.resolve().relative_to(self.kb_path.resolve()).as_posix()
-        notes = dict(self.notes())
+        notes = self._notes_by_path()
         if path not in notes:
             nearest = (
                 tuple(difflib.get_close_matches(path, list(notes), n=3, cutoff=0.5))

@@ -208,6 +208,38 @@ class FakeEngine:
         finally:
             self.finished.append(query)
 
+    def notes(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return tuple((doc.path, ()) for doc in sorted(self.docs, key=lambda d: d.path))
+
+    def why(
+        self, query: str, target: str, params: SearchParams, *, fixes: bool = True, ranks: bool = True, response=None
+    ):
+        """The real walk's shape: on the page, or "below_page" under the page's last hit (count of the
+        query's words in the note, as the fake scores), with a limit that brings it in."""
+        from groove_tui.engine.errors import UnknownNote
+        from groove_tui.engine.types import WhyFix, WhyReport, WhyStep
+
+        path = target.partition("#")[0]
+        doc = next((d for d in self.docs if d.path == path), None)
+        if doc is None:
+            raise UnknownNote(f"no note {path!r} in the index")
+        page = self._search(query, params, None).results
+        rank = next((i for i, h in enumerate(page, 1) if h.path == path), None)
+        if rank is not None:
+            steps = (WhyStep("page", True, f"shown at #{rank}"),)
+            return WhyReport(query, path, None, "shown", f"on the page at #{rank}", steps, shown_rank=rank)
+        include, _ = parse(query)
+        count = sum(doc.content.lower().count(t.lower()) for t in include)
+        deeper = self._search(query, replace(params, limit=1000), None).results
+        place = next((i for i, h in enumerate(deeper, 1) if h.path == path), None)
+        if place is None:
+            steps = (WhyStep("legs", False, f"no match (lacks {', '.join(include)})"),)
+            return WhyReport(query, path, None, "not_matched", "no leg found it", steps)
+        summary = f"fused below the page: #{place} with {count}.0000, under #{len(page)}'s"
+        steps = (WhyStep("fusion", False, summary),)
+        fix = (WhyFix("limit", place, place),) if fixes else ()
+        return WhyReport(query, path, None, "below_page", summary, steps, fused_rank=place, fixes=fix)
+
     def _search(self, query: str, params: SearchParams, cancel: threading.Event | None) -> SearchResponse:
         delay = self.delays.get(query, 0.0)
         end = time.monotonic() + delay

@@ -173,6 +173,24 @@ async def test_wins_and_losses_list_every_query_and_enter_runs_it_in_both_panes(
         assert app.response_queries["left"] == app.response_queries["right"] == first
 
 
+async def test_each_loss_says_which_stage_of_the_right_side_lost_its_note(tmp_path):
+    app = make_app(tmp_path, golden=str(write_golden(tmp_path, GOLDEN)))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _wins_losses(pilot)
+        worsened = [r.query for r in screen.table_data.rows if r.outcome == "worsened"]
+        assert worsened
+        await wait_until(pilot, lambda: all(q in screen.reasons for q in worsened), what="the losses' reasons")
+        await settle(app, pilot)
+        table = screen.query_one("#winloss-table")
+        for r in screen.table_data.rows:
+            cell = str(table.get_cell(r.query, list(table.columns)[4]))
+            if r.outcome == "worsened":
+                stage, _, account = cell.partition(": ")
+                assert stage in ("below_page", "not_matched", "below k") and account
+            else:
+                assert cell == ""
+
+
 async def test_settings_save_as_a_fragment_that_reads_back(tmp_path, monkeypatch):
     """No groove.toml in use: the default target is groove.toml in the user config directory (read when
     no other is found), created there, shown in full before it is written."""

@@ -170,10 +170,32 @@ def evaluate_query(query: GoldenQuery, hits: Sequence[RankedHit], k_values: Sequ
 
 
 @dataclass(frozen=True, slots=True)
+class MissReason:
+    """Why an expected entry missed the first k: the pipeline stage that lost it (a `WHY_VERDICTS`
+    verdict; "shown" and "merged" mean it is on the page below k) and that stage's one-line account."""
+
+    path: str
+    heading: str | None
+    verdict: str
+    summary: str
+    fused_rank: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "heading": self.heading,
+            "stage": self.verdict,
+            "reason": self.summary,
+            "fused_rank": self.fused_rank,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class QueryResult:
     query: GoldenQuery
     top_k: tuple[RankedHit, ...]
     metrics: QueryMetrics
+    misses: tuple[MissReason, ...] = ()  # why each expected entry missing from the first k is missing
 
     def to_json(self, max_k: int | None = None) -> dict[str, Any]:
         top = self.top_k if max_k is None else self.top_k[:max_k]

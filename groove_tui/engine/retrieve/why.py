@@ -71,6 +71,7 @@ def explain_absence(
     heading: str | None = None,
     *,
     fixes: bool = True,
+    ranks: bool = True,
     variant: Variant | None = None,
     response: SearchResponse | None = None,
 ) -> WhyReport:
@@ -78,7 +79,8 @@ def explain_absence(
 
     `response` is the page when the caller already has it (the same query and params, with explain);
     `fixes` tries single setting changes (each a search over the cached legs; `variant` gives the
-    searchers for other fusion weights)."""
+    searchers for other fusion weights); `ranks` works out a note's rank in a leg below its pool (a
+    statement over every match: an evaluation classifying its misses does without)."""
     params = replace(params, explain=True)
     resp = response if response is not None else searcher.search(query, params)
     found = target_rows(searcher, path, heading)
@@ -93,16 +95,17 @@ def explain_absence(
             (WhyStep("index", False, f"no indexed text for {path}" + (f" # {heading}" if heading else "")),),
         )
     target = _Target(found[0], path, heading, found[1])
-    return _Walk(searcher, query, params, target, resp).run(fixes, variant)
+    return _Walk(searcher, query, params, target, resp, ranks).run(fixes, variant)
 
 
 class _Walk:
     """One note's walk through one search."""
 
     def __init__(
-        self, searcher: Searcher, query: str, params: SearchParams, target: _Target, resp: SearchResponse
+        self, searcher: Searcher, query: str, params: SearchParams, target: _Target, resp: SearchResponse, ranks: bool
     ) -> None:
         self.s = searcher
+        self.ranks = ranks
         self.query = query
         self.params = params
         self.target = target
@@ -345,6 +348,8 @@ class _Walk:
             return LegStanding("vector", False, None, per_leg, note="no vector yet: the note is still to be embedded")
         qvec = self.s.query_vector(self.pq.positive_text)
         dist = min(float(np.linalg.norm(v - qvec)) for v in embedded.values())
+        if not self.ranks:
+            return LegStanding("vector", True, None, per_leg, dist, note="below the pool")
         found = self._vector_rank(qvec, dist)
         return LegStanding(
             "vector",
@@ -397,6 +402,8 @@ class _Walk:
             note = "" if missing else "lacks the query's words together as the leg asks for them"
             return LegStanding(name, False, None, per_leg, missing=missing or (), note=note)
         best = min(raw for _, raw in scored)
+        if not self.ranks:
+            return LegStanding(name, True, None, per_leg, float(best), note="below the pool")
         better = [
             cid
             for cid, raw in conn.execute(
