@@ -30,11 +30,16 @@ def test_a_mistyped_serve_is_suggested(cli, tmp_path):
         (["--http", "127.0.0.1:99999"], "--http '127.0.0.1:99999': the port must be a number from 0"),
         (["--http", "[::1"], "unclosed '['"),
         (["--http", "127.0.0.1:3100", "--token", " "], "the bearer token is empty"),
+        (["--http", "0.0.0.0:3100", "--token", "a"], "the bearer token is too short (1 character)"),
+        (["--http", "10.0.0.1:3100", "--token", "x" * 15], "at least 16 characters"),
         (["--debounce-ms", "1"], "--debounce-ms 1 is invalid: expected an integer in [10, 60000]"),
         (["--lambda", "3"], "--lambda"),
     ],
 )
-def test_bad_serve_flags_are_refused_in_one_line_before_anything_is_served(cli, tmp_path, flags, message):
+def test_bad_serve_flags_are_refused_in_one_line_before_anything_is_served(cli, tmp_path, monkeypatch, flags, message):
+    from groove_tui.commands import serve
+
+    monkeypatch.setattr(serve, "_serve", lambda *_a: 0)  # a flag let through is served at once, not waited on
     kb = write_kb(tmp_path / "kb", SAMPLE_KB)
     code, out, err = cli("serve", str(kb), "--model", "hashing", *flags)
     assert code == 1 and out == ""

@@ -40,6 +40,12 @@ def run(args: argparse.Namespace) -> int:
             f"set {app.TOKEN_ENV} (or --token) to a secret the clients send as 'Authorization: Bearer …', or "
             "bind 127.0.0.1"
         )
+    if bind is not None and not app.is_loopback(bind[0]) and token and len(token) < app.TOKEN_MIN_CHARS:
+        raise CLIError(
+            f"the bearer token is too short ({len(token)} character{'s' if len(token) != 1 else ''}) for --http "
+            f"{http}, which listens beyond this machine: give one of at least {app.TOKEN_MIN_CHARS} characters "
+            'that cannot be guessed, e.g. "$(openssl rand -hex 32)"'
+        )
     if args.debounce_ms is not None:
         from groove_tui.settings.config import WATCH_DEBOUNCE_RANGE
 

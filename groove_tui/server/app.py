@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from groove_tui.engine.index.watch import WatchEvent
 
 TOKEN_ENV = "GROOVE_TUI_MCP_TOKEN"
+TOKEN_MIN_CHARS = 16  # beyond loopback the token is the only access control: long enough not to be guessed
 SERVER_MS = "groove-tui/server_ms"  # a result's `_meta` key: the tool's own time on the server, in ms
 DEFAULT_PORT = 3100
 _NO_CACHE = CacheHint(ttl_ms=0, scope="public")  # the index changes under a watcher: stale at once
