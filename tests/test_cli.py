@@ -224,8 +224,10 @@ def test_a_query_starting_with_a_hyphen_is_told_how_to_pass_it(run_cli, tmp_path
     assert code == 2 and "groove-tui search KB -- '-word'" in err and "did you mean" not in err
 
 
-@pytest.mark.parametrize("query", ["", "   ", "\t"])
+@pytest.mark.parametrize("query", ["", "   ", "\t", "-", '"', '""', ' - "" '])
 def test_an_empty_query_is_refused(run_cli, tmp_path, query):
+    """Nothing but the syntax's marks is as empty: it would leave the vector leg alone with arbitrary
+    neighbours."""
     code, out, err = run_cli("search", str(tmp_path), query)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "the query is empty" in err and "no results" not in err
@@ -236,6 +238,36 @@ def test_a_query_of_exclusions_only_is_refused(run_cli, tmp_path, query):
     code, out, err = run_cli("search", str(tmp_path), "--", query)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "only excludes" in err and "nothing positive to search for" in err
+
+
+def test_a_phrase_that_only_excludes_is_shown_how_to_search_for_it_literally(run_cli, tmp_path):
+    code, _, err = run_cli("search", str(tmp_path), "--", '-"a phrase"')
+    assert code == 2 and "only excludes" in err
+    assert "add a word to find ('word -\"a phrase\"')" in err
+    assert "('\"-a phrase\"') to search for it literally" in err
+    code, _, err = run_cli("search", str(tmp_path), "--", "-foo -bar")
+    assert "('word -foo -bar')" in err and "('\"-foo\"') to search for it literally" in err
+
+
+def test_the_dropped_phrases_warning_is_said_once(tmp_path):
+    """Checked, then searched: the query is parsed twice, its warning logged once, then shown in the
+    response (stdout) as well."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import write_kb
+
+    kb = write_kb(tmp_path / "kb", {"a.md": "# A\n\nword1 word2\n"})
+    index = [sys.executable, "-m", "groove_tui.cli", "index", str(kb), "--model", "hashing", "--quiet"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GROOVE_TUI_INDEX_DIR": str(tmp_path / "idx")}
+    subprocess.run(index, check=True, env=env, capture_output=True)
+    query = " ".join(f"word{i}" for i in range(40))
+    search = [sys.executable, "-m", "groove_tui.cli", "search", str(kb), query, "--model", "hashing"]
+    done = subprocess.run(search, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("more than 32 distinct phrases") == 1, done.stderr
+    assert done.stdout.count("more than 32 distinct phrases") == 1
 
 
 # ---------------------------------------------------------------- the title a person reads

@@ -51,20 +51,19 @@ def _why(engine, args: argparse.Namespace, params) -> int:
 def check_query(query: str) -> None:
     """Refuse a query with nothing to search for (UsageError), before any index is opened: a blank one,
     which would print "no results" as if the KB held nothing, and one made only of exclusions."""
-    from groove_tui.engine.analysis.query import QueryError, parse_query
+    from groove_tui.engine.analysis.query import QueryError, has_nothing_to_search, literal_exclusion, parse_query
 
-    if not query.strip():
+    if has_nothing_to_search(query):
         raise UsageError('the query is empty: give a word or phrase to search for (e.g. "tar -gzip")')
     try:
         parse_query(query)
     except QueryError as exc:
         if query.strip().startswith("-") and "exclusion" in str(exc):
             q = query.strip()
-            first = q.split()[0]
             raise UsageError(
                 f"the query {q!r} only excludes words: there is nothing positive to search for; "
-                f'add a word to find ("word {q}"), or put a leading hyphen inside quotes '
-                f"('\"{first}\"') to search for it literally"
+                f"add a word to find ({'word ' + q!r}), or put a leading hyphen inside quotes "
+                f"('{literal_exclusion(q)}') to search for it literally"
             ) from None
         raise
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
@@ -41,7 +42,9 @@ __all__ = [
     "QueryError",
     "classify",
     "fts_phrase",
+    "has_nothing_to_search",
     "is_whitespace",
+    "literal_exclusion",
     "parse_query",
     "query_phrases",
     "segments",
@@ -55,6 +58,11 @@ MAX_PHRASES = 32
 MIN_PHRASE_CHARS = 3  # the trigram tokenizer cannot match a shorter phrase (it silently finds nothing)
 
 log = logging.getLogger("groove_tui.query")
+# Queries whose dropped phrases were logged: one query is parsed several times (a command checks it, then
+# searches it; a sweep searches it at every step), and its warning is said once.
+_TRUNCATION_LOGGED: dict[str, None] = {}
+_TRUNCATION_LOGGED_MAX = 64
+_truncation_lock = threading.Lock()
 
 EXCLUSION_ONLY_MESSAGE = (
     "query has no positive term: every word is an exclusion (-word). Add something to search for, "
@@ -434,7 +442,7 @@ def parse_query(raw: str) -> ParsedQuery:
         match_expr = positive_expr
 
     truncated = dropped_pos > 0 or dropped_neg > 0
-    if truncated:
+    if truncated and _first_truncation(raw):
         log.warning(
             "query has more than %d distinct phrases: %d search phrase(s) and %d excluded phrase(s) "
             "beyond the cap were dropped, so full-text search used only the first %d of each",
@@ -453,6 +461,37 @@ def parse_query(raw: str) -> ParsedQuery:
         truncated=truncated,
         exclusion_groups=len(scan.exclusions),
     )
+
+
+def _first_truncation(raw: str) -> bool:
+    """Whether `raw`'s dropped phrases are not yet logged (and now count as logged)."""
+    with _truncation_lock:
+        if raw in _TRUNCATION_LOGGED:
+            return False
+        if len(_TRUNCATION_LOGGED) >= _TRUNCATION_LOGGED_MAX:
+            del _TRUNCATION_LOGGED[next(iter(_TRUNCATION_LOGGED))]
+        _TRUNCATION_LOGGED[raw] = None
+        return True
+
+
+def has_nothing_to_search(raw: str) -> bool:
+    """Whether `raw` is blank or nothing but the query syntax's own marks — hyphens and quotation marks
+    (`-`, `"`, `""`): no phrase, and no text the vector leg could take for a meaning (it would answer with
+    arbitrary neighbours)."""
+    return not trim(raw.replace('"', "").replace("-", ""))
+
+
+def literal_exclusion(raw: str) -> str:
+    """The first exclusion of `raw` written as a phrase that searches for it literally, hyphen included:
+    `-word` → `"-word"`, `-"a phrase"` → `"-a phrase"` (quotation marks inside doubled)."""
+    scan = _scan(raw, exclusions=True)
+    if not scan.exclusions:
+        return '"' + trim(raw).replace('"', '""') + '"'
+    start, end = scan.exclusions[0]
+    group = raw[start + 1 : end]
+    if group.startswith('"'):
+        group = _scan_quoted(group, 1)[0]
+    return '"-' + group.replace('"', '""') + '"'
 
 
 def query_phrases(text: str) -> tuple[str, ...]:
