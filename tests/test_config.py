@@ -160,3 +160,17 @@ def test_load_config_discovery(tmp_path, monkeypatch):
     bad.write_text("[search\n")
     with pytest.raises(ConfigError, match=r"bad.toml"):
         load_config(bad)
+
+
+def test_a_config_path_that_is_a_directory_is_said_to_be_one(cli, kb, tmp_path, monkeypatch):
+    folder = tmp_path / "settings"
+    folder.mkdir()
+    code, out, err = cli("status", str(kb), "--config", str(folder))
+    assert code == 1 and out == ""
+    assert err.strip() == f"groove-tui: config file {str(folder)!r} is a directory, not a file"
+    (folder / "groove.toml").write_text("[search.mmr]\nenabled = true\n")
+    code, _, err = cli("status", str(kb), "--config", str(folder))
+    assert f"is a directory, not a file (did you mean {str(folder / 'groove.toml')!r}?)" in err
+    monkeypatch.setenv("GROOVE_TUI_CONFIG", str(folder))
+    with pytest.raises(ConfigError, match="is a directory, not a file"):
+        load_config()

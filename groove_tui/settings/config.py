@@ -590,13 +590,13 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     if explicit:
         p = Path(explicit).expanduser()
         if not p.is_file():
-            raise ConfigError(f"config file {str(p)!r} does not exist")
+            raise ConfigError(f"config file {str(p)!r} {_not_a_file(p, 'does not exist')}")
         return p
     env = os.environ.get(CONFIG_ENV)
     if env:
         p = Path(env).expanduser()
         if not p.is_file():
-            raise ConfigError(f"{CONFIG_ENV}={env!r}: no such file")
+            raise ConfigError(f"{CONFIG_ENV}={env!r}: {_not_a_file(p, 'no such file')}")
         return p
     cwd = Path.cwd() / "groove.toml"
     if cwd.is_file():
@@ -605,6 +605,14 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
 
     user = user_config_dir() / "groove.toml"
     return user if user.is_file() else None
+
+
+def _not_a_file(p: Path, missing: str) -> str:
+    """Why the config path `p` is no file to read: `missing`, or what it is instead."""
+    if p.is_dir():
+        inside = p / "groove.toml"
+        return "is a directory, not a file" + (f" (did you mean {str(inside)!r}?)" if inside.is_file() else "")
+    return "is not a regular file" if p.exists() else missing
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
