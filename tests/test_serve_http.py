@@ -93,6 +93,29 @@ async def test_with_a_token_every_request_without_it_is_refused_401(hostile_kb):
             assert answer(await remote.call_tool("list_topics", {}))
 
 
+async def test_the_authorization_scheme_is_read_in_any_case(hostile_kb):
+    """RFC 7235: `bearer`, `BEARER` and `Bearer` name the same scheme; the token itself is exact."""
+    _service, server = hostile_kb
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with http(server, token="s3cret-token") as url, httpx.AsyncClient() as h:
+        statuses = {}
+        for header in ("bearer s3cret-token", "BEARER s3cret-token", "Bearer  s3cret-token", "bearer S3CRET-TOKEN"):
+            r = await h.post(url, json=request, headers={**accept, "Authorization": header})
+            statuses[header] = r.status_code
+    assert statuses == {
+        "bearer s3cret-token": 200,
+        "BEARER s3cret-token": 200,
+        "Bearer  s3cret-token": 200,
+        "bearer S3CRET-TOKEN": 401,
+    }
+
+
 async def test_a_foreign_host_header_is_refused_on_a_loopback_bind(hostile_kb):
     """DNS rebinding: a page on another site cannot reach a loopback server through its own name."""
     _service, server = hostile_kb

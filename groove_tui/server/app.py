@@ -299,16 +299,21 @@ def parse_bind(text: str) -> tuple[str, int]:
 
 
 class BearerAuth:
-    """ASGI middleware: 401 unless `Authorization: Bearer <token>` (compared in constant time)."""
+    """ASGI middleware: 401 unless `Authorization: Bearer <token>`, the scheme in any case (RFC 7235), the
+    token compared in constant time."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _authorized(self, header: bytes) -> bool:
+        scheme, _sep, credentials = header.strip().partition(b" ")
+        return hmac.compare_digest(credentials.strip(), self.expected) and scheme.lower() == b"bearer"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("path") != "/healthz":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not self._authorized(given):
                 body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
                 await send(
                     {
