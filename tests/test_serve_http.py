@@ -37,8 +37,8 @@ def hostile_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 @asynccontextmanager
-async def http(server, token: str | None = None):
-    """The server on a free loopback port for the length of the block; yields its /mcp URL."""
+async def http(server, token: str | None = None, host: str = "127.0.0.1"):
+    """The server on a free port of `host` (loopback) for the length of the block; yields its /mcp URL."""
     from groove_tui.server.app import serve_http
 
     ready = anyio.Event()
@@ -49,10 +49,10 @@ async def http(server, token: str | None = None):
         ready.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(serve_http, server, "127.0.0.1", 0, token, on_ready)
+        tg.start_soon(serve_http, server, host, 0, token, on_ready)
         await ready.wait()
         try:
-            yield f"http://127.0.0.1:{got['port']}/mcp"
+            yield f"http://{host}:{got['port']}/mcp"
         finally:
             got["stop"]()
 
@@ -125,6 +125,22 @@ async def test_a_foreign_host_header_is_refused_on_a_loopback_bind(hostile_kb):
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
             headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
         )
+    assert r.status_code in (403, 421)
+
+
+async def test_any_loopback_address_bound_is_answered_by_that_address(hostile_kb):
+    """127.0.0.2 is loopback as much as 127.0.0.1: bound to it, the server answers clients that name it
+    (as they must to reach it), and still refuses a foreign Host."""
+    _service, server = hostile_kb
+    async with http(server, host="127.0.0.2") as url:
+        async with client(url) as remote:
+            assert answer(await remote.call_tool("list_topics", {}))
+        async with httpx.AsyncClient() as h:
+            r = await h.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
+            )
     assert r.status_code in (403, 421)
 
 

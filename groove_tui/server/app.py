@@ -342,10 +342,11 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
         return JSONResponse({"status": "ok", "version": __version__})
 
     if is_loopback(host):
+        names = ["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host]  # and the address bound
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+            allowed_origins=[f"http://{n}:*" for n in names],
         )
     else:  # the bearer token is the access control; the Host is whatever name the clients use
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
