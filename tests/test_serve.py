@@ -441,6 +441,40 @@ async def test_a_second_rebuild_is_refused_while_the_first_runs(served_kb, monke
         assert not (await client.call_tool("rebuild_index", {})).is_error
 
 
+async def test_every_tool_result_carries_its_server_time_rebuild_index_too(served_kb, monkeypatch):
+    """`_meta`'s groove-tui/server_ms on every answer: a search, an error, and rebuild_index's success,
+    its refusal while another runs and its refusal of a bad argument."""
+    import anyio
+
+    from groove_tui.server.app import SERVER_MS
+
+    _kb, service, server = served_kb
+    started, release = threading.Event(), threading.Event()
+    real_index = service.engine.index
+
+    def slow_index(**kw):
+        started.set()
+        release.wait(30)
+        return real_index(**kw)
+
+    results = {}
+    async with Client(server) as client:
+        results["search"] = await client.call_tool("search", {"query": "tokio"})
+        results["bad search"] = await client.call_tool("search", {"query": 5})
+        results["rebuild"] = await client.call_tool("rebuild_index", {})
+        results["bad rebuild"] = await client.call_tool("rebuild_index", {"force": "yes"})
+        monkeypatch.setattr(service.engine, "index", slow_index)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "rebuild_index", {})
+            await anyio.to_thread.run_sync(started.wait, 30)
+            results["busy rebuild"] = await client.call_tool("rebuild_index", {})
+            release.set()
+    assert results["busy rebuild"].is_error and results["bad rebuild"].is_error
+    assert "total_documents" in answer(results["rebuild"])
+    for what, result in results.items():
+        assert isinstance((result.meta or {}).get(SERVER_MS), float), what
+
+
 async def test_rebuild_index_picks_up_edits_made_without_a_watcher(served_kb):
     kb, _service, server = served_kb
     (kb / "notes" / "new.md").write_text("# Zebras\n\nStriped zebras graze on the savanna grass.\n", encoding="utf-8")

@@ -91,23 +91,26 @@ def build_server(service: KbService) -> Server[Any]:
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, arguments = params.name, params.arguments
-        if name == "rebuild_index":
-            spec = s.TOOLS[name]
-            try:
-                args = spec.check(arguments)
-            except s.ArgumentError as exc:
-                return _result({"error": str(exc)}, True)
-            slot = service.claim_rebuild()  # decided now, not when a worker thread is free
-            if isinstance(slot, dict):
-                return _result(slot, True)
-            answer = await anyio.to_thread.run_sync(service.rebuild_index, args, slot)
-            return _result(answer, "error" in answer)
         started = time.perf_counter()
-        answer, is_error = await anyio.to_thread.run_sync(service.call, name, arguments)
+        if name == "rebuild_index":
+            answer, is_error = await rebuild(arguments)
+        else:
+            answer, is_error = await anyio.to_thread.run_sync(service.call, name, arguments)
         result = _result(answer, is_error)
         # How long the tool itself took, on the server: what a client's round trip adds is the rest.
         result.meta = {SERVER_MS: round((time.perf_counter() - started) * 1000, 3)}
         return result
+
+    async def rebuild(arguments: Any) -> tuple[Any, bool]:
+        try:
+            args = s.TOOLS["rebuild_index"].check(arguments)
+        except s.ArgumentError as exc:
+            return {"error": str(exc)}, True
+        slot = service.claim_rebuild()  # decided now, not when a worker thread is free
+        if isinstance(slot, dict):
+            return slot, True
+        answer = await anyio.to_thread.run_sync(service.rebuild_index, args, slot)
+        return answer, "error" in answer
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
         try:
