@@ -96,6 +96,7 @@ def test_a_note_fused_below_the_page_compares_its_terms_with_the_last_hit(eng):
     page = eng.search("compost heap", replace(P, explain=True)).results
     rank, score, terms = report.last_shown
     assert rank == len(page) and score == pytest.approx(page[-1].score)
+    assert dict(terms) == pytest.approx(dict(page[-1].trace.fusion_terms()))
     assert sum(v for _, v in report.fused_terms) == pytest.approx(report.fused_score, rel=1e-5)
     assert report.fused_score <= score
     fix = report.fixes[0]
@@ -137,7 +138,7 @@ def test_a_weight_change_that_brings_a_note_in_is_verified(eng):
 
 
 def test_an_unknown_note_or_section_names_the_nearest(eng):
-    with pytest.raises(UnknownNote, match="nearest: garden/guide.md") as err:
+    with pytest.raises(UnknownNote, match=r"nearest: garden/guide\.md") as err:
         eng.why("x", "garden/guid.md", P)
     assert err.value.nearest[0] == "garden/guide.md"
     with pytest.raises(UnknownNote, match="no section 'Compost'"):

@@ -415,11 +415,14 @@ def hit_row(
     expanded_style: Style | str | None = None,
     dim: bool = False,
     badge: Text | None = None,
+    moved: str = "",
 ) -> Text:
-    """Two lines: rank, score, [judgment badge,] [marker,] path › heading; then the snippet (indented)."""
+    """Two lines: rank, score (with `moved`, MMR's ↑/↓ when the hit is out of score order), [judgment
+    badge,] [marker,] path › heading; then the snippet (indented)."""
     head = Text()
     head.append(f"{rank:>3} ", style="bold")
-    head.append(f"{fmt_score(hit.score):>8} ", style="dim")
+    head.append(f"{fmt_score(hit.score):>8}", style="dim")
+    head.append(f"{moved or ' '} ", style="bold" if moved else "")
     if badge is not None:
         head.append_text(badge)
         head.append(" ")
@@ -436,6 +439,16 @@ def hit_row(
     if dim:
         row.stylize("dim")
     return row
+
+
+def mmr_moves(hits: Sequence[Hit]) -> list[str]:
+    """Per hit, "↑" or "↓" when MMR showed it above or below where its score would put it, else "": the
+    only stage that lists hits out of score order marks each one it moved."""
+    if not any(h.trace is not None and h.trace.mmr is not None for h in hits):
+        return [""] * len(hits)
+    by_score = sorted(range(len(hits)), key=lambda i: -hits[i].score)  # stable: equal scores keep their place
+    place = {i: p for p, i in enumerate(by_score)}
+    return ["↑" if place[i] > i else "↓" if place[i] < i else "" for i in range(len(hits))]
 
 
 def gone_row(hit: Hit, other_rank: int, width: int, marker: Text) -> Text:
@@ -510,7 +523,7 @@ def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold ye
     if total is not None:
         t.append(f" · {total:.0f} ms", style="dim")
     if _mmr_ordered(resp):  # each pick weighs relevance against likeness to the picks above it
-        t.append(" · MMR order, not by score", style="dim italic")
+        t.append(" · MMR order, not by score (↑↓: moved by MMR)", style="dim italic")
     if resp.reranked:
         t.append(" · reranked", style="dim")
     elif resp.rerank_skipped:

@@ -307,6 +307,7 @@ def test_explain_text_every_stage():
         rrf_fts=1 / 62,
         rrf_score=0.0317,
         rrf_rank=1,
+        fusion="rrf",
         rerank_score=4.2,
         rerank_rank=2,
         mmr=MMRTrace(pick=2, relevance=0.9, max_similarity=0.3, penalty=0.0, value=0.54),

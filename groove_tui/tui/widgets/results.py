@@ -39,6 +39,13 @@ class ResultsList(OptionList):
         Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
         Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
         Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False, id="results.copy_content"),
+        Binding(
+            "ctrl+w",
+            "app.why_not",
+            "Why not?",
+            tooltip="Why is a note not here? Pick one and see where the search lost it",
+            id="results.why_not",
+        ),
         Binding("j", "cursor_down", "Down", show=False, id="results.down"),
         Binding("k", "cursor_up", "Up", show=False, id="results.up"),
         Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
@@ -231,6 +238,8 @@ class ResultsPane(Vertical):
             highlighted = len(self.rows) - 1
         judging = getattr(self.app, "golden_session", None) is not None
         options = []
+        shown = [row for row in self.rows if not row.gone]
+        moves = dict(zip((id(r) for r in shown), render.mmr_moves([r.hit for r in shown]), strict=True))
         for i, row in enumerate(self.rows):
             marker = self._marker_text(row.marker) if row.marker is not None else None
             if row.gone:
@@ -244,6 +253,7 @@ class ResultsPane(Vertical):
                     match_style=match,
                     expanded_style=expanded,
                     badge=self._badge(row) if judging else None,
+                    moved=moves.get(id(row), ""),
                 )
             options.append(Option(prompt, id=f"row-{i}"))
         with self.list.prevent(OptionList.OptionHighlighted):
