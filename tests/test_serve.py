@@ -515,6 +515,42 @@ async def test_the_connection_graph_walks_from_a_document_within_grooves_bounds(
         assert "document not found (no chunks for path): nope.md" in missing["error"]
 
 
+async def test_the_ceilings_docs_serve_names_are_clamped_to_the_values_it_names(served_kb):
+    """docs/serve.md lists each clamped ceiling ("`depth` above 3 as 3"); each is the surface's, and a value
+    above it answers exactly as the ceiling itself does (groove's clamping, not a refusal)."""
+    import re
+
+    from groove_tui.server import surface as s
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "serve.md").read_text("utf-8").split())
+    found = re.findall(r"`(\w+)` above (\d+(?:,\d{3})*) (?:is read )?as (\d+(?:,\d{3})*)", text)
+    assert all(above == read for _name, above, read in found)
+    stated = {name: int(above.replace(",", "")) for name, above, _read in found}
+    assert stated == {
+        "limit": s.SEARCH_LIMIT_MAX,
+        "depth": s.GRAPH_MAX_DEPTH,
+        "fan_out": s.GRAPH_MAX_FAN_OUT,
+        "max_nodes": s.GRAPH_MAX_NODES,
+        "max_seed_chunks": s.GRAPH_MAX_SEED_CHUNKS,
+    }
+    described = {a.name: a.description for a in s.GET_CONNECTION_GRAPH.args}
+    for name in ("depth", "fan_out", "max_nodes", "max_seed_chunks"):  # and the agent is told so
+        assert f"more than {stated[name]} is read as {stated[name]}" in described[name]
+    _kb, _service, server = served_kb
+    async with Client(server) as client:
+        for name, ceiling in stated.items():
+            tool, base = (
+                ("search", {"query": "the", "include_low_quality": True})
+                if name == "limit"
+                else ("get_connection_graph", {"start": "notes/rust/async.md", "min_similarity": 0.0})
+            )
+            at = answer(await client.call_tool(tool, {**base, name: ceiling}))
+            above = answer(await client.call_tool(tool, {**base, name: ceiling + 6}))
+            for body in (at, above):
+                body.get("stats", {}).pop("duration_ms", None)
+            assert "error" not in above and above == at, name
+
+
 # ---------------------------------------------------------------- prompts
 
 

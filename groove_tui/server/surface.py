@@ -195,16 +195,20 @@ GET_CONNECTION_GRAPH = ToolSpec(
     "cut the walk short.",
     (
         Arg("start", _STR, "Relative path of the indexed document to start from", required=True),
-        Arg("depth", _INT, "Hops from the start (default 2, max 3)"),
-        Arg("fan_out", _INT, "Neighbours followed per node (default 5, max 20)"),
+        Arg("depth", _INT, "Hops from the start (default 2; more than 3 is read as 3)"),
+        Arg("fan_out", _INT, "Neighbours followed per node (default 5; more than 20 is read as 20)"),
         Arg("min_similarity", _NUM, "Minimum cosine similarity of a neighbour, 0.0-1.0 (default 0.3)"),
         Arg("seed_strategy", _STR, '"all_chunks" (default; "all-chunks" too) or "centroid"'),
         Arg("category", _STR, "Only nodes in this category"),
         Arg("topic", _STR, "Only nodes of this topic"),
         Arg("exclude_paths", _STRS, "Paths to leave out (the start is always left out)"),
         Arg("dedup_by_path", _BOOL, "At most one node per document (default false)"),
-        Arg("max_nodes", _INT, "Nodes in the graph at most (default 100, max 2000)"),
-        Arg("max_seed_chunks", _INT, "Chunks of the start document used as seeds (default 32, max 1000)"),
+        Arg("max_nodes", _INT, "Nodes in the graph at most (default 100; more than 2000 is read as 2000)"),
+        Arg(
+            "max_seed_chunks",
+            _INT,
+            "Chunks of the start document used as seeds (default 32; more than 1000 is read as 1000)",
+        ),
     ),
 )
 TOOLS: dict[str, ToolSpec] = {
