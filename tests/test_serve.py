@@ -397,6 +397,40 @@ async def test_the_listing_offers_topic_groups_and_no_oversized_document(hostile
         assert all("uri" not in h for h in big if h["path"] == "notes/big.md")  # found, but not offered
 
 
+async def test_a_large_topic_group_is_read_a_page_at_a_time(tmp_path, monkeypatch):
+    """A group of many notes is listed a page at a time, each page saying which it is and where the next
+    one is; together the pages list every document once; a page that does not exist is an MCP error."""
+    import re
+
+    from groove_tui.server import surface as s
+
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(s, "TOPIC_PAGE_SIZE", 10, raising=False)
+    notes = {f"many/n{i:02d}.md": f"# Note {i}\n\nWords of note {i} about many things.\n" for i in range(25)}
+    kb = write_kb(tmp_path / "kb", notes)
+    with served(kb) as (_service, server):
+        async with Client(server) as client:
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            assert listed == ["kb://topic/many"]
+            seen, uri, texts = [], "kb://topic/many", []
+            while uri:
+                text = (await client.read_resource(uri)).contents[0].text
+                texts.append(text)
+                seen += re.findall(r"^- `([^`]+)`", text, re.M)
+                found = re.search(r"^Next page: (\S+)$", text, re.M)
+                uri = found.group(1) if found else None
+            for bad in ("kb://topic/many?page=4", "kb://topic/many?page=0", "kb://topic/many?page=x"):
+                with pytest.raises(MCPError) as caught:
+                    await client.read_resource(bad)
+                assert caught.value.error.code == -32602
+    assert seen == sorted(notes) and len(texts) == 3
+    assert "25 indexed documents under many; page 1 of 3 (documents 1–10, by path)" in texts[0]
+    assert "Next page: kb://topic/many?page=2" in texts[0]
+    assert "page 3 of 3 (documents 21–25, by path)" in texts[2] and "Next page" not in texts[2]
+
+
 # ---------------------------------------------------------------- rebuild_index
 
 

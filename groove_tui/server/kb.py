@@ -291,15 +291,19 @@ class KbService:
 
     def read_resource(self, uri: str) -> tuple[str, str]:
         """(text, mime type) of a `kb://` URI, or NotServed."""
-        parsed = s.parse_uri(uri)
-        if parsed is None:
+        base, page = s.split_page(uri)
+        parsed = s.parse_uri(base)
+        if parsed is None or page is None:
             raise NotServed(f"not a resource this server serves: {uri}")
         kind, value = parsed
         if kind == "topic":
             paths = self.topic_groups().get(value)
             if paths is None:
                 raise NotServed(f"no such topic group: {uri}")
-            return _topic_listing(value, paths), "text/markdown"
+            pages = max(1, math.ceil(len(paths) / s.TOPIC_PAGE_SIZE))
+            if not 1 <= page <= pages:
+                raise NotServed(f"no such page: {uri} ({s.topic_uri(value)} has {pages} page{'s' * (pages > 1)})")
+            return _topic_listing(value, paths, page, pages), "text/markdown"
         if value not in self.servable([value]):
             raise NotServed(
                 f"not a document this server offers: {uri} (only indexed Markdown documents of at most 1 MiB are)"
@@ -403,11 +407,20 @@ def _num(v: float) -> str:
     return "NaN" if math.isnan(v) else repr(v)
 
 
-def _topic_listing(prefix: str, paths: list[str]) -> str:
+def _topic_listing(prefix: str, paths: list[str], page: int, pages: int) -> str:
+    """One page of a topic group's documents, by path, and where the next page is: a group of thousands
+    is read a page at a time, never in one answer that floods the reader's context."""
     name = prefix or "(root)"
     n = len(paths)
-    lines = [f"# {name}", "", f"{n} indexed document{'s' if n != 1 else ''} under {name}", ""]
-    lines += [f"- `{p}` — {s.doc_uri(p)}" for p in paths]
+    head = f"{n:,} indexed document{'s' if n != 1 else ''} under {name}"
+    first = (page - 1) * s.TOPIC_PAGE_SIZE
+    shown = paths[first : first + s.TOPIC_PAGE_SIZE]
+    if pages > 1:
+        head += f"; page {page} of {pages} (documents {first + 1:,}–{first + len(shown):,}, by path)"
+    lines = [f"# {name}", "", head, ""]
+    lines += [f"- `{p}` — {s.doc_uri(p)}" for p in shown]
+    if page < pages:
+        lines += ["", f"Next page: {s.page_uri(prefix, page + 1)}"]
     return "\n".join(lines) + "\n"
 
 

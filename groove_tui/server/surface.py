@@ -24,6 +24,7 @@ SEARCH_QUERY_MAX_BYTES = 1024
 FILTER_LIST_MAX_ITEMS = 64
 FILTER_ITEM_MAX_BYTES = 1024
 DOCUMENT_MAX_BYTES = 1024 * 1024  # a text document larger than this is neither served nor offered
+TOPIC_PAGE_SIZE = 100  # documents per read of a topic group: one read stays a few thousand tokens
 GRAPH_DEFAULT_DEPTH, GRAPH_MAX_DEPTH = 2, 3
 GRAPH_DEFAULT_FAN_OUT, GRAPH_MAX_FAN_OUT = 5, 20
 GRAPH_DEFAULT_MIN_SIMILARITY = 0.3
@@ -260,6 +261,20 @@ def _decode(text: str) -> str | None:
         return out.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def split_page(uri: str) -> tuple[str, int | None]:
+    """A topic group URI without its `?page=N` and N (1 without one; None when the query is not a page
+    number). Paths never hold a raw '?' (encode_path writes %3F), so the first one starts the query."""
+    if not uri.startswith(TOPIC_PREFIX) or "?" not in uri:
+        return uri, 1
+    base, _sep, query = uri.partition("?")
+    number = query.removeprefix("page=")
+    return base, int(number) if query.startswith("page=") and number.isascii() and number.isdigit() else None
+
+
+def page_uri(prefix: str, page: int) -> str:
+    return topic_uri(prefix) + (f"?page={page}" if page > 1 else "")
 
 
 def parse_uri(uri: str) -> tuple[str, str] | None:
