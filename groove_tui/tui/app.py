@@ -197,6 +197,33 @@ class GrooveApp(
         self.history.add(self.query_text)
         self.push_screen(DetailScreen(self.active_side))
 
+    def action_why_not(self) -> None:
+        """Pick a note, then walk it through the current query's pipeline on the active side."""
+        from groove_tui.tui.screens.note_picker import NotePicker
+        from groove_tui.tui.screens.why import WhyScreen
+
+        query = self.query_text
+        if not query.strip():
+            self.notify("Type a query first: the walk is of a note through a search", markup=False, timeout=3)
+            return
+        side = self.active_side if self.compare_active else "left"
+        rc = self.run_configs[side]
+        params = rc.to_params(self.base_params, self.reranker_model)
+        settings = (f"{side} side: " if self.compare_active else "") + rc.describe(
+            fusion=True, reranker_available=self.reranker_model is not None
+        )
+        on_page: dict[str, int] = {}
+        resp = self.responses[side]
+        if resp is not None and self.response_queries[side] == query:
+            for rank, hit in enumerate(resp.results, 1):
+                on_page.setdefault(hit.path, rank)
+
+        def chosen(target: str | None) -> None:
+            if target:
+                self.push_screen(WhyScreen(target, query, params, settings))
+
+        self.push_screen(NotePicker(on_page), chosen)
+
     def action_cycle_theme(self) -> None:
         order = list(self.own_themes)
         i = order.index(self.theme) if self.theme in order else -1

@@ -124,6 +124,8 @@ class KeyAvailability(_AppPart):
             return any(self.responses[s] is not None for s in self.active_sides)
         if action == "save_judgments":
             return self.golden_session is not None and self.golden_session.dirty
+        if action == "why_not":
+            return bool(self.query_text.strip())
         if action == "judge":
             row = self.focused_row
             return row is not None and not row.gone and bool(self.query_text.strip())

@@ -94,6 +94,12 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
             "Stage-by-stage trace of the focused hit (F6)",
             screen.action_toggle_explain if hasattr(screen, "action_toggle_explain") else app.action_help,
         )
+    if app.query_text.strip():
+        yield SystemCommand(
+            f"search: why is a note not here…{where}",
+            "Pick a note or a section: where the search lost it, and what would bring it in (ctrl+w in the results)",
+            app.action_why_not,
+        )
     if any(app.responses[s] is not None for s in app.active_sides):
         what = "both sides" if in_compare else "the results"
         yield SystemCommand(f"export: {what} as JSON", "With their configurations (ctrl+s)", app.action_export)

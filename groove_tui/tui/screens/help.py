@@ -21,7 +21,9 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
     from groove_tui.tui.screens.compare import CompareScreen
     from groove_tui.tui.screens.detail import DetailScreen
     from groove_tui.tui.screens.main import MainScreen
+    from groove_tui.tui.screens.note_picker import NotePicker
     from groove_tui.tui.screens.sweep import SweepScreen
+    from groove_tui.tui.screens.why import WhyScreen
     from groove_tui.tui.screens.winloss import WinLossScreen
     from groove_tui.tui.widgets.query_input import QueryInput
     from groove_tui.tui.widgets.results import ResultsList
@@ -38,6 +40,8 @@ def binding_rows(app) -> list[tuple[str, list[tuple[str, str, str]]]]:
         ("Compare screen", CompareScreen),
         ("Sweep chart", SweepScreen),
         ("Wins and losses", WinLossScreen),
+        ("Why not? note picker", NotePicker),
+        ("Why is this note (not) here?", WhyScreen),
         ("Sliders", Slider),
     ):
         rows = []
