@@ -204,3 +204,64 @@ def test_the_serve_benchs_warm_up_never_caches_a_measured_query():
     few = ["tokio runtime", "rust", "runtime tokio", "a b c"]
     got = warm_up_queries(few, 4)
     assert got == ["c b a"] and not set(got) & set(few)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_sigterm_stops_the_server_as_ctrl_c_does(tmp_path, cli, transport, signame):
+    """A service manager's SIGTERM and a terminal's ctrl+c: the same clean stop, its "stopped" line, exit 0,
+    at once (a second is the aim; the bound here leaves room for a busy machine), with a watcher running
+    and, over HTTP, a client's session open."""
+    import re
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing", "--quiet")[0] == 0
+    env = {**os.environ, "GROOVE_TUI_INDEX_DIR": str(tmp_path / "indexes"), "HF_HUB_OFFLINE": "1"}
+    flags = ["--http", "127.0.0.1:0"] if transport == "http" else []
+    err_path = tmp_path / "stderr.txt"
+    with err_path.open("w", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "groove_tui.cli", "serve", str(kb), "--model", "hashing", *flags],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,  # pipes, held open, as an MCP client spawns a stdio server
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+        try:
+            ready = r"at (http://127\.0\.0\.1:\d+/mcp)" if transport == "http" else r"watching "
+            deadline = time.monotonic() + 60
+            while not (found := re.search(ready, err_path.read_text("utf-8"))):
+                assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text("utf-8")
+                time.sleep(0.05)
+            if transport == "http":
+                initialize = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+                accept = {"Accept": "application/json, text/event-stream"}
+                assert httpx.post(found.group(1), json=initialize, headers=accept).status_code == 200
+            sent = time.monotonic()
+            proc.send_signal(getattr(signal, signame))
+            code = proc.wait(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stdin.close()
+            proc.stdout.close()
+    said = err_path.read_text(encoding="utf-8")
+    assert code == 0, said
+    assert said.rstrip().endswith("groove-tui serve: stopped") and "Traceback" not in said
+    assert took < 5, took

@@ -9,8 +9,10 @@ once. The server itself is `groove_tui.server`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -74,8 +76,6 @@ def settings_for(args: argparse.Namespace) -> tuple[Config, dict[str, str]]:
 def _serve(
     engine: Engine, watch: bool, debounce_ms: int | None, bind: tuple[str, int] | None, token: str | None
 ) -> int:
-    import contextlib
-
     import anyio
 
     from groove_tui.commands.index import format_watch_event
@@ -101,11 +101,28 @@ def _serve(
             )
 
     watching = app.Watching(service, on_event, debounce_ms) if watch else contextlib.nullcontext()
-    # ctrl+c is how a terminal user stops a server: not a failure
-    with watching, contextlib.suppress(KeyboardInterrupt):
+    # ctrl+c is how a terminal user stops a server, SIGTERM how a service manager does: both stop it the
+    # same way (uvicorn hands either back once it has shut down), and neither is a failure
+    with _sigterm_as_interrupt(), watching, contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
     print("groove-tui serve: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, as SIGINT does, while the server runs (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def describe(
