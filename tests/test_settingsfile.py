@@ -193,3 +193,27 @@ def test_a_fragment_merges_into_a_groove_toml_keeping_its_comments_and_other_key
     fresh = tmp_path / "new" / "groove.toml"
     assert save_fragment(fresh, fragment(effective_config(Config(), SearchParams()))) == "created"
     assert parse_config(tomllib.loads(fresh.read_text(encoding="utf-8"))).search.mmr.enabled is False
+
+
+def test_config_show_names_the_default_model_as_the_engine_names_it(tmp_path, monkeypatch, capsys):
+    """No model named: `config show` says the model a new index is built with, as the engine (the header,
+    `status`, `serve`) calls it, not the setting's name for the family."""
+    from groove_tui import cli
+    from groove_tui.engine import Engine
+
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    with Engine.open(tmp_path / "kb") as engine:
+        used = engine.model_id
+    assert cli.main(["config", "show", "--format", "json"]) == 0
+    settings = {s["key"]: s for s in json.loads(capsys.readouterr().out)["settings"]}
+    assert settings["embedding.model"] == {"key": "embedding.model", "value": used, "source": "default"}
+    assert cli.main(["config", "show"]) == 0
+    assert f'"{used}"' in next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("embedding.model")
+    )
+    assert cli.main(["config", "show", "--format", "json", "--model", "multilingual-e5-small"]) == 0
+    named = {s["key"]: s for s in json.loads(capsys.readouterr().out)["settings"]}["embedding.model"]
+    assert named["value"] == "multilingual-e5-small" and named["source"] == "flag --model"  # as named

@@ -59,6 +59,12 @@ def show(config: Config, args: argparse.Namespace) -> str:
     fmt = getattr(args, "format", "text")
     if fmt == "toml":
         return fragment(effective)
+    if effective.embedding.is_default:
+        # No model named: the one a new index is built with, named as the header, `status` and `serve`
+        # name it (the int8 build, or USE where it cannot be built), not the setting's placeholder
+        from groove_tui.engine import describe_default
+
+        effective = replace(effective, embedding=replace(effective.embedding, model=describe_default()))
     data = _file_data(config)
     rows = provenance(effective, data, flags)
     if fmt == "json":
