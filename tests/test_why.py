@@ -188,3 +188,8 @@ def test_why_on_a_path_outside_the_index(tmp_path: Path):
         (kb / "b.md").write_text("# B\n\nalpha.\n", encoding="utf-8")  # not indexed yet
         with pytest.raises(UnknownNote):
             e.why("alpha", "b.md", P)
+
+
+def test_a_page_of_nothing_says_so(eng):
+    report = eng.why("compost heap", "garden/guide.md", replace(P, limit=0))
+    assert report.verdict == "not_matched" and "limit 0" in report.summary

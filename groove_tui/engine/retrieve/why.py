@@ -123,6 +123,10 @@ class _Walk:
         on_page = _on_page(self.resp.results, self.target)
         if on_page is not None:
             return self._shown(*on_page)
+        if self.limit == 0 or not self.pq.positive_text.strip():
+            reason = "the page holds no hits (limit 0)" if self.limit == 0 else "the query has nothing to search for"
+            self.steps.append(WhyStep("query", False, reason))
+            return self._report("not_matched", reason)
         rows = self._past_filters()
         if isinstance(rows, WhyReport):
             return rows
