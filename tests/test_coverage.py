@@ -64,6 +64,27 @@ def test_with_no_vectors_the_hybrid_ranks_as_the_full_text_leg(full):
         eng.close()
 
 
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_the_coverage_line_reads_the_share_of_full_text_hits_with_a_vector(full, share):
+    """At 0 % embedded the vector leg returns nothing: the share is still measured (0, not "all of them")."""
+    from groove_tui.tui.render import response_summary
+
+    eng = _at_share(full, share)
+    try:
+        resp = eng.search("garden soil", SearchParams(limit=10, min_quality=0))
+        ids = [h.chunk_id for h in resp.results]
+        marks = ",".join("?" * len(ids))
+        embedded = eng.store.conn().execute(f"SELECT count(*) FROM chunks WHERE embedded = 1 AND id IN ({marks})", ids)
+        assert resp.pending_embeddings > 0
+        if share == 0.0:
+            assert resp.vector_share == 0.0 and embedded.fetchone()[0] == 0
+            assert "(0% of full-text hits have vectors)" in response_summary(resp).plain
+        else:
+            assert 0.0 < resp.vector_share < 1.0
+    finally:
+        eng.close()
+
+
 def test_with_every_vector_the_fusion_is_unchanged(full):
     eng, _ = full
     copy = _at_share(full, 1.0)
