@@ -1,6 +1,7 @@
-"""Fusion: the legs combined into one ranking (`fuse`), each leg's term under rrf, relative or dbsf, the
-scale explain shows, the score a hit at the top of every leg earns, and the low-confidence test on the fused
-page (groove §D.6-§D.8)."""
+"""Fusion: the legs combined into one ranking (`fuse`) as two families — the vector leg, and the full-text
+legs read as one — plus the name term; each leg's term under rrf, relative or dbsf, the scale explain
+shows, the score a hit at the top of every family earns, and the low-confidence test on the fused page
+(groove §D.6-§D.8)."""
 
 from __future__ import annotations
 
