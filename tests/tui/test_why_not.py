@@ -386,3 +386,40 @@ def test_snapshot_picker(snap_compare, tmp_path):
         await settle(app, pilot)
 
     assert snap_compare(make_app(tmp_path, WhyEngine()), terminal_size=SIZES["medium"], run_before=run_before)
+
+
+# ---------------------------------------------------------------- against the real engine
+
+
+async def test_the_real_engine_walks_a_picked_section(tmp_path):
+    """A section under a page of two: the real walk, and the limit that brings it in, found by a search."""
+    from dataclasses import replace
+
+    from groove_tui.output.textout import WHY_HEADLINES
+
+    from .test_real_engine import DOCS, real_app
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name, text in DOCS.items():
+        (kb / name).write_text(text, encoding="utf-8")
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.set_run_config("left", replace(app.run_configs["left"], limit=2))
+        await open_picker_from_results(app, pilot, "tokio runtime")
+        labels = picker_labels(app)
+        assert "b.md # Event loop" in labels and "markup.md # Literal [bold]x[/bold]" in labels
+        await pilot.press(*"b.md event")
+        await settle(app, pilot)
+        assert picker_labels(app)[0] == "b.md # Event loop"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, WhyScreen), what="the walk")
+        await settle(app, pilot)
+        report = app.screen.report
+        assert report is not None and (report.path, report.heading) == ("b.md", "Event loop")
+        text = view_text(app)
+        assert not report.on_page and text.startswith(f"b.md # Event loop: {WHY_HEADLINES[report.verdict]}")
+        assert "Stage by stage" in text and "✓ index" in text and "Each leg" in text
+        assert report.fixes and f"• {report.fixes[0].text()}" in text
+    app.engine.close()

@@ -2,7 +2,8 @@
 enter chooses, esc cancels. Dismisses with the engine's target string ("path" or "path#heading").
 
 The notes are read in a thread worker; filtering runs on each keystroke over plain lowercase strings
-and draws only the best `SHOWN` entries, so it stays instant on KBs of thousands of notes.
+and draws only the best `SHOWN` entries, so it keeps up with typing on KBs of thousands of notes;
+keystrokes that arrive while it filters are taken together.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from groove_tui.tui.shell import AppShell
 
-SHOWN = 200  # entries drawn at most; typing narrows the rest
+SHOWN = 50  # entries drawn at most (more than a tall terminal shows); typing narrows the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +184,7 @@ class NotePicker(ModalScreen[str | None]):
         self.pool: list[Entry] = []
         self.shown: list[Entry] = []
         self.loaded = False
+        self._refilter_queued = False
 
     def compose(self):
         with Vertical() as v:
@@ -228,10 +230,13 @@ class NotePicker(ModalScreen[str | None]):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        if self.loaded:
-            self.refilter()
+        if self.loaded and not self._refilter_queued:
+            # behind the keystrokes already queued: one filter then reads the box as they left it
+            self._refilter_queued = True
+            self.call_later(self.refilter)
 
     def refilter(self) -> None:
+        self._refilter_queued = False
         query = self.query_one("#picker-query", Input).value
         self.shown, total = rank(query, self.pool)
         options = self.query_one("#picker-options", OptionList)
