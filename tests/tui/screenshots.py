@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from .helpers import SIZE, make_app, settle
+from .helpers import SIZE, make_app, settle, wait_until
 
 
 async def shoot(out: Path) -> list[Path]:
@@ -72,6 +72,7 @@ async def shoot(out: Path) -> list[Path]:
                 path.write_text(app.export_screenshot(title="groove-tui — golden"), encoding="utf-8")
                 written.append(path)
         written += await _tuning(out)
+    written += await _why(out)
     return written
 
 
@@ -106,6 +107,26 @@ async def _tuning(out: Path) -> list[Path]:
             await pilot.press("ctrl+b")
             await save("wins-losses")
     return written
+
+
+async def _why(out: Path) -> list[Path]:
+    """The walk of a note fused below the page (docs/guide.md, "Why is this note (not) here?")."""
+    from groove_tui.tui.screens.why import WhyScreen
+
+    from .test_why_not import WhyEngine, open_picker_from_results
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = make_app(Path(tmp), WhyEngine())
+        async with app.run_test(size=SIZE) as pilot:
+            await open_picker_from_results(app, pilot, "tokio runtime")
+            await pilot.press(*"errors", "enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, WhyScreen), what="the walk")
+            await settle(app, pilot)
+            app.clear_notifications()
+            await settle(app, pilot)
+            path = out / "why.svg"
+            path.write_text(app.export_screenshot(title="groove-tui — why not"), encoding="utf-8")
+    return [path]
 
 
 def main() -> None:
