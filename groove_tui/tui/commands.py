@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
     from groove_tui.tui.screens.compare import CompareScreen
     from groove_tui.tui.screens.detail import DetailScreen
+    from groove_tui.tui.screens.note_picker import NotePicker
+    from groove_tui.tui.screens.why import WhyScreen
 
     in_compare = isinstance(screen, CompareScreen)
     side = app.active_side if in_compare else "left"
@@ -94,7 +96,7 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
             "Stage-by-stage trace of the focused hit (F6)",
             screen.action_toggle_explain if hasattr(screen, "action_toggle_explain") else app.action_help,
         )
-    if app.query_text.strip():
+    if app.query_text.strip() and not isinstance(screen, (NotePicker, WhyScreen)):
         yield SystemCommand(
             f"search: why is a note not here…{where}",
             "Pick a note or a section: where the search lost it, and what would bring it in (ctrl+w in the results)",

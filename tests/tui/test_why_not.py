@@ -215,6 +215,8 @@ async def test_a_filter_with_no_match_says_so_and_enter_does_nothing(tmp_path):
     app = make_app(tmp_path, WhyEngine())
     async with app.run_test(size=SIZE) as pilot:
         await open_picker_from_results(app, pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not any(t.startswith("search: why is a note") for t in titles)  # not a second picker
         await pilot.press(*"zzzq")
         await settle(app, pilot)
         assert picker_labels(app) == []

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.binding import Binding, BindingType
@@ -120,8 +121,8 @@ def rank(query: str, pool: Sequence[Entry], limit: int = SHOWN) -> tuple[list[En
     return [entry for _score, _i, entry in best], len(scored)
 
 
-def highlighted(entry: Entry, query: str, *, shown_at: int | None = None) -> Text:
-    """The entry's label with the matched characters bold and accented; the path of a section dim."""
+def highlighted(entry: Entry, query: str, *, shown_at: int | None = None, match: Style | str = "bold reverse") -> Text:
+    """The entry's label with the matched characters in `match`; the path of a section dim."""
     label = entry.label
     text = Text(label, no_wrap=True, overflow="ellipsis")
     if entry.heading is not None:
@@ -135,16 +136,25 @@ def highlighted(entry: Entry, query: str, *, shown_at: int | None = None) -> Tex
             continue
         _score, start, end = found
         if folded[start:end] == token:
-            text.stylize("bold reverse", start, end)
+            text.stylize(match, start, end)
             continue
         at = start
         for c in token:  # the greedy positions of the subsequence match
             at = folded.index(c, at)
-            text.stylize("bold reverse", at, at + 1)
+            text.stylize(match, at, at + 1)
             at += 1
     if shown_at is not None:
         text.append(f"  on the page #{shown_at}", style="italic dim")
     return text
+
+
+class NoteList(OptionList):
+    """The picker's choices; the matched letters take the theme's match colours."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"picker--match"}
+    DEFAULT_CSS = """
+    NoteList > .picker--match { background: $match-background; color: $match-foreground; text-style: bold; }
+    """
 
 
 class NotesLoaded(Message):
@@ -191,7 +201,7 @@ class NotePicker(ModalScreen[str | None]):
             v.border_title = "Why is a note not here? Pick a note or a section"
             yield Input(placeholder="type to filter: path, file name or heading", id="picker-query")
             yield Label("reading the notes…", id="picker-count", markup=False)
-            yield OptionList(id="picker-options")
+            yield NoteList(id="picker-options")
             yield Label("enter: explain   ↑ ↓: choose   esc: cancel", classes="dialog-keys", markup=False)
 
     def on_mount(self) -> None:
@@ -239,10 +249,11 @@ class NotePicker(ModalScreen[str | None]):
         self._refilter_queued = False
         query = self.query_one("#picker-query", Input).value
         self.shown, total = rank(query, self.pool)
-        options = self.query_one("#picker-options", OptionList)
+        options = self.query_one("#picker-options", NoteList)
+        match = options.get_component_rich_style("picker--match", partial=True)
         options.clear_options()
         options.add_options(
-            Option(highlighted(e, query, shown_at=self.on_page.get(e.path) if e.heading is None else None))
+            Option(highlighted(e, query, shown_at=self.on_page.get(e.path) if e.heading is None else None, match=match))
             for e in self.shown
         )
         if self.shown:
