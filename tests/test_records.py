@@ -78,6 +78,7 @@ def test_eval_record_holds_the_figures_it_printed_and_its_provenance(kb, tmp_pat
     assert rec["kind"] == "eval"
     assert rec["figures"]["aggregate"] == printed["aggregate"]
     assert rec["figures"]["fingerprint"] == printed["fingerprint"]
+    assert rec["figures"]["misses_by_stage"] == printed["misses_by_stage"]  # where the misses were lost
     assert "per_query" not in rec["figures"]  # the history's business, not a record's
     assert rec["subject"] == {
         "kb": str(kb.resolve()),

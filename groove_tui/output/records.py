@@ -116,7 +116,16 @@ def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> 
     """Write an eval's record: its figures without the per-query lists (those belong in the history)."""
     if recording is None:
         return None
-    keep = ("aggregate", "fingerprint", "corpus", "golden", "elapsed_seconds", "latency_ms", "pending_embeddings")
+    keep = (
+        "aggregate",
+        "fingerprint",
+        "corpus",
+        "golden",
+        "elapsed_seconds",
+        "latency_ms",
+        "pending_embeddings",
+        "misses_by_stage",
+    )
     fingerprint = run.get("fingerprint") or {}
     legs = getattr(args, "legs", "hybrid") or "hybrid"
     share = getattr(args, "embedded_share", None)
