@@ -86,9 +86,8 @@ def why_renderable(report: WhyReport, context: str, styles: Callable[[str], Styl
     head.append(headline(report), style=verdict)
     parts.append(head)
     parts.append(Text(context, style="dim"))
-    parts.append(Text(""))
     if one_line(report.summary) != headline(report):
-        parts.append(Text(one_line(report.summary)))
+        parts += [Text(""), Text(one_line(report.summary))]
     if report.section and not report.heading:
         where = f" (line {report.line})" if report.line is not None else ""
         parts.append(Text(f"section examined: {escape_name(report.section)}{where}", style="dim"))
