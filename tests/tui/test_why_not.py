@@ -26,19 +26,19 @@ def _report(query: str, path: str, heading: str | None, verdict: str) -> WhyRepo
     """Hand-built walks with the engine's shape, one per verdict the view words differently."""
     index = WhyStep("index", True, f"1 section of {path} indexed")
     if verdict == "below_page":
-        legs = "vector: #14 of pool 50 (in the pool); fts: #12 of pool 10 (below the pool); word: no match"
+        legs = "vector: rank 14 of pool 50 (in the pool); fts: rank 12 of pool 10 (below the pool); word: no match"
         return WhyReport(
             query,
             path,
             heading,
             "below_page",
-            "fused below the page: #11 with 0.4210 (vector 0.3100 + fts 0.1110), under #10's 0.5020",
+            "fused below the page: rank 11 with 0.4210 (vector 0.3100 + fts 0.1110), under rank 10's 0.5020",
             (
                 index,
                 WhyStep("filters", True, "passes every filter"),
                 WhyStep("legs", True, legs),
                 WhyStep("pool", True, "in the pool of vector"),
-                WhyStep("fusion", False, "fused #11 with 0.4210 (vector 0.3100 + fts 0.1110)"),
+                WhyStep("fusion", False, "fused at rank 11 with 0.4210 (vector 0.3100 + fts 0.1110)"),
             ),
             legs=LEGS,
             section="Error handling",
@@ -55,17 +55,17 @@ def _report(query: str, path: str, heading: str | None, verdict: str) -> WhyRepo
             path,
             heading,
             "mmr",
-            "fused #4 but moved off the page by MMR: too like #2 rust/async.md",
-            (index, WhyStep("fusion", True, "fused #4 with 0.5000"), WhyStep("mmr", False, "too like #2")),
+            "fused at rank 4 but moved off the page by MMR: too like rank 2, rust/async.md",
+            (index, WhyStep("fusion", True, "fused at rank 4 with 0.5000"), WhyStep("mmr", False, "too like rank 2")),
             legs=LEGS[:2],
             fused_rank=4,
             fused_score=0.5,
             fused_terms=(("vector", 0.5),),
             last_shown=(3, 0.6, (("vector", 0.6),)),
-            by="#2 rust/async.md",
+            by="rank 2, rust/async.md",
         )
     if verdict == "merged":
-        by = "#1 rust/async.md # Tokio runtime"
+        by = "rank 1, rust/async.md # Tokio runtime"
         return WhyReport(
             query,
             path,
@@ -82,8 +82,8 @@ def _report(query: str, path: str, heading: str | None, verdict: str) -> WhyRepo
             path,
             heading,
             "shown",
-            "on the page at #1",
-            (index, WhyStep("page", True, "shown at #1")),
+            "on the page at rank 1",
+            (index, WhyStep("page", True, "shown at rank 1")),
             shown_rank=1,
         )
     return WhyReport(
@@ -165,9 +165,10 @@ async def test_ctrl_w_in_the_results_picks_a_note_and_shows_its_walk(tmp_path):
         text = view_text(app)
         assert "rust/errors.md: fused below the page" in text
         assert "✗ fusion" in text and "✓ filters" in text
-        assert "#14 / 50" in text and "lacks tokio, runtime" in text  # each leg's standing
+        assert "14 / 50" in text and "lacks tokio, runtime" in text  # each leg's standing
         assert "this note" in text and "0.4210" in text and "last shown" in text and "0.5020" in text
-        assert "limit = 11 shows it at #11" in text and "fts_weight = 2.0 shows it at #7" in text
+        fixes = _report("tokio", "rust/errors.md", None, "below_page").fixes
+        assert [f"• {fix.text()}" in text for fix in fixes] == [True, True]
         query, target, params = eng.whys[-1]
         assert (query, target) == ("tokio", "rust/errors.md") and params == app.run_configs["left"].to_params(
             app.base_params, app.reranker_model
@@ -208,7 +209,7 @@ async def test_the_picker_filters_fuzzily_and_lists_sections(tmp_path):
         await settle(app, pilot)
         assert app._engine.whys[-1][1] == "rust/ownership.md#Borrowing"
         # on the page inside another hit: which one
-        assert "on the page inside hit #1 rust/async.md # Tokio runtime" in view_text(app)
+        assert "on the page inside the hit at rank 1, rust/async.md # Tokio runtime" in view_text(app)
 
 
 async def test_a_filter_with_no_match_says_so_and_enter_does_nothing(tmp_path):
@@ -235,7 +236,7 @@ async def test_the_picker_marks_the_notes_on_the_page(tmp_path):
         await open_picker_from_results(app, pilot)
         options = app.screen.query_one("#picker-options")
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert "rust/async.md  on the page #1" in prompts
+        assert "rust/async.md  on the page at rank 1" in prompts
         assert "rust/ownership.md" in prompts  # not a hit for "tokio"
 
 
@@ -244,7 +245,7 @@ async def test_the_picker_marks_the_notes_on_the_page(tmp_path):
     [
         ("python/asyncio.md", "No single setting change tried does"),
         ("notes/markup.md", "No setting change does: no leg found it"),
-        ("rust/async.md", "rust/async.md: on the page at #1"),
+        ("rust/async.md", "rust/async.md: on the page at rank 1"),
     ],
 )
 async def test_each_verdict_says_what_would_bring_it_in(tmp_path, note, says):

@@ -144,7 +144,7 @@ def highlighted(entry: Entry, query: str, *, shown_at: int | None = None, match:
             text.stylize(match, at, at + 1)
             at += 1
     if shown_at is not None:
-        text.append(f"  on the page #{shown_at}", style="italic dim")
+        text.append(f"  on the page at rank {shown_at}", style="italic dim")
     return text
 
 

@@ -54,9 +54,9 @@ def target_label(path: str, heading: str | None) -> str:
 def headline(report: WhyReport) -> str:
     """The verdict in words; on the page, where."""
     if report.verdict == "shown" and report.shown_rank is not None:
-        return f"on the page at #{report.shown_rank}"
+        return f"on the page at rank {report.shown_rank}"
     if report.verdict == "merged" and report.by:
-        return f"on the page inside hit {one_line(report.by)}"
+        return f"on the page inside the hit at {one_line(report.by)}"
     return WHY_HEADLINES.get(report.verdict, report.verdict)
 
 
@@ -112,9 +112,9 @@ def why_renderable(report: WhyReport, context: str, styles: Callable[[str], Styl
             if not leg.matched:
                 rank = Text("—")
             elif leg.rank is None:
-                rank = Text(f"below {leg.pool}" if not leg.in_pool else f"≤ {leg.pool}")
+                rank = Text(f"below {leg.pool:,}" if not leg.in_pool else f"≤ {leg.pool:,}")
             else:
-                rank = Text(f"#{leg.rank} / {leg.pool}", style=passed if leg.in_pool else "")
+                rank = Text(f"{leg.rank:,} / {leg.pool:,}", style=passed if leg.in_pool else "")
             missing = ", ".join(leg.missing)
             words = Text(f"lacks {missing}" if missing else "")
             if leg.note:
@@ -137,13 +137,15 @@ def why_renderable(report: WhyReport, context: str, styles: Callable[[str], Styl
         )
         fused.add_row(
             Text("this note"),
-            Text(f"#{report.fused_rank}"),
+            Text(f"rank {report.fused_rank:,}"),
             Text(f"{report.fused_score or 0:.4f}", style="bold"),
             Text("= " + _terms(report.fused_terms)),
         )
         if report.last_shown is not None:
             last_rank, score, terms = report.last_shown
-            fused.add_row(Text("last shown"), Text(f"#{last_rank}"), Text(f"{score:.4f}"), Text("= " + _terms(terms)))
+            fused.add_row(
+                Text("last shown"), Text(f"rank {last_rank:,}"), Text(f"{score:.4f}"), Text("= " + _terms(terms))
+            )
         parts.append(fused)
 
     if not report.on_page:
