@@ -126,7 +126,7 @@ def test_misses_listed_with_rank(setup, tmp_path, capsys):
     rc, out, _ = run(capsys, str(kb), "--golden", str(g), "--legs", "fts", "--k", "1", "--limit", "10", "--no-history")
     assert rc == 0
     assert "missed at k=1: 1 of 1 queries" in out
-    assert "notes/python/sqlite.md#sqlite-vec  (rank 4; below_k: on the page at #4)" in out
+    assert "notes/python/sqlite.md#sqlite-vec  (rank 4; below_k: on the page at rank 4)" in out
     assert "nowhere.md  (not in the top 10; not_indexed: no note 'nowhere.md' in the index" in out
     # The table of where the misses were lost, in pipeline order.
     table = out[out.index("where the 2 missing entries were lost") :].splitlines()

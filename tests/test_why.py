@@ -121,7 +121,7 @@ def test_a_note_mmr_moved_off_names_the_hit_it_is_too_like(eng):
 def test_a_section_merged_by_the_parent_retriever_names_the_hit_holding_it(eng):
     params = replace(P, parent_retriever=True)
     report = eng.why("compost heap", "garden/guide.md#Watering", params)
-    assert report.verdict == "merged" and report.by.startswith("#1 garden/guide.md")
+    assert report.verdict == "merged" and report.by.startswith("rank 1, garden/guide.md")
 
 
 def test_a_weight_change_that_brings_a_note_in_is_verified(eng):

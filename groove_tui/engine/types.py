@@ -534,7 +534,7 @@ class WhyFix:
     rank: int  # where the note then shows
 
     def text(self) -> str:
-        return f"{self.setting} = {self.value} shows it at #{self.rank}"
+        return f"{self.setting} = {self.value} shows it at rank {self.rank}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"setting": self.setting, "value": self.value, "rank": self.rank}

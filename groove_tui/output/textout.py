@@ -258,11 +258,11 @@ def format_why(report: WhyReport, *, color: bool) -> str:
         lines.append(f"  {mark} {step.stage:<11} {sanitize(step.summary)}")
     if report.fused_rank is not None and report.verdict not in ("shown", "merged"):
         terms = " + ".join(f"{leg} {v:.4f}" for leg, v in report.fused_terms)
-        lines.append(f"{dim}  fused       #{report.fused_rank} {report.fused_score or 0:.4f} = {terms}{reset}")
+        lines.append(f"{dim}  fused       rank {report.fused_rank}: {report.fused_score or 0:.4f} = {terms}{reset}")
         if report.last_shown is not None:
             rank, score, last_terms = report.last_shown
             shown = " + ".join(f"{leg} {v:.4f}" for leg, v in last_terms)
-            lines.append(f"{dim}  last shown  #{rank} {score:.4f} = {shown}{reset}")
+            lines.append(f"{dim}  last shown  rank {rank}: {score:.4f} = {shown}{reset}")
     if report.fixes:
         lines.append("")
         lines.append("  what would bring it in: " + "; ".join(f.text() for f in report.fixes))

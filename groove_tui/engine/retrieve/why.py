@@ -150,7 +150,7 @@ class _Walk:
         )
 
     def _shown(self, rank: int, hit: Hit, merged: bool) -> WhyReport:
-        where = f"#{rank} {hit.path}" + (f" # {hit.heading}" if hit.heading else "")
+        where = f"rank {rank}, {hit.path}" + (f" # {hit.heading}" if hit.heading else "")
         if merged:
             self.steps.append(WhyStep("parent", True, f"merged into {where} by the parent retriever"))
             return self._report(
@@ -161,8 +161,8 @@ class _Walk:
                 section=hit.heading,
                 line=hit.line,
             )
-        self.steps.append(WhyStep("page", True, f"shown at #{rank} with score {hit.score:.4f}"))
-        return self._report("shown", f"on the page at #{rank}", shown_rank=rank, section=hit.heading, line=hit.line)
+        self.steps.append(WhyStep("page", True, f"shown at rank {rank} with score {hit.score:.4f}"))
+        return self._report("shown", f"on the page at rank {rank}", shown_rank=rank, section=hit.heading, line=hit.line)
 
     def _past_filters(self) -> list[CandidateRow] | WhyReport:
         doc_filter = self.s.doc_filter(self.params)
@@ -289,16 +289,18 @@ class _Walk:
         # MMR picks from the whole fused list (from the reranker's pool when one runs): the page's
         # length does not cut it off there.
         if fused_rank > self.limit and not self.params.mmr:
-            against = f", under #{last[0]}'s {last[1]:.4f} ({_terms_text(last[2])})" if last else ""
+            against = f", under rank {last[0]}'s {last[1]:.4f} ({_terms_text(last[2])})" if last else ""
             self.steps.append(
-                WhyStep("fusion", False, f"fused #{fused_rank} with {cand.score:.4f} ({_terms_text(fused_terms)})")
+                WhyStep(
+                    "fusion", False, f"fused at rank {fused_rank} with {cand.score:.4f} ({_terms_text(fused_terms)})"
+                )
             )
             return self._report(
                 "below_page",
-                f"fused below the page: #{fused_rank} with {cand.score:.4f} ({_terms_text(fused_terms)}){against}",
+                f"fused below the page: rank {fused_rank} with {cand.score:.4f} ({_terms_text(fused_terms)}){against}",
                 **more,
             )
-        self.steps.append(WhyStep("fusion", True, f"fused #{fused_rank} with {cand.score:.4f}"))
+        self.steps.append(WhyStep("fusion", True, f"fused at rank {fused_rank} with {cand.score:.4f}"))
         if reranker is not None and self.resp.reranked:
             off = self._reranked_off(reranker, legs, method, bq, wq, named, tier, cand)
             if off is not None:
@@ -308,8 +310,12 @@ class _Walk:
             if held is not None:
                 return self._report("mmr", held[0], by=held[1] or None, **more)
         # Fused within the page but placed by a deeper page's ranking (pages nest) or merged away.
-        self.steps.append(WhyStep("page", False, f"fused #{fused_rank}, not placed on this page of {self.limit}"))
-        return self._report("below_page", f"fused #{fused_rank}, but not placed on this page of {self.limit}", **more)
+        self.steps.append(
+            WhyStep("page", False, f"fused at rank {fused_rank}, not placed on this page of {self.limit}")
+        )
+        return self._report(
+            "below_page", f"fused at rank {fused_rank}, but not placed on this page of {self.limit}", **more
+        )
 
     # ------------------------------------------------------------------ legs
 
@@ -492,9 +498,9 @@ class _Walk:
         if place <= self.limit:
             return None
         last = self.resp.results[-1] if self.resp.results else None
-        against = f", under #{len(self.resp.results)}'s {last.score:.4f}" if last is not None else ""
+        against = f", under rank {len(self.resp.results)}'s {last.score:.4f}" if last is not None else ""
         text = (
-            f"moved off the page by the reranker: #{place} with {mine.score:.4f} "
+            f"moved off the page by the reranker: rank {place} with {mine.score:.4f} "
             f"(cross-encoder {mine.trace.get('rerank_score', 0.0):.4f}){against}"
         )
         self.steps.append(WhyStep("reranker", False, text))
@@ -519,7 +525,7 @@ class _Walk:
         if best is None:
             return None
         sim, rank, h = best
-        by = f"#{rank} {h.path}" + (f" # {h.heading}" if h.heading else "")
+        by = f"rank {rank}, {h.path}" + (f" # {h.heading}" if h.heading else "")
         text = f"moved off the page by MMR (λ {self.params.mmr_lambda:g}): too like {by} (similarity {sim:.3f})"
         self.steps.append(WhyStep("mmr", False, text))
         return text, by
@@ -609,7 +615,7 @@ def _standing_text(g: LegStanding) -> str:
         if g.missing:
             return f"{g.leg}: no match (lacks {', '.join(_quote(m) for m in g.missing)})"
         return f"{g.leg}: " + (g.note or "no match")
-    where = f"#{g.rank:,}" if g.rank is not None else g.note or "ranked"
+    where = f"rank {g.rank:,}" if g.rank is not None else g.note or "ranked"
     verdict = "in the pool" if g.in_pool else "below the pool"
     return f"{g.leg}: {where} of pool {g.pool} ({verdict})"
 
