@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Switch
 
-from groove_tui.settings.config import FUSION_METHODS
+from groove_tui.settings.config import FUSION_METHODS, Config
 from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider
@@ -37,6 +37,16 @@ WORDS_TIP = (
 SWITCH_NAMES = {"mmr": "MMR", "parent": "Parent", "reranker": "Rerank", "words": "Words"}
 
 
+def weights_text(config: Config) -> str:
+    """The fusion weights in effect ([search.fusion]): the vector leg's, the full-text family's with its
+    legs' shares, and the name term's."""
+    f = config.search.fusion
+    return (
+        f"weights: vector {f.vector_weight:g} · full text {f.fts_weight:g} "
+        f"(trigram {f.trigram_weight:g} : words {f.word_weight:g}) · name {f.name_weight:g}"
+    )
+
+
 def state_label(what: str, on: bool, *, available: bool = True) -> str:
     """`MMR  on` / `MMR  off`; a reranker switch with no model says `none`."""
     state = ("on" if on else "off") if available else "none"
@@ -57,6 +67,7 @@ class ConfigPane(VerticalScroll):
     ConfigPane .row Select:focus > SelectCurrent { background-tint: $foreground 10%; }
     ConfigPane Slider { margin: 1 0 0 0; }
     ConfigPane .field-label { color: $foreground-muted; margin: 1 0 0 0; }
+    ConfigPane .weights { color: $foreground-muted; width: 1fr; height: auto; }
     ConfigPane Input { width: 1fr; }
     """
 
@@ -106,6 +117,7 @@ class ConfigPane(VerticalScroll):
                 id=f"{s}-fusion",
                 tooltip=FUSION_TIP,
             )
+        yield Label(weights_text(self.app.config), id=f"{s}-weights", classes="weights", markup=False)
         yield Label("limit", classes="field-label")
         yield Field(str(rc.limit), type="integer", id=f"{s}-limit", compact=True)
         yield Label("path globs", classes="field-label")
@@ -116,6 +128,11 @@ class ConfigPane(VerticalScroll):
     def on_mount(self) -> None:
         self.query_one(f"#{self.side}-lambda", Slider).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1)"
         self.query_one(f"#{self.side}-penalty", Slider).tooltip = "MMR same-document penalty"
+        self.query_one(f"#{self.side}-weights", Label).tooltip = (
+            "[search.fusion] weights: the vector leg, and the full-text legs combined into one reading (the "
+            "trigram or bigram leg and the word leg, in these shares) so full text votes once; the name term "
+            "goes to a section whose heading or title equals the query. Set them in groove.toml."
+        )
         self.app.run_config_signal.subscribe(self, self._on_run_config)
 
     def focus_first(self) -> None:
