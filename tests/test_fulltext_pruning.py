@@ -155,6 +155,11 @@ def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, wh
             pruned.ranked(store.conn(), table, expr, weights, max(1, limit // 3), store.generation())
         got = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation())
         _assert_exact(got, expected, table, expr, limit)
+        # With the rows tying the last one (the leg orders a tie by path and position, then cuts it).
+        with_ties = pruned.ranked(store.conn(), table, expr, weights, limit, store.generation(), ties=True)
+        _assert_exact(
+            with_ties, fp.plain_ranked(store.conn(), table, expr, weights, limit, ties=True), table, expr, limit
+        )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -616,6 +616,22 @@ class Store:
             marks = ",".join("?" * len(batch))
             for row in conn.execute(f"SELECT {ROW_COLUMNS} FROM {ROW_JOIN} WHERE c.id IN ({marks})", batch):
                 out[row[0]] = CandidateRow.from_sql(row)
+        return out
+
+    def places(self, ids: Iterable[int]) -> dict[int, tuple[str, int]]:
+        """Each chunk's (document path, chunk_index): where it stands, the order of equal scores."""
+        out: dict[int, tuple[str, int]] = {}
+        conn = self.conn()
+        batch_ids = list(ids)
+        for start in range(0, len(batch_ids), 500):
+            batch = batch_ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for cid, path, index in conn.execute(
+                f"SELECT c.id, d.path, c.chunk_index FROM chunks c JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.id IN ({marks})",
+                batch,
+            ):
+                out[cid] = (path, index)
         return out
 
     def document_chunks(self, document_id: int) -> list[tuple[Any, ...]]:

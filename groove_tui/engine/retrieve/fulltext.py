@@ -32,7 +32,8 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
   score or tie it; inside them, a row whose taken sum plus that bound is below θ cannot either. Every
   other row is scored exactly (taken terms from the lists, the rest from the text, summed in expression
   order), and the result is sorted as the statement sorts: score, then rowid (SQLite's sorter keeps
-  scan order, which is rowid order, for ties — checked by the tests).
+  scan order, which is rowid order, for ties — checked by the tests). Asked for the ties too (`ties`), it
+  returns every further row tying the limit-th score as well: each is within reach of θ, so already scored.
 
 Bounds are compared with a relative margin (1e-9), far wider than the rounding of a sum of ≤ 64 terms, so
 float rounding can only make the pruning more conservative. The bigram table's tokenizer (unicode61 over
@@ -115,7 +116,7 @@ from groove_tui.engine.index.phrase_stats import (
 from groove_tui.engine.index.word_terms import word_rows as word_table_rows
 from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
-__all__ = ["PrunedFulltext", "WordsText", "calibrated", "parse_or_expression"]
+__all__ = ["PrunedFulltext", "WordsText", "calibrated", "parse_or_expression", "plain_ranked"]
 
 MARGIN = 1e-9  # relative slack on every bound comparison (see the module docstring)
 MAX_LIMIT = 2000  # beyond this the statement's own sort is as cheap as anything here
@@ -239,11 +240,14 @@ class PrunedFulltext:
         limit: int,
         generation: int | None = None,
         words: WordsText | None = None,
+        *,
+        ties: bool = False,
     ) -> list[tuple[int, float]] | None:
         """The plain statement's first `limit` rows, or None when the caller should run it instead.
         `generation` keys the caches; None reads index_meta's, inside the snapshot the statements see.
         `words`: how the word table's rows are rebuilt from the chunks (used only while the table records
-        that it was built that way); without it every term of the word table comes from FTS5's lists."""
+        that it was built that way); without it every term of the word table comes from FTS5's lists.
+        `ties`: every further row that ties the last one too (`plain_ranked`'s rows with `ties`)."""
         if table not in TABLES or not 0 < limit <= MAX_LIMIT or min(weights) <= 0:
             return None  # (a zero weight lets a matching row score 0, which the pool below leaves out)
         parsed = parse_or_expression(expr)
@@ -281,9 +285,9 @@ class PrunedFulltext:
                 # The rows can be rebuilt only as the table recorded (in this snapshot) it built them.
                 rows = WordRows(words, floats) if row is not None and row[0] == words.version else None
             try:
-                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows)
+                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, rows, ties)
             except TooCostly:  # (much Japanese text to analyze) every score FTS5's own, rows never rebuilt
-                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, None)
+                out = self._ranked(conn, table, parsed, folded, floats, limit, generation, tokens, None, ties)
         except Inconsistent:
             out = None
         finally:
@@ -305,6 +309,7 @@ class PrunedFulltext:
         gen: int,
         tokens: list[tuple[str, ...] | None],
         word_rows: WordRows | None,
+        ties: bool = False,
     ) -> list[tuple[int, float]] | None:
         n_rows, n_tokens = self._totals(conn, table)
         if n_rows == 0:
@@ -368,7 +373,7 @@ class PrunedFulltext:
         if not phrases:
             return []
         if table == "fts_words" and word_rows is None:
-            return self._ranked_by_fts5(conn, table, parsed, phrases, sizes, weights, limit)
+            return self._ranked_by_fts5(conn, table, parsed, phrases, sizes, weights, limit, ties)
         excluded = None
         if parsed.negative:
             excluded = self._excluded(conn, table, " OR ".join(parsed.negative), gen)
@@ -456,7 +461,9 @@ class PrunedFulltext:
             theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         self.stats["scored"] += len(scorer.exact)
         self.stats["left"] += len(order) - len(taken)
-        return sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0]))[:limit]
+        # A row tying the limit-th score reaches θ too (θ is below that score by the margin), so every
+        # such row was scored: the ties past the limit are at hand.
+        return _cut(sorted(scorer.exact.items(), key=lambda kv: (kv[1], kv[0])), limit, ties)
 
     def _ranked_by_fts5(
         self,
@@ -467,6 +474,7 @@ class PrunedFulltext:
         sizes: dict[str, int],
         weights: tuple[float, ...],
         limit: int,
+        ties: bool = False,
     ) -> list[tuple[int, float]]:
         """MaxScore on the word table, every score FTS5's own (module docstring): the rows holding one of
         the rarest phrases are ranked by the plain statement itself, filtered to them; θ, the limit-th
@@ -492,9 +500,8 @@ class PrunedFulltext:
             if len(taken) < len(order):
                 sql += f" AND +rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
                 args = (*args, " OR ".join(p.raw for p in taken))
-            found = conn.execute(f"{sql} ORDER BY s, rowid LIMIT ?", (*args, limit)).fetchall()
             self.stats["statements"] += 1
-            return [(int(r), float(v)) for r, v in found]
+            return _first_rows(conn, sql, args, limit, ties)
 
         # First the rarest phrases that hold FIRST_ROWS rows together (at least one phrase).
         m, held = 1, sizes.get(order[0].raw, 0)
@@ -724,6 +731,41 @@ class PrunedFulltext:
         rows = np.sort(np.fromiter((r for (r,) in found), dtype=np.int64, count=len(found)))
         self.excluded_cache.put(key, rows, max(1, len(rows)))
         return rows
+
+
+def plain_ranked(
+    conn: sqlite3.Connection, table: str, expr: str, weights: Sequence[float], limit: int, *, ties: bool = False
+) -> list[tuple[int, float]]:
+    """The plain statement's first `limit` rows (the leg's one definition), with `ties` every further row
+    that ties the last of them: a caller that orders a tie its own way (by path and position) then cuts
+    it where it likes, never where SQLite's rowid order happened to put the limit."""
+    sql = f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ?"
+    return _first_rows(conn, sql, (*weights, expr), limit, ties)
+
+
+def _first_rows(
+    conn: sqlite3.Connection, sql: str, args: tuple[Any, ...], limit: int, ties: bool
+) -> list[tuple[int, float]]:
+    """The first `limit` (rowid, s) rows of `sql` by (s, rowid), with `ties` those tying the last too:
+    one row past the limit says whether a tie crosses it, and only then are the rows up to its score read
+    (bm25 gives a row the same double in any statement)."""
+    found = conn.execute(f"{sql} ORDER BY s, rowid LIMIT ?", (*args, limit + 1 if ties else limit)).fetchall()
+    if ties and 0 < limit < len(found) and found[limit][1] == found[limit - 1][1]:
+        found = conn.execute(
+            f"SELECT rowid, s FROM ({sql}) WHERE s <= ? ORDER BY s, rowid", (*args, found[limit - 1][1])
+        ).fetchall()
+    return _cut([(int(r), float(v)) for r, v in found], limit, ties)
+
+
+def _cut(ranked: list[tuple[int, float]], limit: int, ties: bool) -> list[tuple[int, float]]:
+    """The first `limit` of rows sorted best first, with `ties` also every later row tying the last."""
+    if not ties or len(ranked) <= limit or limit <= 0:
+        return ranked[:limit]
+    last = ranked[limit - 1][1]
+    end = limit
+    while end < len(ranked) and ranked[end][1] == last:
+        end += 1
+    return ranked[:end]
 
 
 def _idf_read_back(n_rows: int, q: float, y: float) -> tuple[float | None, int] | None:

@@ -222,7 +222,7 @@ class Searcher:
                         fused.append(c)
             assert first is not None
             if not params.mmr:  # MMR orders by its picks, and says so (each pick's trace)
-                fused.sort(key=lambda c: -c.score)
+                fused.sort(key=lambda c: (-c.score, c.row.path, c.row.chunk_index))
             legs, reranked = first.legs, first.reranked
             warnings += first.warnings
             if first.rerank_failed is not None:
@@ -633,13 +633,25 @@ class Searcher:
         )
         k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
         scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
-        while True:
+
+        def nearest(k: int) -> list[tuple[int, float]]:
             found = self.vectors.knn(qvec, k, generation) if scan else None
             if found is None:  # sqlite-vec's own scan: the same rows (engine/retrieve/vector_scan.py says why)
                 found = conn.execute(
                     "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
                     (blob, k),
                 ).fetchall()
+            return found
+
+        while True:
+            # One more than k says whether a tie crosses the cut; then read on until it ends (as far as
+            # sqlite-vec's k goes), so the tie is cut by path and position.
+            asked = min(k + 1, KNN_MAX)
+            found = nearest(asked)
+            while len(found) == asked < KNN_MAX and found[-1][1] == found[k - 1][1]:
+                asked = min(asked * 2, KNN_MAX)
+                found = nearest(asked)
+            found = self._by_place(found[: _tie_end(found, k)], k)
             kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
             if units >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept
@@ -675,25 +687,38 @@ class Searcher:
             limit = cap if limit < cap else min(limit * 4, most)
 
     def ranked_fulltext(self, table: str, expr: str, limit: int) -> list[tuple[int, float]]:
-        """The first `limit` rows of `table`'s bm25 statement for `expr`: (rowid, bm25), best first.
+        """The first `limit` rows of `table`'s bm25 statement for `expr`: (rowid, bm25), best first, equal
+        scores by path and position (`_by_place`).
 
         Pruned (engine/retrieve/fulltext.py) when that is possible and on, which gives the very same rows,
-        scores and tie order; else the plain statement, the one definition of the leg's ranking."""
+        scores and ties; else the plain statement, the one definition of the leg's ranking."""
         f = self.config.search.fusion
         weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
         conn = self.store.conn()
+        found = None
         if self.config.search.fulltext_pruning:
             # The word table's rows are scored from the chunks' text only as this store would write them
             # (the pruning checks that the table records that very analyzer, or none).
             words = fulltext.WordsText(self.store.japanese) if table == "fts_words" else None
-            found = self.pruned.ranked(conn, table, expr, weights, limit, words=words)
-            if found is not None:
-                return found
-        plain: list[tuple[int, float]] = conn.execute(
-            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?",
-            (*weights, expr, limit),
-        ).fetchall()
-        return plain
+            found = self.pruned.ranked(conn, table, expr, weights, limit, words=words, ties=True)
+        if found is None:
+            found = fulltext.plain_ranked(conn, table, expr, weights, limit, ties=True)
+        return self._by_place(found, limit)
+
+    def _by_place(self, found: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
+        """The first `limit` of a leg's (chunk id, score) rows sorted best (lowest) first, with every row
+        tying the last one, ordered by score, then path and position. SQLite orders equal scores by chunk
+        id, which follows the edit history: cut there, a tie of copies at a pool's edge would let other
+        copies into the pool of an index updated in place than into a fresh build's."""
+        tied = {
+            cid
+            for i, (cid, raw) in enumerate(found)
+            if (i > 0 and found[i - 1][1] == raw) or (i + 1 < len(found) and found[i + 1][1] == raw)
+        }
+        if not tied:
+            return list(found[:limit])
+        places = self.store.places(tied)
+        return sorted(found, key=lambda item: (item[1], places.get(item[0], ("", -1))))[:limit]
 
     def _keep(
         self,
@@ -874,6 +899,14 @@ def _await(future: Future[Any], cancel: threading.Event | None) -> Any:
             return future.result(timeout=0.005)
         except FutureTimeout:
             _check(cancel)
+
+
+def _tie_end(found: Sequence[tuple[int, float]], k: int) -> int:
+    """How many of `found` (best first) are its first k and the rows tying the k-th."""
+    end = min(k, len(found))
+    while 0 < end < len(found) and found[end][1] == found[end - 1][1]:
+        end += 1
+    return end
 
 
 def _check(cancel: threading.Event | None) -> None:
