@@ -169,9 +169,8 @@ def test_rrf_per_call_reuses_retrieval_and_matches_an_rrf_config(kb, tmp_path, m
         top = per_call.results[0].trace
         assert top.fusion == "rrf" and top.vector_scale is None and top.fts_scale is None
         assert "scales" not in per_call.to_dict()["explain"]["hits"][0]["fusion"], "RRF reads ranks, not scores"
-        # The vector leg's term, plus the full-text family's: the mean of its two legs' terms.
-        term = {r: F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank, top.word_rank) if r}
-        expected = term.get(top.vector_rank, 0) + (term.get(top.fts_rank, 0) + term.get(top.word_rank, 0)) / 2
+        # groove's fusion: each leg's rank is a vote of its own, the full-text legs included.
+        expected = sum(F32(1.0) / (F32(60.0) + F32(r)) for r in (top.vector_rank, top.fts_rank, top.word_rank) if r)
         assert top.rrf_score == pytest.approx(float(expected), rel=1e-6)
 
 
@@ -203,10 +202,11 @@ def test_single_leg_runs_rank_like_the_leg(tmp_path, method):
 
 @pytest.mark.parametrize("method", ["dbsf", "relative", "rrf"])
 def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
-    """Unequal weights: each leg's term is its unit-weight term times that leg's weight. The full-text
-    legs (trigram or bigram, and words) share `fts_weight` in proportion to their sub-weights, so with
-    both sub-weights 1 each carries half of it, and a trigram sub-weight of 3 gives it three quarters.
-    Equal weights everywhere could not tell them apart."""
+    """Unequal weights: each leg's term is its unit-weight term times that leg's weight. Under the score
+    fusions the full-text legs (trigram or bigram, and words) share `fts_weight` in proportion to their
+    sub-weights, so with both sub-weights 1 each carries half of it, and a trigram sub-weight of 3 gives
+    it three quarters; under RRF each carries `fts_weight` times its sub-weight. Equal weights everywhere
+    could not tell them apart."""
     with (
         _engine(kb, tmp_path / "unit", method=method) as unit,
         _engine(
@@ -229,11 +229,16 @@ def test_each_leg_is_fused_with_its_own_weight(kb, tmp_path, method):
                     continue
                 # The shares follow the legs that ran: with the word leg, 1/2 each at unit weights and
                 # 2 × 3/4 and 2 × 1/4 weighted; a full-text leg alone carries the whole fts_weight.
+                # Under RRF each full-text leg votes on its own, at fts_weight × its sub-weight.
                 ran = dict(u.lexical_shares)
-                assert dict(t.lexical_shares) == (
-                    {full_text[4:]: 1.5, "word": 0.5} if len(ran) == 2 else {full_text[4:]: 2.0}
-                )
-                ratio = {"rrf_vector": 0.25, full_text: 3.0 if len(ran) == 2 else 2.0, "rrf_word": 1.0}
+                if method == "rrf":
+                    assert dict(t.lexical_shares) == {full_text[4:]: 6.0, **({"word": 2.0} if len(ran) == 2 else {})}
+                    ratio = {"rrf_vector": 0.25, full_text: 6.0, "rrf_word": 2.0}
+                else:
+                    assert dict(t.lexical_shares) == (
+                        {full_text[4:]: 1.5, "word": 0.5} if len(ran) == 2 else {full_text[4:]: 2.0}
+                    )
+                    ratio = {"rrf_vector": 0.25, full_text: 3.0 if len(ran) == 2 else 2.0, "rrf_word": 1.0}
                 for name, weight in ratio.items():
                     if getattr(u, name) is not None:
                         assert getattr(t, name) == pytest.approx(weight * getattr(u, name), rel=1e-5, abs=1e-7), name

@@ -84,11 +84,12 @@ def _scale(method: str, leg: Sequence[tuple[int, float]], vector: bool) -> tuple
     return float(-lo), float(-(lo + span))
 
 
-def _fused_weight(legs: Legs, fusion: FusionConfig) -> float:
+def _fused_weight(legs: Legs, fusion: FusionConfig, method: str = "dbsf") -> float:
     """The score a hit earns by sitting at the top of every family's normal range: 1 for the vector leg
-    and 1 for the full-text family, each times its weight, counting only what returned candidates."""
-    lexical = bool(legs.fts) or bool(legs.bigram) or bool(legs.word)
-    return fusion.vector_weight * legs.vector_share * bool(legs.vector) + fusion.fts_weight * lexical
+    and 1 for the full-text family, each times its weight, counting only what returned candidates (under
+    RRF, where each full-text leg votes on its own, every leg's top)."""
+    lexical = sum(float(w) for w in lexical_shares(legs, fusion, method).values())
+    return fusion.vector_weight * legs.vector_share * bool(legs.vector) + lexical
 
 
 def _top_term(method: str, rrf_k: float) -> np.float32:
@@ -126,13 +127,16 @@ TERM_ORDER = ("vector", *LEXICAL_LEGS, "name")
 _RAW_NAME = {"vector": "vector_distance", "fts": "fts_bm25", "bigram": "bigram_bm25", "word": "word_bm25"}
 
 
-def lexical_shares(legs: Legs, fusion: FusionConfig) -> dict[str, np.float32]:
-    """Each full-text leg's weight inside the family: `fts_weight` split by the legs' sub-weights
-    (`trigram_weight` for the character leg, trigram or bigram; `word_weight`), over the legs that
-    returned candidates. The family's term is then the weighted mean of its legs' readings times
-    `fts_weight`: however many full-text legs run, lexical evidence votes once."""
+def lexical_shares(legs: Legs, fusion: FusionConfig, method: str) -> dict[str, np.float32]:
+    """Each full-text leg's weight: under the score fusions, `fts_weight` split by the legs' sub-weights
+    (`trigram_weight` for the character leg, trigram or bigram; `word_weight`) over the legs that
+    returned candidates, so the family's term is the weighted mean of its legs' readings times
+    `fts_weight` and lexical evidence votes once however many full-text legs run. Under RRF each leg is
+    a rank vote of its own, as in groove's fusion: `fts_weight` times its sub-weight."""
     sub = {"fts": F32(fusion.trigram_weight), "bigram": F32(fusion.trigram_weight), "word": F32(fusion.word_weight)}
     ran = [name for name, leg in (("fts", legs.fts), ("bigram", legs.bigram), ("word", legs.word)) if leg]
+    if method == "rrf":
+        return {n: F32(F32(fusion.fts_weight) * sub[n]) for n in ran}
     total = F32(sum((sub[n] for n in ran), F32(0.0)))
     if not total > 0:
         return dict.fromkeys(ran, F32(0.0))
@@ -179,7 +183,7 @@ def fuse(
     wv = F32(f.vector_weight)
     if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
         wv = F32(wv * F32(legs.vector_share))
-    shares = lexical_shares(legs, f)
+    shares = lexical_shares(legs, f, method)
     for name, leg, weight in (
         ("vector", legs.vector, wv),
         ("fts", legs.fts, shares.get("fts", F32(0.0))),
@@ -209,23 +213,24 @@ def fuse(
     # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
     # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
     # leg has not looked, take it to agree with the full text: the candidate's lexical reading (its
-    # family term over `fts_weight`) stands in for its vector reading. Unembedded candidates then keep
+    # full-text terms over the full-text legs' weights) stands in for its vector reading. Unembedded candidates then keep
     # the full-text order among themselves and meet embedded ones on equal terms. The leg's weight
     # still follows the share of the full-text candidates it has seen: the nearest of a small sample
     # read far above the leg's window and would outvote the full text on the few chunks embedded first.
     # Nothing is imputed or scaled once every chunk has a vector.
-    if awaiting_vector and f.fts_weight > 0:
+    lexical_weight = F32(sum(shares.values(), F32(0.0)))
+    if awaiting_vector and lexical_weight > 0:
         for key in awaiting_vector:
             found = terms_of[key]
             if "vector" in found:  # merged parts: another part of the section has a vector term
                 continue
             lexical = F32(sum((found[n] for n in LEXICAL_LEGS if n in found), F32(0.0)))
-            found["vector"] = F32(wv * F32(lexical / F32(f.fts_weight)))
+            found["vector"] = F32(wv * F32(lexical / lexical_weight))
             if explain:
                 traces.setdefault(key, {})["vector_imputed"] = True
     name_kind: dict[FuseKey, str] = {}
     if named and f.name_weight > 0:
-        name_term = F32(F32(f.name_weight) * _top_term(method, f.rrf_k) * F32(_fused_weight(legs, f)))
+        name_term = F32(F32(f.name_weight) * _top_term(method, f.rrf_k) * F32(_fused_weight(legs, f, method)))
         for kind, row in sorted(named, key=lambda kr: kr[0]):  # a heading before a title of the same section
             key = _section(row) if merge else row.chunk_id
             if key in name_kind:

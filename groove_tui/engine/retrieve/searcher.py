@@ -796,9 +796,10 @@ class Searcher:
         blend = self.config.reranker.blend
         blended = blend_terms(cast(list[float], scores), [c.score for c in pool_items], blend)
         # Ranked by the score the hit will show (f32), so the order and the shown scores agree; equal
-        # scores keep the fused order.
+        # scores by path and position, as at every cut.
         final = [F32(b[0]) for b in blended]
-        order = sorted(range(len(pool_items)), key=lambda i: -final[i])
+        rows = [c.row for c in pool_items]
+        order = sorted(range(len(pool_items)), key=lambda i: (-final[i], rows[i].path, rows[i].chunk_index))
         out = []
         for rank, i in enumerate(order):
             c = pool_items[i]
