@@ -213,11 +213,11 @@ def fuse(
     # While vectors are pending, a full-text candidate with none yet cannot earn a vector term, and
     # fused as is it would lose to every embedded candidate the vector leg merely tolerates. Where the
     # leg has not looked, take it to agree with the full text: the candidate's lexical reading (its
-    # full-text terms over the full-text legs' weights) stands in for its vector reading. Unembedded candidates then keep
-    # the full-text order among themselves and meet embedded ones on equal terms. The leg's weight
-    # still follows the share of the full-text candidates it has seen: the nearest of a small sample
-    # read far above the leg's window and would outvote the full text on the few chunks embedded first.
-    # Nothing is imputed or scaled once every chunk has a vector.
+    # full-text terms over the full-text legs' weights) stands in for its vector reading. Unembedded
+    # candidates then keep the full-text order among themselves and meet embedded ones on equal terms.
+    # The leg's weight still follows the share of the full-text candidates it has seen: the nearest of
+    # a small sample read far above the leg's window and would outvote the full text on the few chunks
+    # embedded first. Nothing is imputed or scaled once every chunk has a vector.
     lexical_weight = F32(sum(shares.values(), F32(0.0)))
     if awaiting_vector and lexical_weight > 0:
         for key in awaiting_vector:
