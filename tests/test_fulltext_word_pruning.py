@@ -504,3 +504,25 @@ def test_engine_word_leg_results_do_not_change_with_pruning(tmp_path):
     )
     assert stats["pruned"] > 0 and stats["scored"] > 0
     assert answers[True] == answers[False]
+
+
+def test_rows_holding_only_a_commoner_word_are_ranked_when_they_beat_the_rarest_words_rows(tmp_path):
+    """The rarest phrase's rows ranked first need not be the answer: 9,000 long rows hold "beta" once, and
+    10,000 rows are "alpha" alone — commoner, but so short that each outscores every "beta" row. The
+    rows holding only "alpha" must be ranked too (every score FTS5's own: no rows rebuilt)."""
+    store = Store(tmp_path / "index.db")
+    try:
+        filler = " ".join(["lorem"] * 19)
+        rows = [(i, None, None, f"beta {filler}" if i <= 9_000 else f"lorem {filler}") for i in range(1, 30_001)]
+        rows += [(i, None, None, "alpha") for i in range(30_001, 40_001)]
+        with store.transaction() as conn:
+            conn.executemany("INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)", rows)
+        assert fp.FIRST_ROWS <= 9_000  # "beta" alone fills the first statement
+        expr, weights = '"alpha" OR "beta"', (2.0, 1.0, 1.0)
+        pruned = fp.PrunedFulltext()
+        got = pruned.ranked(store.conn(), "fts_words", expr, weights, 10, 0)
+        assert got == _plain(store, expr, weights, 10)
+        assert all(rowid > 30_000 for rowid, _ in got)  # the "alpha" rows
+        assert pruned.stats["statements"] == 2
+    finally:
+        store.close()

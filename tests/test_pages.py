@@ -272,3 +272,48 @@ def test_an_index_updated_in_place_ranks_ties_as_a_fresh_build(tmp_path: Path):
             fresh.close()
     finally:
         grown.close()
+
+
+def test_a_three_letter_heading_is_named_without_the_bigram_table(tmp_path: Path):
+    """The heading lookup reads the trigram table when the bigram one is off: a 3-character heading is one
+    trigram, and is found."""
+    files = {
+        f"tools/t{i}.md": "# Tools\n\n## Usage\n\nStart the target; tar tar target restart tar, and tar again.\n"
+        for i in range(6)
+    }
+    files["tools/archive.md"] = (
+        "# Archive\n\nOpening words about keeping old files together in one place.\n\n"
+        "## tar\n\nThe archiving utility: it writes many files into one and reads them back out.\n"
+    )
+    cfg = hashing_config()
+    cfg = replace(cfg, search=replace(cfg.search, cjk_bigram=False))
+    with Engine.open(write_kb(tmp_path / "kb", files), config=cfg, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        first = eng.search("tar", SearchParams(limit=5, min_quality=0, explain=True)).results[0]
+        assert (first.path, first.heading) == ("tools/archive.md", "tar")
+        assert first.trace.named and first.trace.name_kind == "heading"
+
+
+def test_a_named_section_in_parts_is_named_by_its_first_part(tmp_path: Path):
+    """A section split at the size cap has its heading on every part: the name term goes to the section as
+    its first part, the one a reader opens at."""
+    body = "\n\n".join(
+        f"Paragraph {i} about loam, clay and water held in soil." + " More words." * 20 for i in range(12)
+    )
+    files = {"soil.md": f"# Soil\n\nAn opening.\n\n## Garden soil\n\n{body}\n"}
+    files.update({f"bulk/b{i}.md": "# B\n\n" + "garden soil garden soil. " * 8 for i in range(20)})
+    cfg = hashing_config()
+    cfg = replace(cfg, search=replace(cfg.search, merge_parts=False))
+    with Engine.open(write_kb(tmp_path / "kb", files), config=cfg, index_dir=tmp_path / "idx") as eng:
+        eng.index()
+        parts = (
+            eng.store.conn()
+            .execute(
+                "SELECT c.chunk_index, c.part FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.path = 'soil.md' AND c.heading = 'Garden soil' ORDER BY c.chunk_index"
+            )
+            .fetchall()
+        )
+        assert len(parts) >= 2 and parts[0][1] == 0
+        named = [h for h in eng.search("garden soil", SearchParams(limit=10, explain=True)).results if h.trace.named]
+        assert [(h.path, h.chunk_index, h.part) for h in named] == [("soil.md", parts[0][0], 0)]

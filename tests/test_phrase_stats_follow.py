@@ -238,6 +238,36 @@ def test_a_set_with_an_edit_waiting_is_never_read(tmp_path):
         store.close()
 
 
+def test_a_long_lived_reader_reads_the_set_as_followed_after_an_edit(tmp_path):
+    """A reader caches the stored row counts and lengths by the set's epoch: following an edit moves the
+    epoch, so the reader that searched before the edit reads the followed set, where what it cached
+    lacks the new chunk's length (without the epoch moved, every stored list would be asked of FTS5 again
+    for as long as the reader lives)."""
+    rng = random.Random(5)
+    store = Store(tmp_path / "index.db")
+    try:
+        for doc_id in range(1, 121):
+            _add_document(store, doc_id, _chunks(rng))
+        _store_all(store)
+        conn = store.conn()
+        expr, weights = '"the" OR "cells" OR "banana"', (2.0, 1.0, 1.0)
+        plain = (
+            "SELECT rowid, bm25(fts_chunks, ?, ?, ?) AS s FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY s LIMIT 10"
+        )
+        reader = fp.PrunedFulltext()
+        assert reader.ranked(conn, "fts_chunks", expr, weights, 10) == conn.execute(plain, (*weights, expr)).fetchall()
+        before = reader.stats["stored_lists"]
+        assert before > 0
+        _add_document(store, 500, [("the cells", None, "the the the cells cells banana the " * 4)])
+        with store.transaction() as w:
+            assert ps.follow_edits(w, min_rows=0) == 1
+        got = reader.ranked(conn, "fts_chunks", expr, weights, 10)
+        assert got == conn.execute(plain, (*weights, expr)).fetchall() and got[0][0] > 120
+        assert reader.stats["stored_lists"] > before  # the followed set was read
+    finally:
+        store.close()
+
+
 def test_a_rebuilt_table_or_too_many_edits_drop_the_set(tmp_path):
     rng = random.Random(9)
     store = Store(tmp_path / "index.db")
