@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +108,9 @@ class Engine:
             )
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
+        # Writers in this process take turns here before the index's file lock, which a second holder in
+        # the same process would find taken (an update beside the watcher's embedding waits, not fails).
+        self._write_lock = threading.RLock()
         self._searcher = Searcher(self.store, config, self._contextual, self.embedder, self._reranker)
         self._variants: dict[Config, Searcher] = {}  # ranking_variant's, by config
         self._notes: tuple[int, dict[str, tuple[str, ...]]] | None = None  # notes(), by index generation
@@ -233,8 +236,23 @@ class Engine:
 
         if self.readonly:
             return False
-        with writer_lock(self.index_dir):
+        with self._write_lock, writer_lock(self.index_dir):
             return self._indexer().follow_phrase_statistics()
+
+    def embed_pending(self, cancel: threading.Event | None = None) -> int:
+        """Embed the chunks still waiting for a vector, beside updates of other notes: each batch is
+        computed outside the writer's lock and only written under it (`Indexer.embed_beside`). Returns
+        how many chunks were embedded; raises IndexBusy while another process indexes."""
+        from contextlib import contextmanager
+
+        from groove_tui.engine.index.indexer import writer_lock
+
+        @contextmanager
+        def guard() -> Iterator[None]:
+            with self._write_lock, writer_lock(self.index_dir):
+                yield
+
+        return self._indexer().embed_beside(guard, cancel, self._contextual())
 
     def watch(
         self,
@@ -249,19 +267,55 @@ class Engine:
         gives the defaults of `debounce_ms` and `polling`."""
         from groove_tui.engine.index.watch import Watcher, changed_paths
 
-        Watcher(
-            self.kb_path,
-            self.config.exclude_dirs,
-            update=lambda paths: self.update(paths, cancel=stop, defer_statistics=True),
-            catch_up=lambda: self.index(cancel=stop),
-            settle=self.follow_statistics,
-            stale=self.needs_index,
-            changed=lambda: changed_paths(self.store.conn(), self.kb_path, self.config.exclude_dirs),
-            on_event=on_event,
-            stop=stop,
-            debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,
-            polling=self.config.watch.polling if polling is None else polling,
-        ).run()
+        # A batch writes its full text only; its vectors are computed on a thread of their own, behind it
+        # and beside later batches, so a big note's embedding (8,000 chunks: tens of seconds) holds up no
+        # other edit: those are found by full text as soon as their batch is written.
+        wake, halt = threading.Event(), threading.Event()
+        behind = threading.Thread(target=self._embed_behind, args=(wake, halt), name="groove-embed", daemon=True)
+
+        def update(paths: frozenset[str]) -> IndexReport:
+            report = self.update(paths, cancel=stop, defer_statistics=True, embed=False)
+            wake.set()
+            return report
+
+        wake.set()  # what an earlier run left pending too
+        behind.start()
+        try:
+            Watcher(
+                self.kb_path,
+                self.config.exclude_dirs,
+                update=update,
+                catch_up=lambda: self.index(cancel=stop),
+                settle=self.follow_statistics,
+                stale=self.needs_index,
+                changed=lambda: changed_paths(self.store.conn(), self.kb_path, self.config.exclude_dirs),
+                on_event=on_event,
+                stop=stop,
+                debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,
+                polling=self.config.watch.polling if polling is None else polling,
+            ).run()
+        finally:
+            halt.set()
+            wake.set()
+            behind.join()
+
+    def _embed_behind(self, wake: threading.Event, halt: threading.Event) -> None:
+        """The watcher's embedding thread: embeds what is pending each time a batch wakes it, until
+        `halt`. What it leaves (stopped, or a failure, logged) the next indexing run embeds."""
+        import logging
+
+        from groove_tui.engine.errors import IndexBusy
+
+        while not halt.is_set():
+            wake.wait()
+            wake.clear()
+            try:
+                self.embed_pending(cancel=halt)
+            except IndexBusy:  # another process indexes (and embeds): look again later
+                wake.set()
+                halt.wait(1.0)
+            except Exception as exc:  # never the watcher's end: full text keeps following edits
+                logging.getLogger(__name__).warning("embedding behind the watcher stopped: %s", exc)
 
     def _index(
         self,
@@ -281,7 +335,7 @@ class Engine:
         # A forced rebuild writes a new index beside the live one, which takes its place in one step at
         # the end: searches meanwhile read the old index, never an empty or partial one.
         target = self.store.rebuilt_beside() if force else nullcontext(self.store)
-        with writer_lock(self.index_dir), target as store:
+        with self._write_lock, writer_lock(self.index_dir), target as store:
             if not self._model_unnamed and (force or self.store.get_meta("embedding_model") is None):
                 # This run records the model the user named (and a forced one drops every vector): load it
                 # first, so a typo fails here, before anything is written, not after the vectors are gone.

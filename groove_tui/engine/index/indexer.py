@@ -803,6 +803,49 @@ class Indexer:
                 )
             )
 
+    def embed_beside(
+        self,
+        guard: Callable[[], contextlib.AbstractContextManager[object]],
+        cancel: threading.Event | None,
+        contextual: bool,
+    ) -> int:
+        """Embed the chunks still without a vector, batch by batch, beside updates of other notes: each
+        batch's vectors are computed outside `guard` (the writer's lock), which is taken only to write
+        them, so an update waits for one write, never for a big note's whole embedding. The queue is read
+        again before every batch, so chunks written meanwhile join it in its order, and a chunk deleted
+        or re-cut meanwhile is not written (chunk ids are never reused). Returns how many were embedded."""
+        done = 0
+        batch_size = self.config.embedding.batch_size
+        while cancel is None or not cancel.is_set():
+            conn = self.store.conn()
+            ids = [p.id for p in pending_in_order(conn, contextual)[:batch_size]]
+            if not ids:
+                return done
+            marks = ",".join("?" * len(ids))
+            found = {
+                r[0]: r
+                for r in conn.execute(
+                    f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids
+                )
+            }
+            rows = [found[i] for i in ids if i in found]
+            embedder = self._load_embedder()
+            vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
+            with guard(), self.store.transaction() as wconn:
+                self.store.ensure_vec_table(embedder.dim, wconn)
+                still = {
+                    r[0] for r in wconn.execute(f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids)
+                }
+                written = [(r[0], vec) for r, vec in zip(rows, vectors, strict=True) if r[0] in still]
+                for cid, vec in written:
+                    wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+                    wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
+                wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(cid,) for cid, _ in written])
+                if written:
+                    self.store.bump_generation(wconn)
+            done += len(written)
+        return done
+
 
 def _path_category_topic(rel: str) -> tuple[str | None, str | None]:
     parts = rel.split("/")
