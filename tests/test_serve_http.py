@@ -265,3 +265,43 @@ def test_accepted_connections_send_without_waiting_for_acks() -> None:
         return value
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+@pytest.fixture
+def wide_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Notes cut into no parts (`max_chunk_bytes` at its ceiling): 40 of 30 KB and one of 200 KB, all matching "alpha",
+    so a search with a high limit would answer far more than a client's 1 MiB message."""
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "groove.toml").write_text("[chunking]\nmax_chunk_bytes = 1000000\n", encoding="utf-8")
+    line = 'alpha "quoted" text\twith\\backslashes and ünïcödé\n'
+    files = {f"notes/n{i:02}.md": f"# Note {i}\n\n" + line * (30_000 // len(line)) for i in range(40)}
+    files["notes/huge.md"] = "# Huge\n\n" + line * (200_000 // len(line))
+    with served(write_kb(tmp_path / "kb", files)) as (service, server):
+        yield service, server
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_search_answer_stays_under_the_clients_message_limit(wide_kb, mode):
+    """The SDK's HTTP client refuses a message over 1 MiB: the answer keeps the best hits whole while they
+    fit, cuts a hit too large on its own with a marker naming where the rest is, and says both."""
+    from groove_tui.server import surface as s
+
+    _service, server = wide_kb
+    async with http(server) as url, client(url, mode=mode) as remote:
+        body = answer(await remote.call_tool("search", {"query": "alpha", "limit": 1000}))
+        hits = body["results"]
+        assert 10 <= len(hits) < 41
+        assert body["truncated"] is True
+        assert {t["reason"] for t in body["truncation"]} == {"hit_content", "answer_size"}
+        huge = [h for h in hits if h["path"] == "notes/huge.md"]
+        assert huge and huge[0]["content_truncated"] is True
+        content = huge[0]["content"].encode()
+        assert len(content) < s.HIT_CONTENT_MAX_BYTES + 200
+        assert content.endswith(b"get_document or kb://doc/notes/huge.md]")
+        assert all(span["end"] <= s.HIT_CONTENT_MAX_BYTES for span in huge[0].get("match_spans", []))
+        whole = [h for h in hits if h["path"] != "notes/huge.md"]
+        assert all("content_truncated" not in h and len(h["content"]) > 29_000 for h in whole)
+        few = answer(await remote.call_tool("search", {"query": "alpha", "limit": 3, "path_globs": ["notes/n*"]}))
+        assert "truncated" not in few and len(few["results"]) == 3  # an answer that fits is left as it was

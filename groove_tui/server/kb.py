@@ -179,7 +179,7 @@ class KbService:
         for hit, row in zip(resp.results, out["results"], strict=True):
             if hit.path in servable:
                 row["uri"] = s.doc_uri(hit.path)
-        return out
+        return bounded_answer(out)
 
     # ------------------------------------------------------------ topics and documents
 
@@ -396,6 +396,80 @@ class KbService:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def wire_size(value: Any) -> int:
+    """The bytes `value` takes in a tool result's message: its JSON text, escaped again as the string
+    the JSON-RPC message carries it in."""
+    import json
+
+    import pydantic_core
+
+    try:
+        return len(pydantic_core.to_json(pydantic_core.to_json(value).decode("utf-8")))
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate: the answer goes through json.dumps
+        return len(json.dumps(json.dumps(value, ensure_ascii=False)))
+
+
+def bounded_answer(out: dict[str, Any]) -> dict[str, Any]:
+    """A search answer held under `ANSWER_MAX_BYTES` as it travels: a hit's content over
+    `HIT_CONTENT_MAX_BYTES` is cut with a marker (its match spans past the cut dropped), then hits are
+    kept in rank order while they fit. Either is said in `truncated` / `truncation` (the shape
+    get_connection_graph uses); an answer that fits is left exactly as it was."""
+    truncation: list[dict[str, Any]] = []
+    cut = 0
+    for row in out["results"]:
+        cut += _cut_content(row, s.HIT_CONTENT_MAX_BYTES)
+    if cut:
+        truncation.append(
+            {
+                "reason": "hit_content",
+                "limit": s.HIT_CONTENT_MAX_BYTES,
+                "detail": f"{cut} hit{'s' * (cut > 1)} had more than {s.HIT_CONTENT_MAX_BYTES} bytes of content and "
+                "were cut where the content says so; get_document (or the hit's uri) reads a whole document.",
+            }
+        )
+    room = s.ANSWER_MAX_BYTES - wire_size({**out, "results": [], "truncation": truncation}) - 1024
+    kept: list[dict[str, Any]] = []
+    for row in out["results"]:
+        room -= wire_size(row) + 1
+        if room < 0:
+            break
+        kept.append(row)
+    if len(kept) < len(out["results"]):
+        truncation.append(
+            {
+                "reason": "answer_size",
+                "limit": s.ANSWER_MAX_BYTES,
+                "detail": f"the first {len(kept)} of {len(out['results'])} hits fill an answer's "
+                f"{s.ANSWER_MAX_BYTES} bytes (a client's message limit is 1 MiB); the rest were left out. "
+                "Lower limit, or narrow the search (category, topic, path_globs, tags_any, dates).",
+            }
+        )
+        out["results"] = kept
+    if truncation:
+        out["truncated"] = True
+        out["truncation"] = truncation
+    return out
+
+
+def _cut_content(row: dict[str, Any], cap: int) -> bool:
+    """Cut `row`'s content to at most `cap` bytes at a character boundary, with a marker saying where the
+    rest is; its byte spans past the cut are dropped. Whether it was cut."""
+    raw = row["content"].encode("utf-8", "surrogatepass")
+    if len(raw) <= cap:
+        return False
+    end = cap
+    while raw[end] & 0xC0 == 0x80:  # back to the start of a character
+        end -= 1
+    rest = f"; the whole document: get_document or {row['uri']}" if "uri" in row else ""
+    row["content"] = (
+        raw[:end].decode("utf-8", "surrogatepass") + f"\n\n[… cut: {end:,} of {len(raw):,} bytes shown{rest}]"
+    )
+    row["content_truncated"] = True
+    if "match_spans" in row:
+        row["match_spans"] = [sp for sp in row["match_spans"] if sp["end"] <= end]
+    return True
 
 
 def _one_line(exc: BaseException) -> str:

@@ -24,6 +24,10 @@ SEARCH_QUERY_MAX_BYTES = 1024
 FILTER_LIST_MAX_ITEMS = 64
 FILTER_ITEM_MAX_BYTES = 1024
 DOCUMENT_MAX_BYTES = 1024 * 1024  # a text document larger than this is neither served nor offered
+# An answer travels as a JSON string inside the JSON-RPC message, and the official SDK's HTTP client refuses
+# a message over 1 MiB: a search answer is held well under it, a hit's content cut past its own share.
+ANSWER_MAX_BYTES = 768 * 1024  # the answer's text as it travels (escaped inside the message)
+HIT_CONTENT_MAX_BYTES = 64 * 1024  # one hit's content (a whole-document expansion, an unsplit note)
 TOPIC_PAGE_SIZE = 100  # documents per read of a topic group: one read stays a few thousand tokens
 GRAPH_DEFAULT_DEPTH, GRAPH_MAX_DEPTH = 2, 3
 GRAPH_DEFAULT_FAN_OUT, GRAPH_MAX_FAN_OUT = 5, 20
