@@ -305,3 +305,46 @@ async def test_a_search_answer_stays_under_the_clients_message_limit(wide_kb, mo
         assert all("content_truncated" not in h and len(h["content"]) > 29_000 for h in whole)
         few = answer(await remote.call_tool("search", {"query": "alpha", "limit": 3, "path_globs": ["notes/n*"]}))
         assert "truncated" not in few and len(few["results"]) == 3  # an answer that fits is left as it was
+
+
+async def test_clients_hanging_up_mid_body_leave_no_traceback(hostile_kb, capfd, caplog):
+    """50 clients of both protocol eras send half a body and hang up: stderr stays clean (a hang-up is at
+    most one INFO line), a body over the SDK's limit is still refused 413, and the server answers on."""
+    import logging
+
+    _service, server = hostile_kb
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_topics"}})
+    caplog.set_level(logging.INFO)
+    async with http(server) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+
+        async def hang_up(era: str | None) -> None:
+            head = (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                + (f"MCP-Protocol-Version: {era}\r\n" if era else "")
+                + f"Content-Length: {len(body) + 100}\r\n\r\n"
+            )
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(head.encode() + body[:20].encode())
+            await anyio.sleep(0.05)
+            await stream.aclose()
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(hang_up, "2026-07-28" if i % 2 else None)
+        await anyio.sleep(0.5)
+        async with httpx.AsyncClient() as raw:
+            big = await raw.post(
+                url,
+                content=b" " * (4 * 1024 * 1024 + 1),
+                headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+            )
+        assert big.status_code == 413
+        async with client(url) as remote:
+            assert answer(await remote.call_tool("list_topics", {}))
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ClientDisconnect" not in err and "Exception in ASGI" not in err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    hung = [r for r in caplog.records if "hung up" in r.getMessage()]
+    assert len(hung) == 50 and all(r.levelno == logging.INFO for r in hung)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import socket
 import threading
 import time
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from groove_tui.engine.index.watch import WatchEvent
+
+log = logging.getLogger(__name__)
 
 TOKEN_ENV = "GROOVE_TUI_MCP_TOKEN"
 TOKEN_MIN_CHARS = 16  # beyond loopback the token is the only access control: long enough not to be guessed
@@ -336,7 +339,7 @@ class BearerAuth:
 
 def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     """The Starlette app serving `/mcp` and `/healthz`, behind the bearer check when a token is set."""
-    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
@@ -356,7 +359,46 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     app: ASGIApp = server.streamable_http_app(
         host=host, transport_security=security, custom_starlette_routes=[Route("/healthz", healthz)]
     )
+    app = WholeBodies(app, DEFAULT_MAX_REQUEST_BODY_SIZE)
     return BearerAuth(app, token) if token else app
+
+
+class WholeBodies:
+    """ASGI middleware: a POST's body is read before the MCP app sees the request, so a client that hangs
+    up mid-body costs one INFO line instead of the SDK's traceback (it reads the body inside its handlers,
+    where a hang-up is logged as an error or escapes as one). A body past `cap` is handed on as it
+    arrives, for the SDK's own size limit to refuse."""
+
+    def __init__(self, app: ASGIApp, cap: int) -> None:
+        self.app = app
+        self.cap = cap
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        parts: list[bytes] = []
+        size = 0
+        more = True
+        while more and size <= self.cap:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                log.info("a client hung up before its request was read (%s %s)", scope["method"], scope.get("path"))
+                return
+            part = message.get("body", b"")
+            parts.append(part)
+            size += len(part)
+            more = message.get("more_body", False)
+        first: dict[str, Any] | None = {"type": "http.request", "body": b"".join(parts), "more_body": more}
+
+        async def replay() -> Any:
+            nonlocal first
+            if first is not None:
+                message, first = first, None
+                return message
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
