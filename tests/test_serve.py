@@ -347,6 +347,85 @@ async def test_a_hard_link_and_a_symlink_out_of_the_kb_are_neither_searched_nor_
     assert "TOPSECRET" not in topics and "notes/hard.md" not in groups
 
 
+async def test_what_is_named_like_a_note_but_is_no_regular_file_is_refused(hostile_kb, monkeypatch):
+    """A folder, a FIFO and a socket named *.md get groove's refusal, never an error about a handle (and
+    the FIFO never blocks the call)."""
+    import socket
+
+    kb, _service, server = hostile_kb
+    (kb / "notes" / "tar.md").mkdir()
+    (kb / "notes" / "tar.md" / "inner.md").write_text("# Inner\n", encoding="utf-8")
+    os.mkfifo(kb / "notes" / "pipe.md")
+    monkeypatch.chdir(kb / "notes")  # a socket's path must be short
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind("sock.md")
+    try:
+        async with Client(server) as client:
+            for path in ("notes/tar.md", "notes/pipe.md", "notes/sock.md"):
+                got = await client.call_tool("get_document", {"path": path})
+                assert got.is_error and answer(got) == {"error": "Access denied: only regular files can be read."}
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def swapped_after_the_checks(hostile_kb, monkeypatch):
+    """`swap(fn)`: run `fn` once, after get_document's checks on a path and before the file is opened."""
+    from groove_tui.server import kb as kb_module
+
+    original = kb_module._read_checked
+    pending: list = []
+
+    def between(*args, **kwargs):
+        while pending:
+            pending.pop()()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(kb_module, "_read_checked", between)
+    return hostile_kb, pending.append
+
+
+async def test_a_note_swapped_for_a_link_after_the_checks_is_not_followed(swapped_after_the_checks, tmp_path):
+    (kb, _service, server), swap = swapped_after_the_checks
+    note = kb / "notes" / "rust" / "async.md"
+    secret = tmp_path / "secret" / "keys.md"
+
+    def to_file_link():
+        note.unlink()
+        os.symlink(secret, note)
+
+    def to_folder_link():
+        os.rename(kb / "notes" / "rust", kb / "notes" / "rust-moved")
+        os.mkdir(tmp_path / "secret" / "rust")
+        (tmp_path / "secret" / "rust" / "async.md").write_text("TOPSECRET folder\n", encoding="utf-8")
+        os.symlink(tmp_path / "secret" / "rust", kb / "notes" / "rust")
+
+    async with Client(server) as client:
+        swap(to_file_link)
+        first = await client.call_tool("get_document", {"path": "notes/rust/async.md"})
+        assert answer(first) == {"error": "Access denied: only regular files can be read."}
+        note.unlink()
+        note.write_text("# Async Rust\n\nBack.\n", encoding="utf-8")
+        swap(to_folder_link)
+        second = await client.call_tool("get_document", {"path": "notes/rust/async.md"})
+        assert answer(second) == {"error": "Access denied: symlinks are not allowed."}
+    assert "TOPSECRET" not in first.content[0].text + second.content[0].text
+
+
+async def test_a_note_swapped_for_a_folder_after_the_checks_is_judged_on_the_handle(swapped_after_the_checks):
+    (kb, _service, server), swap = swapped_after_the_checks
+    note = kb / "notes" / "rust" / "async.md"
+
+    def to_folder():
+        note.unlink()
+        note.mkdir()
+
+    swap(to_folder)
+    async with Client(server) as client:
+        got = await client.call_tool("get_document", {"path": "notes/rust/async.md"})
+    assert answer(got) == {"error": "Access denied: only regular files can be read."}
+
+
 # ---------------------------------------------------------------- resources
 
 REFUSED_URIS = [

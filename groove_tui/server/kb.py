@@ -7,9 +7,10 @@ Index writes (the watcher's updates, `rebuild_index`) run on their own threads t
 writer path: SQLite in WAL mode keeps every read on the last commit, so a search neither waits for an
 update nor sees half of one. `rebuild_index` holds a slot: a second call while one runs is refused.
 
-Documents are read the way groove reads them: only a Markdown file under the KB, never through a
-symbolic link (the final name refused, any link on the way judged by where it really leads), never a
-file with a second name (a hard link), never more than 1 MiB, from the very handle that was checked.
+Documents are read the way groove reads them: only a regular Markdown file (`.md` in any letter case)
+under the KB, never through a symbolic link (the final name refused, any link on the way judged by
+where it really leads), never a file with a second name (a hard link), never more than 1 MiB; read from
+the very handle that was checked, opened name by name without following a link swapped in since.
 A resource is narrower still: only what the index holds is offered or served.
 """
 
@@ -234,9 +235,11 @@ class KbService:
         if not real.is_relative_to(self.kb):
             raise NotServed(OUTSIDE_DENIED)
         ext = real.suffix[1:]
-        if ext.lower() != "md":
+        if ext.lower() != "md":  # `.MD` is Markdown too, as the indexer and groove take it
             raise NotServed(f'Access denied: extension "{ext}" is not in the indexed parser registry. Allowed: ["md"]')
-        raw = _read_checked(real, s.DOCUMENT_MAX_BYTES)
+        if not stat.S_ISREG(st.st_mode):  # a folder or a FIFO named *.md: never opened
+            raise NotServed(NOT_REGULAR)
+        raw = _read_checked(self.kb, real, s.DOCUMENT_MAX_BYTES)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -498,25 +501,59 @@ def _topic_listing(prefix: str, paths: list[str], page: int, pages: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _read_checked(path: Path, cap: int) -> bytes:
-    """The bytes of a regular file with one name, judged on the handle it is read from (a file swapped
-    for a link, a FIFO or a bigger file after the checks is refused, never followed or waited on)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def _open_inside(kb: Path, real: Path) -> int:
+    """A handle on `real` (a path inside `kb` as it resolved at the checks), opened one name at a time
+    from the KB's folder, none of them followed if it has become a link since: a note, or a folder on
+    its way, swapped for a link between the checks and the open is refused, never followed."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in does not block
+    if os.open not in os.supports_dir_fd:  # no openat (Windows): the last name, not followed
+        return os.open(real, flags)
+    *folders, name = real.relative_to(kb).parts
+    at = os.open(kb, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        fd = os.open(path, flags)
+        for folder in folders:
+            try:
+                inner = os.open(folder, os.O_RDONLY | nofollow | getattr(os, "O_DIRECTORY", 0), dir_fd=at)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # the folder became a link (or a file)
+                    raise NotServed(SYMLINK_DENIED) from None
+                raise
+            os.close(at)
+            at = inner
+        return os.open(name, flags, dir_fd=at)
+    finally:
+        os.close(at)
+
+
+def _read_checked(kb: Path, real: Path, cap: int) -> bytes:
+    """The bytes of a regular file with one name, judged on the handle they are read from (a file swapped
+    for a link, a folder, a FIFO or a bigger file after the checks is refused, never followed or waited
+    on)."""
+    try:
+        fd = _open_inside(kb, real)
+    except NotServed:
+        raise
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # the name became a link after the checks
             raise NotServed(NOT_REGULAR) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):  # gone since the checks
+            raise NotServed(FILE_NOT_FOUND.format(path=real.relative_to(kb).as_posix())) from None
         raise NotServed(f"Failed to read file: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+    try:
+        st = os.fstat(fd)  # before any Python file object: one cannot be made on a folder
         if not stat.S_ISREG(st.st_mode):
             raise NotServed(NOT_REGULAR)
         if st.st_nlink > 1:
             raise NotServed(HARD_LINK_DENIED)
         if st.st_size > cap:
             raise NotServed(f"File too large: {st.st_size} bytes (max {cap} bytes).")
-        data = fh.read(cap + 1)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(cap + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) > cap:
         raise NotServed("File too large.")
     return data
