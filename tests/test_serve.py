@@ -426,6 +426,48 @@ async def test_a_note_swapped_for_a_folder_after_the_checks_is_judged_on_the_han
     assert answer(got) == {"error": "Access denied: only regular files can be read."}
 
 
+async def test_the_1_mib_limit_is_exact_for_reads_and_resources(tmp_path, monkeypatch):
+    """A note of exactly 1 MiB is served, read and offered; one byte more is none of them."""
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    head = "# Edge\n\nboundary words\n\n"
+    filler = ("edge of the limit\n\n" * 60_000)[: 1024 * 1024 - len(head)]
+    kb = write_kb(tmp_path / "kb", {"at/limit.md": head + filler, "over/limit.md": head + filler + "x"})
+    assert (kb / "at" / "limit.md").stat().st_size == 1024 * 1024
+    with served(kb) as (_service, server):
+        async with Client(server) as client:
+            at = answer(await client.call_tool("get_document", {"path": "at/limit.md"}))
+            assert at["content"] == head + filler
+            over = await client.call_tool("get_document", {"path": "over/limit.md"})
+            assert answer(over) == {"error": "File too large: 1048577 bytes (max 1048576 bytes)."}
+            hits = answer(await client.call_tool("search", {"query": "boundary words", "limit": 50}))["results"]
+            uris = {h["path"]: h.get("uri") for h in hits}
+            assert uris == {"at/limit.md": "kb://doc/at/limit.md", "over/limit.md": None}
+            assert (await client.read_resource("kb://doc/at/limit.md")).contents[0].text == head + filler
+            with pytest.raises(MCPError):
+                await client.read_resource("kb://doc/over/limit.md")
+
+
+async def test_an_upper_case_md_extension_is_markdown_as_the_indexer_takes_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    text = "# Loud\n\nA note whose extension shouts.\n"
+    kb = write_kb(tmp_path / "kb", {"notes/LOUD.MD": text, "notes/mixed.Md": text.replace("Loud", "Mixed")})
+    with served(kb) as (_service, server):
+        async with Client(server) as client:
+            hits = answer(await client.call_tool("search", {"query": "extension shouts"}))["results"]
+            assert {h["path"]: h.get("uri") for h in hits} == {
+                "notes/LOUD.MD": "kb://doc/notes/LOUD.MD",
+                "notes/mixed.Md": "kb://doc/notes/mixed.Md",
+            }
+            assert answer(await client.call_tool("get_document", {"path": "notes/LOUD.MD"}))["content"] == text
+            assert (await client.read_resource("kb://doc/notes/LOUD.MD")).contents[0].text == text
+            topics = [r.uri for r in (await client.list_resources()).resources]
+            assert "kb://doc/notes/LOUD.MD" in (await client.read_resource(topics[0])).contents[0].text
+
+
 # ---------------------------------------------------------------- resources
 
 REFUSED_URIS = [
