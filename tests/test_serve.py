@@ -670,6 +670,50 @@ async def test_the_connection_graph_walks_from_a_document_within_grooves_bounds(
         assert "document not found (no chunks for path): nope.md" in missing["error"]
 
 
+async def test_a_walk_from_a_huge_note_reads_whole_rows_only_for_its_nodes(tmp_path, monkeypatch):
+    """From a note of hundreds of chunks, each seed's nearest chunks are mostly the note's own: a walk
+    reads each chunk's place at most once and whole rows only for what becomes a node, however many of
+    the note's chunks the nearest-neighbour queries return."""
+    import random
+
+    from groove_tui.server import kb as kb_module
+
+    monkeypatch.setenv("GROOVE_TUI_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.delenv("GROOVE_TUI_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(400)]
+    huge = "# Huge\n\n" + "".join(" ".join(rng.choices(vocab, k=80)) + ".\n\n" for _ in range(3000))
+    assert len(huge.encode()) > 1_000_000
+    files = {"notes/huge.md": huge, **{f"notes/small{i}.md": " ".join(rng.choices(vocab, k=200)) for i in range(20)}}
+    walks: list = []
+    run = kb_module._Walk.run
+
+    def spied(self, start):
+        walks.append(self)
+        return run(self, start)
+
+    monkeypatch.setattr(kb_module._Walk, "run", spied)
+    with served(write_kb(tmp_path / "kb", files)) as (service, server):
+        store = service.engine.store
+        chunks = store.conn().execute("SELECT count(*) FROM chunks").fetchone()[0]
+        loaded: list[int] = []
+        rows_by_ids = store.rows_by_ids
+
+        def counted(ids):
+            loaded.append(len(ids))
+            return rows_by_ids(ids)
+
+        monkeypatch.setattr(store, "rows_by_ids", counted)
+        args = {"start": "notes/huge.md", "max_seed_chunks": 1000, "fan_out": 20, "max_nodes": 2000}
+        async with Client(server) as client:
+            graph = answer(await client.call_tool("get_connection_graph", args))
+    stats = graph["stats"]
+    assert stats["seeds_used"] > 400 and stats["knn_queries"] >= stats["seeds_used"]
+    assert sum(loaded) <= 2 * stats["total_nodes"]  # the seeds' rows and each new node's, no more
+    assert walks[0].places_read <= chunks  # each chunk's place read at most once
+
+
 async def test_the_ceilings_docs_serve_names_are_clamped_to_the_values_it_names(served_kb):
     """docs/serve.md lists each clamped ceiling ("`depth` above 3 as 3"); each is the surface's, and a value
     above it answers exactly as the ceiling itself does (groove's clamping, not a refusal)."""

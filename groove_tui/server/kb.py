@@ -584,6 +584,10 @@ class _Walk:
         self.min_quality = engine.config.quality_filter.effective
         self.truncation: list[dict[str, Any]] = []
         self.knn_queries = 0
+        self.places: dict[
+            int, tuple[str, float, str | None, str | None]
+        ] = {}  # chunk id: path, quality, category, topic
+        self.places_read = 0  # chunks whose place was read: each at most once a walk
 
     def _truncate(self, reason: str, limit: int, detail: str) -> None:
         if not any(t["reason"] == reason for t in self.truncation):
@@ -687,25 +691,38 @@ class _Walk:
                 self._budget()
                 continue
             added = 0
-            for cid, dist, row in self._neighbours(vec, max(self.fan_out * 2, self.fan_out)):
+            near = self._neighbours(vec, max(self.fan_out * 2, self.fan_out))
+            # Whole rows only for the neighbours that can become nodes: near a huge note, most of the
+            # nearest chunks are its own (the start, already visited) and cost no more than their path.
+            rows = self.store.rows_by_ids(
+                [
+                    c
+                    for c, d, p in near
+                    if c not in visited and p not in visited_paths and _similarity(d) >= self.min_sim
+                ]
+            )
+            for cid, dist, path in near:
                 if added >= self.fan_out:
                     break
-                if cid in visited or row.path in visited_paths:
+                if cid in visited or path in visited_paths:
                     continue
-                sim = min(max(1.0 - dist * dist / 2.0, 0.0), 1.0)
+                sim = _similarity(dist)
                 if sim < self.min_sim:
+                    continue
+                found = rows.get(cid)
+                if found is None:  # deleted since the KNN
                     continue
                 if len(nodes) >= self.max_nodes:
                     self._budget()
                     break
                 visited.add(cid)
                 if self.dedup:
-                    visited_paths.add(row.path)
+                    visited_paths.add(found.path)
                 nxt = self.store.embeddings_for([cid]).get(cid)
                 if nxt is None:
                     continue
                 reached = max(reached, depth + 1)
-                nodes.append(self._node(len(nodes), parent, depth + 1, sim, row))
+                nodes.append(self._node(len(nodes), parent, depth + 1, sim, found))
                 queue.append((len(nodes) - 1, nxt, depth + 1))
                 added += 1
         return {
@@ -722,34 +739,46 @@ class _Walk:
             },
         }
 
-    def _neighbours(self, vec: np.ndarray, k: int) -> list[tuple[int, float, CandidateRow]]:
-        """Up to `k` nearest chunks passing the category / topic / quality filters, nearest first."""
+    def _neighbours(self, vec: np.ndarray, k: int) -> list[tuple[int, float, str]]:
+        """Up to `k` nearest chunks passing the category / topic / quality filters, nearest first, as
+        (chunk id, distance, document path): judged on those columns alone, never on whole rows."""
         from groove_tui.engine.index.store import to_blob
 
         filtered = self.category is not None or self.topic is not None or self.min_quality > 0
         fetch = min(k * 10 if filtered else k, 4096)
         self.knn_queries += 1
-        hits = (
-            self.store.conn()
-            .execute(
-                "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                (to_blob(vec), fetch),
-            )
-            .fetchall()
-        )
-        rows = self.store.rows_by_ids([h[0] for h in hits])
+        conn = self.store.conn()
+        hits = conn.execute(
+            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (to_blob(vec), fetch),
+        ).fetchall()
+        places = self.places
+        ids = [h[0] for h in hits if h[0] not in places]  # a huge note's chunks come back for every seed
+        self.places_read += len(ids)
+        for r in conn.execute(
+            "SELECT c.id, d.path, c.quality_score, d.category, d.topic FROM chunks c "
+            f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({','.join('?' * len(ids))})",
+            ids,
+        ):
+            places[r[0]] = r[1:]
         out = []
         for cid, dist in hits:
-            row = rows.get(cid)
-            if row is None:
+            place = places.get(cid)
+            if place is None:
                 continue
-            if self.min_quality > 0 and row.quality_score < self.min_quality:
+            path, quality, category, topic = place
+            if self.min_quality > 0 and quality < self.min_quality:
                 continue
-            if self.category is not None and row.category != self.category:
+            if self.category is not None and category != self.category:
                 continue
-            if self.topic is not None and row.topic != self.topic:
+            if self.topic is not None and topic != self.topic:
                 continue
-            out.append((cid, float(dist), row))
+            out.append((cid, float(dist), path))
             if len(out) >= k:
                 break
         return out
+
+
+def _similarity(distance: float) -> float:
+    """Cosine similarity from the L2 distance of unit vectors, clamped to [0, 1]."""
+    return min(max(1.0 - distance * distance / 2.0, 0.0), 1.0)
