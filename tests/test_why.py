@@ -193,3 +193,20 @@ def test_why_on_a_path_outside_the_index(tmp_path: Path):
 def test_a_page_of_nothing_says_so(eng):
     report = eng.why("compost heap", "garden/guide.md", replace(P, limit=0))
     assert report.verdict == "not_matched" and "limit 0" in report.summary
+
+
+def test_the_walk_runs_through_the_reranker(eng, tmp_path: Path):
+    """With a cross-encoder, every note's walk ends at a known stage, and one the reranker moved off the
+    fused page says so with its rank after reranking."""
+    from tests.tinymodels import build_tiny_cross_encoder
+
+    ce = str(build_tiny_cross_encoder(tmp_path / "ce"))
+    params = replace(P, reranker=ce, limit=3)
+    resp = eng.search("compost heap", replace(params, explain=True))
+    assert resp.reranked
+    fused = eng.search("compost heap", replace(params, reranker=None)).results
+    for path in {h.path for h in fused} | {"garden/guide.md", "bulk/b05.md"}:
+        report = eng.why("compost heap", path, params, fixes=False)
+        assert report.verdict in WHY_VERDICTS
+        if report.verdict == "reranker":
+            assert "moved off the page by the reranker: rank" in report.summary

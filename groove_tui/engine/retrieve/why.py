@@ -245,15 +245,19 @@ class _Walk:
             if self.params.fusion is None
             else check_fusion_method("fusion", self.params.fusion)
         )
-        fused = s._fuse(
-            legs,
-            None,
-            True,
-            bigram_leg=bq is not None and bq.positive_expr is not None,
-            method=method,
-            word_leg=wq is not None,
-            named=named,
-        )
+
+        def fuse(size: int | None) -> list[_Candidate]:  # the legs as the page's search fused them
+            return s._fuse(
+                legs,
+                size,
+                True,
+                bigram_leg=bq is not None and bq.positive_expr is not None,
+                method=method,
+                word_leg=wq is not None,
+                named=named,
+            )
+
+        fused = fuse(None)
         last = self._last_shown()
         place = next(
             (
@@ -302,7 +306,7 @@ class _Walk:
             )
         self.steps.append(WhyStep("fusion", True, f"fused at rank {fused_rank} with {cand.score:.4f}"))
         if reranker is not None and self.resp.reranked:
-            off = self._reranked_off(reranker, legs, method, bq, wq, named, tier, cand)
+            off = self._reranked_off(reranker, fuse, tier, cand)
             if off is not None:
                 return self._report("reranker", off, **more)
         if self.params.mmr:
@@ -469,27 +473,11 @@ class _Walk:
         return len(hits), last.score, last.trace.fusion_terms() if last.trace is not None else ()
 
     def _reranked_off(
-        self,
-        reranker: Any,
-        legs: Legs,
-        method: str,
-        bq: Any,
-        wq: Any,
-        named: Sequence[tuple[int, CandidateRow]],
-        tier: int,
-        cand: _Candidate,
+        self, reranker: Any, fuse: Callable[[int | None], list[_Candidate]], tier: int, cand: _Candidate
     ) -> str | None:
         s = self.s
         size = max(s.config.reranker.pool, tier)
-        pool_items = s._fuse(
-            legs,
-            size,
-            True,
-            bigram_leg=bq is not None and bq.positive_expr is not None,
-            method=method,
-            word_leg=wq is not None,
-            named=named,
-        )
+        pool_items = fuse(size)
         if all(c.row.chunk_id != cand.row.chunk_id for c in pool_items):
             self.steps.append(WhyStep("reranker", False, f"outside the reranker's pool of {size}"))
             return f"outside the reranker's pool of {size}"
