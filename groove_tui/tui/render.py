@@ -390,18 +390,73 @@ def fmt_score(score: float) -> str:
     return f"{score:.4f}"
 
 
-def hit_title(hit: Hit) -> Text:
+def note_path(path: str, cells: int) -> str:
+    """A note's path in at most `cells` cells, cut in the middle so its file name stays whole as long as
+    it can: `ranking/…/parent-retriever.md`, then `…/parent-retriever.md`, then the start of the file
+    name and its extension (`parent-ret….md`)."""
+    s = one_line(path)
+    if cell_len(s) <= cells:
+        return s
+    if cells <= 1:
+        return ELLIPSIS[: max(cells, 0)]
+    parts = s.split("/")
+    name = parts[-1]
+    if len(parts) > 2:
+        tail = name
+        for folder in reversed(parts[1:-1]):  # keep as many whole trailing folders as fit
+            if cell_len(f"{parts[0]}/{ELLIPSIS}/{folder}/{tail}") > cells:
+                break
+            tail = f"{folder}/{tail}"
+        if cell_len(f"{parts[0]}/{ELLIPSIS}/{tail}") <= cells:
+            return f"{parts[0]}/{ELLIPSIS}/{tail}"
+    if len(parts) > 1 and cell_len(ELLIPSIS + "/" + name) <= cells:
+        return ELLIPSIS + "/" + name
+    stem, dot, ext = name.rpartition(".")
+    ext = dot + ext if stem and cell_len(dot + ext) <= cells // 3 else ""
+    stem = name[: len(name) - len(ext)]
+    room = cells - 1 - cell_len(ext)  # the start of the file name, an ellipsis, its extension
+    return stem[: advance_cells(stem, 0, room)] + ELLIPSIS + ext
+
+
+MIN_PATH_CELLS = 10  # what a cut path keeps before the heading is cut too
+
+
+def hit_title(hit: Hit, cells: int | None = None) -> Text:
     """`path › heading` as literal text; a chunk before the first heading shows its note's title instead
-    (frontmatter, else the H1 it opens with)."""
-    t = Text(escape_name(hit.path), style="bold")
+    (frontmatter, else the H1 it opens with). In `cells` cells when given: the path is cut in its middle
+    first and the heading kept, since hits of one note differ only by their heading."""
+    path = escape_name(hit.path)
+    heading = None
     if hit.heading:
-        t.append(" › ", style="dim")
-        t.append(escape_name(hit.heading) + hit.part_label)
+        heading = escape_name(hit.heading) + hit.part_label
     elif (title := display_title(hit)) is not None:
-        t.append(" › ", style="dim")
-        t.append(escape_name(title) + hit.part_label)
-    if hit.expanded_from is not None:
-        t.append("  [+context]", style="italic dim")  # literal text, not markup
+        heading = escape_name(title) + hit.part_label
+    heading = one_line(heading) if heading is not None else None
+    context = "  [+context]" if hit.expanded_from is not None else ""  # literal text, not markup
+    sep = " › "
+    full = cell_len(path) + (cell_len(sep) + cell_len(heading) if heading is not None else 0)
+    if cells is not None and full + cell_len(context) > cells:
+        context = ""  # the shading in the snippet still shows the merged context
+        if full > cells:
+            if heading is None:
+                path = note_path(path, cells)
+            else:
+                room = cells - cell_len(sep)
+                if room - cell_len(heading) >= min(MIN_PATH_CELLS, cell_len(path)):
+                    path = note_path(path, room - cell_len(heading))
+                else:
+                    path = note_path(path, min(cell_len(path), max(MIN_PATH_CELLS, room // 2), room - 1))
+                    heading_text = Text(heading)
+                    heading_text.truncate(max(1, room - cell_len(path)), overflow="ellipsis")
+                    heading = heading_text.plain
+    t = Text(path, style="bold")
+    if heading is not None:
+        t.append(sep, style="dim")
+        t.append(heading)
+    if context:
+        t.append(context, style="italic dim")
+    if cells is not None:
+        t.truncate(max(cells, 0), overflow="ellipsis")  # a width too small for both parts
     return t
 
 
@@ -429,7 +484,7 @@ def hit_row(
     if marker is not None:
         head.append_text(marker)
         head.append(" ")
-    head.append_text(hit_title(hit))
+    head.append_text(hit_title(hit, width - head.cell_len))
     head.truncate(width, overflow="ellipsis")
     snip = snippet_text(hit, max(10, width - 7), match_style, expanded_style)
     row = Text()
@@ -457,7 +512,7 @@ def gone_row(hit: Hit, other_rank: int, width: int, marker: Text) -> Text:
     row.append(f"{'(#' + str(other_rank) + ')':>8} ")
     row.append_text(marker)
     row.append(" ")
-    row.append_text(hit_title(hit))
+    row.append_text(hit_title(hit, width - row.cell_len))
     row.truncate(width, overflow="ellipsis")
     row.stylize("dim")
     return row

@@ -7,6 +7,7 @@ import pytest
 
 from groove_tui.tui.layout import width_class
 
+from .fakes import Doc, FakeEngine
 from .helpers import make_app, settle
 
 SIZES = {"narrow": (60, 20), "medium": (100, 30), "wide": (160, 45)}
@@ -165,3 +166,60 @@ def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
         await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
+# ---------------------------------------------------------------- long paths, several sections of a note
+
+LONG_DOCS = tuple(
+    Doc(path, heading, f"The parent retriever {text}: ranking notes on the parent retriever.")
+    for path, heading, text in (
+        ("ranking/parent-retriever.md", "The parent retriever", "merges neighbouring chunks"),
+        ("ranking/parent-retriever.md", "Settings in detail", "has two settings"),
+        ("searching/query-language.md", "Exact phrases", "as a phrase"),
+        ("explorer/keyboard-shortcuts.md", "Search settings", "on F3"),
+        ("ranking/parent-retriever.md", "Siblings", "reads siblings"),
+        ("ranking/parent-retriever.md", "When to use it", "helps long notes"),
+        ("ranking/deep/folders/of/parent-retriever.md", "Hit", "marks a hit"),
+    )
+)
+
+LONG_GOLDEN = """\
+queries:
+  - query: "parent retriever"
+    expected:
+      - path: "ranking/parent-retriever.md"
+        heading: "Settings in detail"
+  - query: "phrase"
+    expected:
+      - path: "searching/query-language.md"
+"""
+
+
+def _long_app(tmp_path):
+    golden = tmp_path / "golden.yml"
+    golden.write_text(LONG_GOLDEN, encoding="utf-8")
+    return make_app(tmp_path, FakeEngine(docs=LONG_DOCS), golden=str(golden))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_sections_of_one_note_and_the_metrics_bar_at(snap_compare, tmp_path, size):
+    """Each hit of one note names its section (the path is cut in its middle first), and the metrics bar
+    shows as many metrics as fit, each whole."""
+
+    async def run_before(pilot):
+        await _query(pilot, "parent retriever")
+        pilot.app.clear_notifications()
+        await settle(pilot.app, pilot)
+
+    assert snap_compare(_long_app(tmp_path), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_compare_sections_of_one_note_at(snap_compare, tmp_path, size):
+    async def run_before(pilot):
+        await _query(pilot, "parent retriever")
+        await pilot.press("f5")
+        pilot.app.clear_notifications()
+        await settle(pilot.app, pilot)
+
+    assert snap_compare(_long_app(tmp_path), terminal_size=SIZES[size], run_before=run_before)

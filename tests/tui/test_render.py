@@ -445,6 +445,29 @@ def test_a_chunk_before_the_first_heading_shows_its_notes_title():
     assert render.hit_title(mkhit("## x", title=None)).plain == "notes/a.md › Intro"  # a heading wins
 
 
+def test_a_cut_title_keeps_the_heading_and_cuts_the_path_in_its_middle():
+    hit = mkhit("x", path="ranking/deep/parent-retriever.md", heading="Settings")
+    assert render.hit_title(hit).plain == "ranking/deep/parent-retriever.md › Settings"
+    assert render.hit_title(hit, 40).plain == "ranking/…/parent-retriever.md › Settings"
+    assert render.hit_title(hit, 32).plain == "…/parent-retriever.md › Settings"
+    tight = render.hit_title(hit, 22).plain
+    assert tight.endswith(".md › Settings") and "…" in tight and cell_len(tight) == 22
+    long_heading = mkhit("x", path="ranking/parent-retriever.md", heading="The parent retriever in detail")
+    cut = render.hit_title(long_heading, 30).plain
+    assert cut.startswith("parent") and ".md › The parent" in cut and cut.endswith("…") and cell_len(cut) <= 30
+    cjk = mkhit("x", path="東京/設定ノート集.md", heading="東京の設定")
+    for width in range(1, 60):
+        assert cell_len(render.hit_title(cjk, width).plain) <= width
+
+
+def test_note_path_keeps_the_file_name_whole_while_it_can():
+    assert render.note_path("a/b/c/name.md", 40) == "a/b/c/name.md"
+    assert render.note_path("a/bbbb/cccc/name.md", 16) == "a/…/cccc/name.md"
+    assert render.note_path("ranking/parent-retriever.md", 21) == "…/parent-retriever.md"
+    assert render.note_path("ranking/parent-retriever.md", 12) == "parent-r….md"
+    assert render.note_path("a/東京の設定.md", 9) == "東京….md"
+
+
 def test_short_path_uses_tilde_and_an_ellipsis_in_the_middle():
     home = "/home/ann"
     assert render.short_path("/home/ann/notes/kb", 40, home) == "~/notes/kb"

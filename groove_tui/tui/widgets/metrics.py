@@ -82,6 +82,10 @@ class MetricsBar(Static):
         self.set_class(session is not None, "-active")
         self.update(self._table() if session is not None else Text(""))
 
+    def on_resize(self) -> None:
+        if self.app.golden_session is not None:
+            self.refresh_metrics()  # which metrics fit depends on the width
+
     def _table(self) -> Table:
         app = self.app
         session = app.golden_session
@@ -89,9 +93,6 @@ class MetricsBar(Static):
         st = {c: self.get_component_rich_style(c, partial=True) for c in self.COMPONENT_CLASSES}
         ks = session.k_values
         names = [f"R@{k}" for k in ks] + ["MRR"] + [f"nDCG@{k}" for k in ks]
-        table = Table(
-            box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"], expand=False
-        )
         title = Text(
             f"{session.name}{'*' if session.dirty else ''} · {len(session.golden.queries)} q", style=st["metric--title"]
         )
@@ -99,9 +100,7 @@ class MetricsBar(Static):
         if p is not None and p.phase == "embed" and p.total:
             # scores of a partly embedded index: they move as vectors arrive and are taken again at the end
             title.append(f" · {100 * p.done // p.total} % embedded", style=st["metric--label"])
-        table.add_column(title, no_wrap=True, min_width=22)
-        for n in names:
-            table.add_column(n, no_wrap=True)
+        rows: list[tuple[Text, list[Text]]] = []  # label, one cell per metric; a row with a message has one
         compare = len(self.sides) > 1
         for side in self.sides:
             label = Text(side, style=st["metric--title"] if compare else st["metric--label"])
@@ -111,34 +110,78 @@ class MetricsBar(Static):
                 label.append(f" {progress[0]}/{progress[1]}…", style="italic")
             if outcome is None:
                 msg = "no judged queries yet" if not session.golden.queries else (app.waiting_for_index() or "")
-                table.add_row(label, Text(msg, style=st["metric--label"]), *[""] * (len(names) - 1))
+                rows.append((label, [Text(msg, style=st["metric--label"])]))
                 continue
             prev = app.eval_previous.get(side)
             values = _values(outcome.aggregate, ks)
             before = _values(prev, ks) if prev is not None else [None] * len(values)
-            table.add_row(
-                label,
-                *[
-                    cell(v, b, up=st["metric--up"], down=st["metric--down"], dim=progress is not None)
-                    for v, b in zip(values, before, strict=True)
-                ],
-            )
+            cells = [
+                cell(v, b, up=st["metric--up"], down=st["metric--down"], dim=progress is not None)
+                for v, b in zip(values, before, strict=True)
+            ]
+            rows.append((label, cells))
         query = app.query_text
         q = session.golden.find(query) if query.strip() else None
         if q is None:
             what = "query: not in the set" if query.strip() else "query: none"
-            table.add_row(Text(what, style=st["metric--label"]), *[""] * len(names))
+            rows.append((Text(what, style=st["metric--label"]), []))
         else:
             for side in self.sides:
                 qm = app.query_metrics(side)
                 label = Text(f"query · {len(q.expected)} expected", style=st["metric--label"])
                 if compare:
                     label = Text(f"{side} query", style=st["metric--label"])
-                if qm is None:
-                    table.add_row(label, *[""] * len(names))
-                    continue
-                table.add_row(label, *[Text(f"{v:.3f}") for v in _values(qm, ks)])
+                rows.append((label, [Text(f"{v:.3f}") for v in _values(qm, ks)] if qm is not None else []))
+
+        label_width = max(22, title.cell_len, *(label.cell_len for label, _ in rows))
+        shown = _fitting(names, rows, label_width, self.content_size.width)
+        table = Table(
+            box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style=st["metric--label"], expand=False
+        )
+        table.add_column(title, no_wrap=True, min_width=22)
+        for i in shown:
+            table.add_column(names[i], no_wrap=True)
+        for label, cells in rows:
+            if len(cells) == 1 and len(names) > 1:  # a message spans the metric columns
+                table.add_row(label, cells[0], *[""] * (len(shown) - 1))
+            else:
+                table.add_row(label, *[cells[i] if i < len(cells) else "" for i in shown])
         return table
+
+
+# Which metrics a narrow bar keeps, most telling first: MRR, then the deepest nDCG and recall, then the
+# shallowest, then the rest. A metric is shown whole or not at all (`groove-tui eval` prints every one).
+def _priority(names: list[str]) -> list[int]:
+    n_k = (len(names) - 1) // 2
+    mrr = n_k
+    order = [mrr]
+    if n_k:
+        order += [2 * n_k, n_k - 1, 0, n_k + 1]
+        order += [i for k in range(n_k - 2, 0, -1) for i in (k + n_k + 1, k)]
+    seen: list[int] = []
+    for i in order:
+        if i not in seen:
+            seen.append(i)
+    return seen
+
+
+def _fitting(names: list[str], rows: list[tuple[Text, list[Text]]], label_width: int, width: int) -> list[int]:
+    """The metric columns (indices into `names`, in their order) that fit `width` cells whole beside the
+    label column; all of them before the bar knows its width."""
+    if width <= 0:
+        return list(range(len(names)))
+    widths = [
+        max([len(name), *(cells[i].cell_len for _label, cells in rows if len(cells) == len(names))])
+        for i, name in enumerate(names)
+    ]
+    used = label_width
+    shown: list[int] = []
+    for i in _priority(names):
+        if used + 2 + widths[i] > width:
+            continue
+        used += 2 + widths[i]
+        shown.append(i)
+    return sorted(shown)
 
 
 def _values(m: Aggregate | QueryMetrics, ks: tuple[int, ...]) -> list[float]:
