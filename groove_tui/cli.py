@@ -344,11 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument(
         "--mode",
-        choices=("search", "index", "all", "rerank", "readers", "serve", "watch"),
+        choices=("search", "index", "all", "rerank", "readers", "serve", "soak", "watch"),
         default="search",
         help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
         "readers: search latency idle and while another process indexes a copy of --docs documents; "
         "serve: the search tool of groove-tui serve over stdio against Engine.search in-process; "
+        "soak: the resident memory of groove-tui serve --http under --soak-clients clients' mixed requests; "
         "watch: a real watcher over a copy of the KB (to --scale N chunks, hashing-384 unless --model): "
         "save to found, idle CPU, a burst's batches",
     )
@@ -361,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument("--rerank-max-tokens", type=int, default=None, metavar="N", help="rerank mode: tokens per pair")
     be.add_argument("--rerank-threads", type=int, default=None, metavar="N", help="rerank mode: ONNX threads")
+    be.add_argument("--soak-clients", type=int, default=8, metavar="N", help="soak mode: clients at once (default 8)")
+    be.add_argument(
+        "--soak-requests", type=int, default=2000, metavar="N", help="soak mode: requests per client (default 2000)"
+    )
     be.add_argument("--docs", type=int, default=300, help="index and readers modes: documents in the subset (0 = all)")
     be.add_argument(
         "--scale",

@@ -876,3 +876,45 @@ async def test_an_index_gone_bad_is_one_error_line_not_a_traceback(served_kb, mo
             await client.list_resources()
         assert "database disk image is malformed" in str(caught.value)
     assert "Traceback" not in capsys.readouterr().err
+
+
+async def test_every_read_runs_on_one_long_lived_thread(served_kb):
+    """Concurrent calls are read on one thread, so the engine's per-thread state (a SQLite connection held
+    until it closes, highlighting's scratch table) exists once, not once per worker thread ever started."""
+    import anyio
+
+    _kb, service, server = served_kb
+    threads: set[int] = set()
+    call = service.call
+
+    def traced(name, arguments):
+        threads.add(threading.get_ident())
+        return call(name, arguments)
+
+    service.call = traced
+    async with Client(server) as client:
+        for i in range(3):  # the read thread's connection, and those of the legs' own threads
+            await client.call_tool("search", {"query": f"tokio runtime warm {i}"})
+            await client.read_resource("kb://topic/notes/rust")
+        connections = len(service.engine.store._all)
+        async with anyio.create_task_group() as tg:
+            for i in range(16):
+                tg.start_soon(client.call_tool, "search", {"query": f"tokio runtime {i}"})
+                tg.start_soon(client.read_resource, "kb://topic/notes/rust")
+    assert len(threads) == 1 and threading.get_ident() not in threads
+    assert len(service.engine.store._all) <= connections + 2  # (the legs' own pool may still add one)
+
+
+def test_the_servers_retrieval_cache_is_held_by_what_it_weighs(served_kb, monkeypatch):
+    """Each cached retrieval holds its candidates' text: the server's cache is bounded in bytes, not only
+    by its 1,024 entries."""
+    from groove_tui.server import kb as kb_module
+
+    _kb, _service, _server = served_kb
+    engine = _service.engine
+    monkeypatch.setattr(kb_module, "RETRIEVAL_CACHE_BYTES", 6_000)
+    kb_module.KbService(engine)
+    cache = engine._searcher.legs_cache
+    for i in range(40):
+        engine.search(f"the rust python tokio {i}", engine.default_params(limit=5))
+    assert 1 < len(cache._data) < 40 and cache.weight <= 6_000 + max(cache._weights.values())

@@ -265,3 +265,40 @@ def test_sigterm_stops_the_server_as_ctrl_c_does(tmp_path, cli, transport, signa
     assert code == 0, said
     assert said.rstrip().endswith("groove-tui serve: stopped") and "Traceback" not in said
     assert took < 5, took
+
+
+def test_the_soak_bench_reports_the_servers_memory_growth(tmp_path, cli, monkeypatch):
+    """`groove-tui bench --mode soak` runs `serve --http` under several clients' mixed requests and reports
+    its resident memory: after the baseline's requests, at the end, the growth between, and a series."""
+    from groove_tui.commands.bench import command, soak
+
+    monkeypatch.setattr(command, "bench_cli_help", lambda runs=5: None)
+    monkeypatch.setattr(soak, "SOAK_BASELINE", 10)
+    kb = write_kb(tmp_path / "kb", SAMPLE_KB)
+    assert cli("index", str(kb), "--model", "hashing-64", "--quiet")[0] == 0
+    code, out, err = cli(
+        "bench", str(kb), "--model", "hashing-64", "--mode", "soak", "--soak-clients", "2", "--soak-requests", "15",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    sk = result["soak"]
+    assert (sk["clients"], sk["requests_per_client"], sk["requests"]) == (2, 15, 30)
+    assert sk["documents"] == 4 and sk["baseline_after_requests"] == 10
+    assert sk["rss_end_mb"] > 0 and sk["rss_peak_mb"] >= sk["rss_end_mb"]
+    if sk["rss_baseline_mb"] is not None:  # sampled twice a second: a fast run may end before one
+        assert sk["growth"] == round(sk["rss_end_mb"] / sk["rss_baseline_mb"], 3)
+        assert "serve_soak_growth" in result["targets"]
+    assert sk["rss_mb_by_requests"][-1] == [30, sk["rss_end_mb"]]
+    assert "--http 127.0.0.1:0" in sk["command"] and "--no-watch" in sk["command"]
+
+
+def test_the_soak_benchs_requests_mix_every_kind_of_call():
+    from groove_tui.commands.bench.soak import request_plan
+
+    plan = request_plan(["a/b/c.md", "d.md"], ["alpha", "beta", "gamma"], 400, seed=1)
+    assert plan == request_plan(["a/b/c.md", "d.md"], ["alpha", "beta", "gamma"], 400, seed=1)
+    names = {name for _kind, name, _payload in plan}
+    assert names == {"search", "get_document", "get_connection_graph", "list_topics", "read"}
+    uris = {p for kind, _n, p in plan if kind == "resource"}
+    assert {"kb://doc/a/b/c.md", "kb://topic/a/b"} <= uris

@@ -440,6 +440,19 @@ class Engine:
         )
         return replace(params, **overrides)
 
+    def bound_retrieval_cache(self, max_bytes: int) -> None:
+        """Hold the cache of retrieval results (each query's candidate rows, their text included: from a
+        few KB to a few MB an entry) to about `max_bytes` of text as well as to its number of entries.
+        For a long-lived process whose queries rarely repeat (the MCP server); the explorer keeps the
+        cache by entries, where a moved slider re-ranks the same few queries."""
+        from groove_tui.engine.caches import WeighedLRU
+
+        def weight(legs: Legs) -> int:
+            return sum(len(r.content) + len(r.context or "") + 200 for r in legs.rows.values())  # text + a row
+
+        old = self._searcher.legs_cache
+        self._searcher.legs_cache = WeighedLRU(old.size, max_bytes, weight)
+
     def search(
         self,
         query: str,

@@ -1,7 +1,8 @@
 """The MCP server: `KbService` behind the official SDK's low-level `Server`, over stdio or streamable HTTP.
 
-Handlers only move work off the event loop (`anyio.to_thread`): a search embeds a query and reads
-SQLite, and a blocked loop would stall every other client and the transport's own keep-alives. The
+Handlers only move work off the event loop — reads onto one long-lived thread (`ReadThread`), a rebuild
+onto a worker thread of its own: a search embeds a query and reads SQLite, and a blocked loop would
+stall every other client and the transport's own keep-alives. The
 rebuild slot is claimed in the handler itself, when the request arrives, so a queued second rebuild is
 refused rather than run after the first.
 
@@ -12,6 +13,7 @@ request without `Authorization: Bearer <token>` is answered 401 before it reache
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -20,6 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -73,9 +76,24 @@ def _has_c1(data: bytes) -> bool:
     return False
 
 
+class ReadThread:
+    """Every engine read of the server on one long-lived thread. Reads run one at a time anyway
+    (`KbService.read_lock`), and the engine keeps state per thread — a SQLite connection held until the
+    engine closes, highlighting's scratch table, a malloc arena — so each of the worker threads anyio
+    starts and retires (idle for 10 s) would leave its own behind, and the server's memory would grow
+    with its uptime."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-tui-reads")
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.wrap_future(self._pool.submit(fn, *args))
+
+
 def build_server(service: KbService) -> Server[Any]:
     """The low-level MCP server for `service`: five tools, the topic resources and the document
     template, four prompts."""
+    reads = ReadThread()
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -98,7 +116,7 @@ def build_server(service: KbService) -> Server[Any]:
         if name == "rebuild_index":
             answer, is_error = await rebuild(arguments)
         else:
-            answer, is_error = await anyio.to_thread.run_sync(service.call, name, arguments)
+            answer, is_error = await reads.run(service.call, name, arguments)
         result = _result(answer, is_error)
         # How long the tool itself took, on the server: what a client's round trip adds is the rest.
         result.meta = {SERVER_MS: round((time.perf_counter() - started) * 1000, 3)}
@@ -117,7 +135,7 @@ def build_server(service: KbService) -> Server[Any]:
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
         try:
-            groups = await anyio.to_thread.run_sync(_locked(service, service.topic_groups))
+            groups = await reads.run(_locked(service, service.topic_groups))
         except Exception as exc:  # the index unreadable: one line, never a traceback
             raise MCPError(code=types.INTERNAL_ERROR, message=f"listing the topic groups failed: {exc}") from None
         resources = []
@@ -149,7 +167,7 @@ def build_server(service: KbService) -> Server[Any]:
     async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            text, mime = await anyio.to_thread.run_sync(_locked(service, lambda: service.read_resource(uri)))
+            text, mime = await reads.run(_locked(service, lambda: service.read_resource(uri)))
         except NotServed as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
         except Exception as exc:  # the index unreadable: one line, never a traceback

@@ -43,6 +43,9 @@ SYMLINK_DENIED = "Access denied: symlinks are not allowed."
 HARD_LINK_DENIED = "Access denied: files with more than one name (hard links) are not allowed."
 OUTSIDE_DENIED = "Access denied: path is outside the knowledge base."
 NOT_REGULAR = "Access denied: only regular files can be read."
+# A server's queries rarely repeat, and each cached retrieval holds its candidates' text: held by what
+# it weighs, not only by its 1,024 entries, the cache cannot grow the server by a gigabyte.
+RETRIEVAL_CACHE_BYTES = 64 * 1024 * 1024
 REBUILD_BUSY_WAIT_S = 60.0  # how long rebuild_index waits for another writer of the index (the watcher)
 
 
@@ -64,6 +67,7 @@ class KbService:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        engine.bound_retrieval_cache(RETRIEVAL_CACHE_BYTES)
         self.kb = engine.kb_path.resolve()
         self.read_lock = threading.Lock()
         self._slot_lock = threading.Lock()

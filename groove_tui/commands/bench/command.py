@@ -26,6 +26,7 @@ from groove_tui.commands.bench.search import (
     load_queries,
 )
 from groove_tui.commands.bench.serve import bench_serve, format_serve
+from groove_tui.commands.bench.soak import bench_soak, format_soak
 from groove_tui.commands.bench.targets import verdicts
 from groove_tui.commands.bench.watch import run_watch
 from groove_tui.commands.common import CLIError, config_for, load_engine
@@ -222,6 +223,9 @@ def format_text(result: dict[str, Any]) -> str:
     sv = result.get("serve")
     if sv:
         lines += format_serve(sv)
+    sk = result.get("soak")
+    if sk:
+        lines += format_soak(sk)
     rd = result.get("readers")
     if rd:
         lines += [
@@ -327,6 +331,8 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
         result["serve"] = bench_serve(
             engine, args, load_queries(getattr(args, "queries", None)), repeat, progress=progress
         )
+    if mode == "soak":
+        result["soak"] = bench_soak(engine, args, progress=progress)
     if mode in ("index", "all"):
         docs_arg = getattr(args, "docs", None)
         result["index"] = bench_index(

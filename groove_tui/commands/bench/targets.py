@@ -21,6 +21,7 @@ TARGETS = {
     "rerank_cached_p50_ms": 5.0,
     "readers_failed": 0,
     "serve_overhead_p50_ms": 5.0,
+    "serve_soak_growth": 1.5,
     "watch_fts_found_p50_ms": 500.0,
     "watch_fts_found_p95_ms": 1000.0,
     "watch_vector_minus_embed_p95_ms": 200.0,
@@ -68,6 +69,9 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     sv = result.get("serve")
     if sv:
         put("serve_overhead_p50_ms", sv["overhead_p50_ms"])
+    sk = result.get("soak")
+    if sk and sk["growth"] is not None:
+        put("serve_soak_growth", sk["growth"])
     rd = result.get("readers")
     if rd:
         put("readers_failed", sum(rd[k]["failed"] for k in ("idle", "other_index_busy", "indexing")))
