@@ -86,9 +86,9 @@ def groove_commands(app, screen: Screen) -> Iterable[SystemCommand]:
                 "view: detail of the focused hit", "Full content with highlights (enter)", app.action_detail
             )
         yield SystemCommand(
-            "hit: open in $EDITOR", f"{escape_name(row.hit.path)}:{row.hit.line} (o / ctrl+o)", app.action_open_editor
+            "hit: open in $EDITOR", f"{escape_name(row.hit.path)}:{row.hit.line} (ctrl+o)", app.action_open_editor
         )
-        yield SystemCommand("hit: copy path", escape_name(row.hit.path) + " (y / ctrl+y)", app.action_copy_path)
+        yield SystemCommand("hit: copy path", escape_name(row.hit.path) + " (ctrl+y)", app.action_copy_path)
         yield SystemCommand("hit: copy content", "The hit's text (Y)", app.action_copy_content)
     if not isinstance(screen, CompareScreen):
         yield SystemCommand(

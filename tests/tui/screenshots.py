@@ -64,7 +64,7 @@ async def shoot(out: Path) -> list[Path]:
                 app.screen.query_one("#query").value = "tokio"
                 await settle(app, pilot)
                 app.screen.query_one("#pane-left").list.focus()
-                await pilot.press("down", "down", "0")
+                await pilot.press("down", "down", "alt+0")
                 await settle(app, pilot)
                 app.clear_notifications()  # they name temporary paths
                 await settle(app, pilot)

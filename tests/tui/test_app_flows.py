@@ -362,11 +362,11 @@ async def test_open_in_editor_copy_and_export(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await search(app, pilot, "borrow")
         app.screen.query_one("#pane-left", ResultsPane).list.focus()
-        await pilot.press("o")
+        await pilot.press("ctrl+o")
         assert calls == [["myedit", "--wait", "+6", "/kb/rust/ownership.md"]]
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         assert app.clipboard == "/kb/rust/ownership.md"
-        await pilot.press("Y")
+        await pilot.press("alt+y")
         assert app.clipboard.startswith("Rust ownership")
         await pilot.press("ctrl+s")
         await settle(app, pilot)
@@ -561,3 +561,26 @@ async def test_the_header_names_the_kb_by_its_path(tmp_path, monkeypatch, size):
         else:  # shortened in the middle, the KB's own folder kept
             assert header.startswith("~/…/groove/knowledge-base · model"), header
         assert Path.home() == home
+
+
+async def test_typing_in_the_result_list_goes_to_the_query_and_starts_no_editor(tmp_path, monkeypatch):
+    """As in fzf: after enter and the arrow keys, what is typed lands in the query, not on the hit."""
+    monkeypatch.setenv("EDITOR", "myedit")
+    app = make_app(tmp_path)
+    calls = []
+    app.run_editor = lambda cmd: calls.append(cmd) or 0
+    monkeypatch.setattr(app, "suspend", lambda: nullcontext())
+    async with app.run_test(size=SIZE) as pilot:
+        query = app.screen.query_one("#query")
+        query.focus()
+        await pilot.press(*"rust ")
+        await settle(app, pilot)
+        await pilot.press("enter", "down", "down")
+        await settle(app, pilot)
+        results = app.screen.query_one("#pane-left", ResultsPane)
+        assert app.focused is results.list and results.list.highlighted == 2
+        await pilot.press(*"-foo")  # "o" opened the editor, "-" and "f" went nowhere
+        await settle(app, pilot)
+        assert calls == []
+        assert query.value == "rust -foo" and app.focused is query and app.query_text == "rust -foo"
+        assert app.engine.calls[-1][0] == "rust -foo"

@@ -116,13 +116,13 @@ async def test_judging_creates_saves_and_reloads_a_groove_file(tmp_path, monkeyp
         pane = app.screen.query_one("#pane-left", ResultsPane)
         pane.list.focus()
         first = pane.highlighted_row.hit
-        await pilot.press("2")
+        await pilot.press("alt+2")
         await settle(app, pilot)
         target = tmp_path / DEFAULT_JUDGMENTS_FILE
         assert any(str(target) in n for n in notifications(app))
         assert app.golden_session.dirty and app.golden_session.path == target
         assert pane.list.get_option_at_index(0).prompt.plain.split()[2] == "✓2"
-        await pilot.press("down", "0")
+        await pilot.press("down", "alt+0")
         await settle(app, pilot)
         second = pane.highlighted_row.hit
         assert "✗" in pane.list.get_option_at_index(1).prompt.plain
@@ -147,7 +147,7 @@ async def test_loaded_golden_saves_back_on_quit(tmp_path):
         await search(app, pilot, "rust")
         pane = app.screen.query_one("#pane-left", ResultsPane)
         pane.list.focus()
-        await pilot.press("down", "3")  # rank 2 for "rust" is notes/markup.md
+        await pilot.press("down", "alt+3")  # rank 2 for "rust" is notes/markup.md
         await settle(app, pilot)
         judged = pane.highlighted_row.hit
         assert app.golden_session.dirty

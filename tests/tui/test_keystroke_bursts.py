@@ -69,7 +69,7 @@ async def test_move_then_judge_in_one_burst_judges_the_new_row(tmp_path, monkeyp
         pane.list.focus()
         await settle(app, pilot)
         second = pane.rows[1].hit
-        await burst(app, pilot, "j", "0")
+        await burst(app, pilot, "down", "alt+0")
         assert pane.highlighted_row.hit == second
         assert app.golden_session.grade_of("tokio", second.path, second.heading) == 0
         first = pane.rows[0].hit

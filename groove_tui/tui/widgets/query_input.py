@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.binding import Binding, BindingType
 
 from groove_tui.tui.history import QueryHistory
@@ -21,6 +22,25 @@ class QueryInput(Field):
         kwargs.setdefault("placeholder", 'Search…  words, "exact phrase", -exclude')
         super().__init__(**kwargs)
         self.history = history or QueryHistory(None)
+        self._typed_in = False
+        self._select_on_focus = self.select_on_focus
+
+    def type_at_end(self, text: str) -> None:
+        """Add `text` typed elsewhere (the result list) at the end, and take the focus with the cursor after
+        it: not with everything selected, as a focus usually leaves it, or the next key would replace it."""
+        self.cursor_position = len(self.value)
+        self.insert_text_at_cursor(text)
+        if not self.has_focus and not self._typed_in:
+            self._typed_in = True
+            self._select_on_focus, self.select_on_focus = self.select_on_focus, False
+            self.focus()
+
+    def _on_focus(self, _event: events.Focus) -> None:
+        # Input's own focus handler runs after this one (Textual calls each class's in turn): put the
+        # setting back once it has run.
+        if self._typed_in:
+            self._typed_in = False
+            self.call_later(setattr, self, "select_on_focus", self._select_on_focus)
 
     def _recall(self, text: str | None) -> None:
         if text is None:

@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from groove_tui.engine.types import Hit, SearchResponse
 from groove_tui.tui import render
 from groove_tui.tui.compare import Marker
+from groove_tui.tui.widgets.query_input import QueryInput
 
 if TYPE_CHECKING:
     from textual import getters
@@ -36,9 +37,11 @@ class Row:
 class ResultsList(OptionList):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Open", tooltip="Open the detail view (or double-click)", id="results.detail"),
-        Binding("o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
-        Binding("y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
-        Binding("Y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False, id="results.copy_content"),
+        Binding("ctrl+o", "app.open_editor", "Editor", tooltip="Open in the editor", id="results.editor"),
+        Binding("ctrl+y", "app.copy_path", "Copy path", tooltip="Copy the path", id="results.copy_path"),
+        Binding(
+            "alt+y", "app.copy_content", "Copy text", tooltip="Copy the text", show=False, id="results.copy_content"
+        ),
         Binding(
             "ctrl+w",
             "app.why_not",
@@ -46,14 +49,25 @@ class ResultsList(OptionList):
             tooltip="Why is a note not here? Pick one and see where the search lost it",
             id="results.why_not",
         ),
-        Binding("j", "cursor_down", "Down", show=False, id="results.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="results.up"),
-        Binding("0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
-        Binding("1", "app.judge(1)", "Judge 1: somewhat relevant", show=False, id="judge.1"),
-        Binding("2", "app.judge(2)", "Judge 2: relevant", show=False, id="judge.2"),
-        Binding("3", "app.judge(3)", "Judge 3: highly relevant", show=False, id="judge.3"),
+        # Letters and digits typed here go to the query (see on_key), so judging takes alt.
+        Binding("alt+0", "app.judge(0)", "Judge 0: irrelevant", show=False, id="judge.0"),
+        Binding("alt+1", "app.judge(1)", "Judge 1: somewhat relevant", show=False, id="judge.1"),
+        Binding("alt+2", "app.judge(2)", "Judge 2: relevant", show=False, id="judge.2"),
+        Binding("alt+3", "app.judge(3)", "Judge 3: highly relevant", show=False, id="judge.3"),
     ]
     BINDING_GROUP_TITLE = "Results"
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key goes to the end of the query, which takes the focus (as in fzf): text typed
+        after moving through the hits is meant for the query, never for a key that acts on a hit."""
+        if not (event.is_printable and event.character):
+            return
+        found = self.screen.query("#query").filter("QueryInput")
+        if not found:
+            return
+        event.stop()
+        event.prevent_default()
+        found.only_one(QueryInput).type_at_end(event.character)
 
     async def _on_click(self, event: events.Click) -> None:
         """One click moves the cursor (the preview follows); a double click opens the hit, like enter."""
