@@ -162,6 +162,52 @@ def test_pruned_leg_equals_the_plain_statement(tables, query, weights, limit, wh
         )
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(queries=st.lists(_queries(), min_size=1, max_size=4), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
+def test_summed_lists_equal_the_plain_statement(tables, queries, weights, limit, which):
+    """A small table's path (every phrase's list summed, lists kept across a session's queries) gives the
+    plain statement's rows bit for bit on both tables, with and without the ties, and always answers."""
+    store = tables[which]
+    summed = fp.PrunedFulltext()
+    summed.min_rows = 10**9  # every generated table counts as small
+    for query in queries:
+        for table, expr in _expressions(query):
+            for ties in (False, True):
+                got = summed.ranked(store.conn(), table, expr, weights, limit, store.generation(), ties=ties)
+                assert got is not None, (table, expr)
+                assert got == fp.plain_ranked(store.conn(), table, expr, weights, limit, ties=ties), (table, expr)
+    assert summed.stats["scored"] == 0 and summed.stats["pruned"] == 0
+
+
+def test_summed_lists_outlive_other_writes_but_not_a_full_text_edit(tmp_path):
+    """The lists are kept by the full-text tables' own write counter: an index write that leaves the full
+    text alone (vectors landing) keeps them, and an edit of the full text is answered from fresh lists."""
+    store = Store(tmp_path / "index.db")
+    try:
+        _fill(store, random.Random(5), 300)
+        summed = fp.PrunedFulltext()
+        summed.min_rows = 10**9
+        expr, weights = '"the" OR "cells" OR "zzqx"', (2.0, 1.0, 1.0)
+        before = summed.ranked(store.conn(), "fts_chunks", expr, weights, 10)
+        lists = dict(summed.impacts_cache._data)
+        with store.transaction() as conn:
+            store.bump_generation(conn)  # as an embedding batch does
+        assert summed.ranked(store.conn(), "fts_chunks", expr, weights, 10) == before
+        assert dict(summed.impacts_cache._data).keys() == lists.keys()  # no list fetched again
+        with store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO chunks(id, document_id, chunk_index, heading, content) VALUES (999, 1, 999, NULL, ?)",
+                ("zzqx cells",),
+            )
+            store.insert_fulltext([(999, None, None, "zzqx cells")], conn)
+            store.bump_generation(conn)
+        after = summed.ranked(store.conn(), "fts_chunks", expr, weights, 10)
+        assert after == fp.plain_ranked(store.conn(), "fts_chunks", expr, weights, 10)
+        assert after[0][0] == 999 and after != before
+    finally:
+        store.close()
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(queries=st.lists(_queries(), min_size=2, max_size=6), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
 def test_a_session_shares_statistics_across_queries_and_case(tables, queries, weights, limit, which):
@@ -229,10 +275,17 @@ def test_the_platform_computes_bm25_as_the_pruned_path_does():
     assert fp.calibrated()
 
 
-def test_small_tables_are_left_to_the_plain_statement(tables, monkeypatch):
+def test_small_tables_sum_every_phrases_list(tables, monkeypatch):
+    """Under MIN_ROWS no row is scored from its text: every phrase's list is summed, and the answer is
+    still the plain statement's, ties and exclusions included."""
     monkeypatch.setattr(fp, "MIN_ROWS", 1_000)
     store = tables[1]  # 600 rows
-    assert fp.PrunedFulltext().ranked(store.conn(), "fts_chunks", '"the" OR "cells"', (2.0, 1.0, 1.0), 10) is None
+    pruned = fp.PrunedFulltext()
+    for expr in ('"the" OR "cells"', '("the" OR "cells" OR "ab") NOT ("protein")', '"cell" *'):
+        for limit in (1, 10, 400):
+            got = pruned.ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), limit, ties=True)
+            assert got == fp.plain_ranked(store.conn(), "fts_chunks", expr, (2.0, 1.0, 1.0), limit, ties=True)
+    assert pruned.stats["summed"] == 9 and pruned.stats["scored"] == 0 and pruned.stats["pruned"] == 0
 
 
 # ---------------------------------------------------------------- through the engine

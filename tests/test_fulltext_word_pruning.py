@@ -195,6 +195,22 @@ def test_the_pruned_word_leg_equals_the_plain_statement(tables, expr, weights, l
         _assert_exact(found, expected, expr, limit)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(exprs=st.lists(_expressions(), min_size=1, max_size=4), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
+def test_summed_word_lists_equal_the_plain_statement(tables, exprs, weights, limit, which):
+    """A small word table's path (every phrase's list summed, kept across queries) is the plain
+    statement's answer bit for bit, and always answers."""
+    store = tables[which]
+    summed = fp.PrunedFulltext()
+    summed.min_rows = 10**9  # every generated table counts as small
+    for expr in exprs:
+        for ties in (False, True):
+            got = summed.ranked(store.conn(), "fts_words", expr, weights, limit, store.generation(), ties=ties)
+            assert got is not None, expr
+            assert got == fp.plain_ranked(store.conn(), "fts_words", expr, weights, limit, ties=ties), expr
+    assert summed.stats["scored"] == 0 and summed.stats["pruned"] == 0
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(queries=st.lists(_queries(), min_size=2, max_size=6), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
 def test_a_session_shares_word_statistics_across_stems_and_case(tables, queries, weights, limit, which):

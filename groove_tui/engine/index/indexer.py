@@ -302,6 +302,7 @@ class Indexer:
             wconn.execute(f"DROP TABLE IF EXISTS {table}")
             wconn.execute(ddl)
             self.store.set_meta(version_key, "", wconn)
+            self.store.bump_fulltext(wconn)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         done, last_id = 0, -1
         notify(IndexProgress("fulltext", 0, total))
@@ -318,6 +319,7 @@ class Indexer:
                     f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
                     [(cid, copy(h), copy(ctx), copy(body)) for cid, h, ctx, body in rows],
                 )
+                self.store.bump_fulltext(wconn)
             done += len(rows)
             last_id = rows[-1][0]
             notify(IndexProgress("fulltext", done, total))

@@ -36,7 +36,9 @@ __all__ = [
 
 K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
-MIN_ROWS = 25_000  # measured: at 10k chunks pruned = plain (17 ms p50), a session's first query 1.4x
+# Below this the full-text legs sum every phrase's list (engine/retrieve/fulltext.py) and no statistics
+# are stored; from it MaxScore prunes (measured: at 10k chunks pruned = plain, 17 ms p50).
+MIN_ROWS = 25_000
 TRIGRAM_TOKENIZE = "trigram remove_diacritics 1 case_sensitive 0"  # store.FTS_DDL's tokenizer
 # The tables whose common phrases are stored: the trigram table (keyed by folded text) and the word table
 # (keyed by term, as FTS5 makes it; stored only as frequencies, with whole-number weights, see below).

@@ -89,6 +89,9 @@ MMAP_BYTES = 1 << 34
 # FTS5's 'delete' command and the values it was inserted with (the chunks table keeps them), which
 # subtracts its tokens exactly. FULLTEXT_VERSION marks tables built this way; older ones are rebuilt.
 FULLTEXT_VERSION = "2"
+# Moved by every write to a full-text table (and carried past a forced rebuild): what the full-text legs'
+# per-phrase lists are kept by, so that vectors landing do not drop them.
+FULLTEXT_GENERATION = "fulltext_generation"
 FTS_DDL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
@@ -438,6 +441,7 @@ class Store:
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (str(self.generation() + 1),),
             )
+            fresh.set_meta(FULLTEXT_GENERATION, str(int(self.get_meta(FULLTEXT_GENERATION) or 0) + 1), conn)
             for name in ("documents", "chunks", "vec_journal"):
                 # one number skipped in the journal: a reader holding vectors sees the gap and reads them all
                 gap = 1 if name == "vec_journal" else 0
@@ -461,6 +465,14 @@ class Store:
     def generation(self) -> int:
         """Bumped by every write, so search caches know when the index changed."""
         return int(self.get_meta("generation") or 0)
+
+    def bump_fulltext(self, conn: sqlite3.Connection) -> None:
+        """Marks a write to the full-text tables: the full-text legs' lists are kept across the index's
+        other writes (vectors landing, metadata) and dropped only when this moves."""
+        conn.execute(
+            f"INSERT INTO index_meta(key, value) VALUES ('{FULLTEXT_GENERATION}', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
 
     def bump_generation(self, conn: sqlite3.Connection) -> None:
         conn.execute(
@@ -528,6 +540,8 @@ class Store:
         if self.has_vec_table(conn):
             conn.executemany("DELETE FROM vec_chunks WHERE chunk_id = ?", ids)
         conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+        if rows:
+            self.bump_fulltext(conn)
 
     def insert_fulltext(self, rows: Sequence[tuple[Any, ...]], conn: sqlite3.Connection) -> None:
         """Full-text rows of (chunk id, heading, context_text, content) chunks, in both tables."""
@@ -539,6 +553,7 @@ class Store:
                 "INSERT INTO fts_words(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
                 word_rows(rows, self.japanese),
             )
+        self.bump_fulltext(conn)
 
     def words_ready_in(self, conn: sqlite3.Connection) -> bool:
         """words_current inside a write transaction: an index whose word table is still to be built gets
@@ -566,6 +581,7 @@ class Store:
         self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
         self.set_meta("bigram_version", SEGMENTATION_VERSION, conn)
         self.set_meta("words_version", self.words_version, conn)
+        self.bump_fulltext(conn)
 
     def has_kana(self) -> bool:
         """Whether any chunk holds kana: Japanese text, which kanji alone does not tell from Chinese."""

@@ -1,4 +1,4 @@
-"""Exact top-k for the full-text leg without scoring every matching row (MaxScore over FTS5).
+"""Exact top-k for the full-text leg without scoring every matching row (summed lists, or MaxScore over FTS5).
 
 The plain statement `SELECT rowid, bm25(t, wh, wc, wb) AS s FROM t WHERE t MATCH ? ORDER BY s LIMIT ?`
 makes FTS5 score every row that matches any phrase; groove's compiler turns every 3+-letter word into a
@@ -35,6 +35,14 @@ A phrase absent from d adds exactly +0.0 (NOT phrases are always absent from a m
   scan order, which is rowid order, for ties — checked by the tests). Asked for the ties too (`ties`), it
   returns every further row tying the limit-th score as well: each is within reach of θ, so already scored.
 
+A table under MIN_ROWS rows takes the short way (`_summed`): every positive phrase's list (FTS5's bm25 of
+the phrase alone, one short statement, kept across searches) is added into one array in expression order,
+the NOT side's rows are cleared, and the rows are sorted as the statement sorts them. No tokenizer is
+imitated and no row is read: each term is FTS5's own double, so the sums are the statement's bit for bit
+(the argument above), whatever the phrase. A session's common phrases are fetched once; after that a
+query costs one statement per phrase it has not met and a few array additions. The lists are kept by the
+full-text tables' own write counter (`fulltext_generation`), so vectors landing during phase two keep them.
+
 Bounds are compared with a relative margin (1e-9), far wider than the rounding of a sum of ≤ 64 terms, so
 float rounding can only make the pruning more conservative. The bigram table's tokenizer (unicode61 over
 bigram.segment's copy) is not emulated, so there every phrase is taken and every term comes from FTS5's
@@ -63,8 +71,9 @@ rows holding one of order[:j] hold the final list, ties included, and the same f
 them is the answer; n_i is counted (`count(*)`).
 
 Whenever the shape of the query or the cost makes this pointless or unsafe — an expression that is not an OR
-of phrases (optionally `(…) NOT (…)`), a trigram phrase that folds to under 3 characters, a word phrase FTS5
-makes no term of, a zero column weight, a table under MIN_ROWS rows, a large limit, too many rows to score,
+of phrases (optionally `(…) NOT (…)`), a zero column weight or a large limit (both ways); above MIN_ROWS
+rows, a trigram phrase that folds to under 3 characters, a word phrase FTS5 makes no term of, too many rows
+to score,
 a transaction open on the connection — `ranked` returns None and the caller runs the plain statement.
 
 Phrase statistics (n_i and the impact lists) are cached per index generation (bounded by entries), by the
@@ -113,6 +122,7 @@ from groove_tui.engine.index.phrase_stats import (
     varints,
     weights_key,
 )
+from groove_tui.engine.index.store import FULLTEXT_GENERATION
 from groove_tui.engine.index.word_terms import word_rows as word_table_rows
 from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
@@ -221,7 +231,15 @@ class PrunedFulltext:
         self.excluded_cache = _LRU(LIST_CACHE_ROWS // 4)  # (table, NOT side, generation) -> rowids
         # left: phrases a row need not hold to reach the final list (never taken, never walked for);
         # statements: the word table's filtered bm25 statements
-        self.stats = {"pruned": 0, "fallback": 0, "scored": 0, "stored_lists": 0, "left": 0, "statements": 0}
+        self.stats = {
+            "pruned": 0,
+            "summed": 0,
+            "fallback": 0,
+            "scored": 0,
+            "stored_lists": 0,
+            "left": 0,
+            "statements": 0,
+        }
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
 
@@ -253,6 +271,13 @@ class PrunedFulltext:
         parsed = parse_or_expression(expr)
         if parsed is None or len(parsed.positive) + len(parsed.negative) > MAX_PHRASES:
             return None
+        if conn.in_transaction:
+            return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
+        floats = tuple(float(w) for w in weights)
+        if self._small(conn, table):
+            summed = self._summed(conn, table, parsed, floats, limit, generation, ties)
+            self.stats["summed" if summed is not None else "fallback"] += 1
+            return summed
         folded: list[str | None] = [None] * len(parsed.positive)  # None: terms from FTS5 only, never text
         if table == "fts_chunks":
             texts = [unquote(p) for p in parsed.positive]
@@ -270,15 +295,11 @@ class PrunedFulltext:
                     tokens[i] = phrase_tokens(text)
                     if tokens[i] is None:
                         return None  # no term at all: FTS5's rules for an empty phrase are not emulated
-        if conn.in_transaction:
-            return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         conn.execute("BEGIN")  # one snapshot for every statement below, as the plain statement has
         out: list[tuple[int, float]] | None
         try:
             if generation is None:
-                row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
-                generation = int(row[0]) if row else 0
-            floats = tuple(float(w) for w in weights)
+                generation = _generation(conn)
             rows = None
             if words is not None and table == "fts_words":
                 row = conn.execute("SELECT value FROM index_meta WHERE key = 'words_version'").fetchone()
@@ -295,6 +316,54 @@ class PrunedFulltext:
                 conn.execute("COMMIT")
         self.stats["pruned" if out is not None else "fallback"] += 1
         return out
+
+    # ------------------------------------------------------------ small tables: every list, summed
+
+    def _small(self, conn: sqlite3.Connection, table: str) -> bool:
+        """Whether the table holds fewer rows than MaxScore pays off at (its averages record, one read)."""
+        n_rows, _ = self._totals(conn, table)
+        return n_rows < (MIN_ROWS if self.min_rows is None else self.min_rows)
+
+    def _summed(
+        self,
+        conn: sqlite3.Connection,
+        table: str,
+        parsed: OrExpression,
+        weights: tuple[float, ...],
+        limit: int,
+        generation: int | None,
+        ties: bool,
+    ) -> list[tuple[int, float]] | None:
+        """The plain statement's rows from every positive phrase's impact list, summed in expression order:
+        each term is FTS5's own double (its bm25 of the phrase alone), so every matching row's score is
+        the statement's bit for bit, and no row is read or scored from its text. A list is FTS5's answer
+        for one phrase, kept across searches per generation: once a session's common phrases are at hand,
+        a query costs one short statement per new phrase and a few array additions."""
+        conn.execute("BEGIN")  # one snapshot for every list, as the plain statement has
+        try:
+            # Keyed by the full-text tables' writes, not the index's: vectors landing keep every list.
+            gen = _fulltext_generation(conn) if generation is None else ("given", generation)
+            size = self._max_rowid(conn, gen) + 1
+            acc = np.zeros(size, dtype=np.float64)
+            for raw in parsed.positive:  # a phrase is keyed as written: no tokenizer is imitated here
+                rows, terms = self._impacts(conn, table, raw, raw, weights, gen)
+                if len(rows) and rows[-1] >= size:
+                    return None  # rows added since the size was read: cannot happen in one snapshot
+                acc[rows] += terms  # (+0.0 where a phrase is absent, as bm25 adds it)
+            if parsed.negative:
+                excluded = self._excluded(conn, table, " OR ".join(parsed.negative), gen)
+                acc[excluded[excluded < size]] = 0.0
+        finally:
+            if conn.in_transaction:  # an interrupted statement may have ended it already
+                conn.execute("COMMIT")
+        matched = np.flatnonzero(acc)  # every term of a matching row is > 0
+        scores = -acc[matched]
+        if len(matched) > limit:  # every row scoring at most the limit-th score: the rows kept and ties
+            kth = np.partition(scores, limit - 1)[limit - 1]
+            keep = scores <= kth
+            matched, scores = matched[keep], scores[keep]
+        order = np.lexsort((matched, scores))  # score, then rowid: SQLite's order for ties
+        return _cut(list(zip(matched[order].tolist(), scores[order].tolist(), strict=True)), limit, ties)
 
     # ------------------------------------------------------------ the algorithm
 
@@ -515,7 +584,7 @@ class PrunedFulltext:
         self.stats["left"] += len(order) - need
         return first if need == m else best(order[:need])
 
-    def _max_rowid(self, conn: sqlite3.Connection, gen: int) -> int:
+    def _max_rowid(self, conn: sqlite3.Connection, gen: Hashable) -> int:
         cached = self.df_cache.get(("max rowid", gen))
         if cached is not None:
             return int(cached[0])
@@ -641,7 +710,7 @@ class PrunedFulltext:
         phrase: str,
         pkey: str,
         weights: tuple[float, ...],
-        gen: int,
+        gen: Hashable,
         stored: dict[str, int] | None = None,
         n_rows: int = 0,
         avgdl: float = 1.0,
@@ -722,7 +791,7 @@ class PrunedFulltext:
             out.update(found)
         return out
 
-    def _excluded(self, conn: sqlite3.Connection, table: str, expr: str, gen: int) -> np.ndarray:
+    def _excluded(self, conn: sqlite3.Connection, table: str, expr: str, gen: Hashable) -> np.ndarray:
         key = (table, expr, gen)
         cached = self.excluded_cache.get(key)
         if cached is not None:
@@ -731,6 +800,18 @@ class PrunedFulltext:
         rows = np.sort(np.fromiter((r for (r,) in found), dtype=np.int64, count=len(found)))
         self.excluded_cache.put(key, rows, max(1, len(rows)))
         return rows
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _fulltext_generation(conn: sqlite3.Connection) -> tuple[str, int]:
+    """What the summed lists are kept by: the full-text tables' own write counter, or, in an index that
+    has none yet, the index's generation (moved by every write)."""
+    row = conn.execute(f"SELECT value FROM index_meta WHERE key = '{FULLTEXT_GENERATION}'").fetchone()
+    return ("fulltext", int(row[0])) if row else ("index", _generation(conn))
 
 
 def plain_ranked(
