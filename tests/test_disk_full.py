@@ -81,18 +81,17 @@ def test_a_write_failing_with_disk_full_mid_run_keeps_every_earlier_document(tmp
     from groove_tui.engine.index import indexer
 
     kb = write_kb(tmp_path / "kb", {f"d{i}.md": f"# Doc {i}\n\nkeyword{i} gamma text.\n" for i in range(5)})
-    real = indexer.Indexer._write_document
+    real = indexer.Indexer._write_rows
     calls = []
 
-    def write(self, doc, f, doc_id, contextual):
+    def write(self, doc, f, doc_id, contextual, conn, fulltext):
         calls.append(doc.path)
-        if len(calls) == 3:
-            with self.store.transaction() as conn:  # a write inside the transaction, then the disk is full
-                conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('half.md', 'h', 'now')")
-                raise sqlite3.OperationalError("database or disk is full")
-        return real(self, doc, f, doc_id, contextual)
+        if len(calls) == 3:  # a write inside the document's transaction, then the disk is full
+            conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('half.md', 'h', 'now')")
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, doc, f, doc_id, contextual, conn, fulltext)
 
-    monkeypatch.setattr(indexer.Indexer, "_write_document", write)
+    monkeypatch.setattr(indexer.Indexer, "_write_rows", write)
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
         with pytest.raises(EngineError, match=r"^the disk holding the index is full .*--index-dir") as e:
             eng.index()

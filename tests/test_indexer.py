@@ -344,3 +344,42 @@ def test_a_changed_chunk_cap_cuts_every_document_again_and_keeps_unchanged_vecto
     assert bigger.metadata_only == 1 and bigger.updated == 2
     settled, _ = run(4000)
     assert settled.unchanged == 2 and not settled.notes
+
+
+def test_documents_commit_in_batches_and_a_cancel_keeps_every_whole_one(tmp_path, monkeypatch):
+    """The full-text phase writes many notes per transaction (with their full-text rows at its end);
+    cancelled mid-batch, every note written so far is kept whole — its row, its chunks and its full-text
+    rows agree — and the next run adds the rest."""
+    import threading
+
+    from groove_tui.engine.index import indexer
+
+    monkeypatch.setattr(indexer, "BATCH_DOCS", 16)
+    kb = write_kb(tmp_path / "kb", {f"n{i:03}.md": f"# Note {i}\n\nword{i} shared text.\n" for i in range(100)})
+    commits: list[int] = []
+    real_commit = indexer._WriteBatch.commit
+
+    def commit(self):
+        commits.append(self._docs)
+        real_commit(self)
+
+    monkeypatch.setattr(indexer._WriteBatch, "commit", commit)
+    cancel = threading.Event()
+
+    def progress(p: IndexProgress) -> None:
+        if p.phase == "fulltext" and p.done == 40:
+            cancel.set()
+
+    with open_engine(kb, tmp_path) as eng:
+        with pytest.raises(indexer.IndexCancelled):
+            eng.index(progress=progress, cancel=cancel)
+        conn = eng.store.conn()
+        docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        assert docs == 41  # two full batches and the one cut short (by the check before the 42nd), committed
+        assert commits[:2] == [16, 16]
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == docs
+        fts = conn.execute("SELECT count(*) FROM fts_chunks WHERE fts_chunks MATCH 'shared'").fetchone()[0]
+        assert fts == docs
+        assert eng.search("word39").results[0].path == "n039.md"
+        report = eng.index()
+        assert report.added == 59 and eng.status().documents == 100

@@ -58,6 +58,10 @@ CHUNK_CAP_KEY = "max_chunk_bytes"  # the cap the chunks were cut with
 # How long a note read empty is waited for to hold still before it is read as it is (a writer still
 # changing it after this will send more events).
 SETTLE_LIMIT_S = 2.0
+# The full-text phase commits every BATCH_DOCS documents, or sooner once a transaction has been open
+# BATCH_SECONDS (search sees new notes that late at most; a watcher's batch is one transaction anyway).
+BATCH_DOCS = 256
+BATCH_SECONDS = 0.5
 
 
 class IndexCancelled(EngineError):
@@ -126,6 +130,85 @@ class _Counts:
     skipped: list[FileIssue] = field(default_factory=list)
     degraded: list[FileIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+class _WriteBatch:
+    """Documents written in one transaction until it holds BATCH_DOCS of them or has been open BATCH_SECONDS:
+    a commit per note was most of the full-text phase (a WAL commit and a new FTS5 segment each). Readers
+    see whole documents appear a batch at a time; a killed writer still leaves no half document (each is
+    a savepoint). As a context manager, the open transaction is committed when the block ends, also when
+    an error or a cancellation ends it: every document written before is whole."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._conn: sqlean.Connection | None = None
+        self._docs = 0
+        self._opened = 0.0
+        self._fulltext: list[tuple[int, str | None, str | None, str]] = []
+
+    def connection(self) -> sqlean.Connection:
+        if self._conn is None:
+            conn = self.store.conn()
+            conn.execute("BEGIN IMMEDIATE")
+            self._conn, self._docs, self._opened = conn, 0, time.monotonic()
+        return self._conn
+
+    @contextlib.contextmanager
+    def document(self) -> Iterator[sqlean.Connection]:
+        """One document's writes: whole or not at all (a savepoint), the batch's earlier ones kept either
+        way; the batch commits after it once full or open long enough."""
+        conn = self.connection()
+        queued = len(self._fulltext)
+        conn.execute("SAVEPOINT document")
+        try:
+            yield conn
+        except BaseException:
+            del self._fulltext[queued:]
+            if conn.in_transaction:  # (a full disk may have rolled the whole transaction back already)
+                with contextlib.suppress(sqlite3.Error, sqlean.Error):
+                    conn.execute("ROLLBACK TO document")
+                    conn.execute("RELEASE document")
+            raise
+        conn.execute("RELEASE document")
+        self._docs += 1
+        if self._docs >= BATCH_DOCS or time.monotonic() - self._opened >= BATCH_SECONDS:
+            self.commit()
+
+    def add_fulltext(self, row: tuple[int, str | None, str | None, str]) -> None:
+        """A chunk's full-text rows, written with the rest of the batch's just before it commits: written
+        between the chunk rows, FTS5's inserts made every later chunk insert ~30× slower."""
+        self._fulltext.append(row)
+
+    def commit(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            rows, self._fulltext = self._fulltext, []
+            if rows:
+                self.store.insert_fulltext(rows, conn)
+            conn.execute("COMMIT")
+
+    def __enter__(self) -> _WriteBatch:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if kind is None:
+            self.commit()
+            return
+        # Stopped by an error or a cancellation: the documents written before it are whole, and kept
+        # (as when every document committed alone); a commit that fails too leaves the error raised.
+        conn = self._conn
+        try:
+            if conn is not None and conn.in_transaction:
+                self.commit()
+        except (sqlite3.Error, sqlean.Error):
+            pass
+        finally:
+            self._conn, self._fulltext = None, []
+            # A full disk (or an I/O error) may have rolled the transaction back already: a second ROLLBACK
+            # would then fail and hide the error that says what happened.
+            if conn is not None and conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error, sqlean.Error):
+                    conn.execute("ROLLBACK")
 
 
 class Indexer:
@@ -449,72 +532,75 @@ class Indexer:
         settled: set[str] = set()  # read again once still: what they hold now is what they hold
         changing: set[str] = set()  # read again while still changing
         n = 0
+        batch = _WriteBatch(self.store)
         while work:
-            for rel, f in work:
-                if cancel is not None and cancel.is_set():
-                    raise IndexCancelled("indexing cancelled")
-                notify(IndexProgress("fulltext", min(n, total), total, rel))
-                n += 1
-                existing = stored.get(rel)
-                if (
-                    existing is not None
-                    and existing[1] == f.content_hash
-                    and not force
-                    and not rechunk
-                    and rel not in reparse
-                ):
-                    if rel not in renamed_to:
-                        report.unchanged += 1
-                    continue
-                if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
-                    again = read_file(self.kb, rel)
-                    if isinstance(again, FileIssue):
-                        report.skipped.append(again)
+            with batch:  # committed before anything else writes, waits, or the loop ends
+                for rel, f in work:
+                    if cancel is not None and cancel.is_set():
+                        raise IndexCancelled("indexing cancelled")
+                    notify(IndexProgress("fulltext", min(n, total), total, rel))
+                    n += 1
+                    existing = stored.get(rel)
+                    if (
+                        existing is not None
+                        and existing[1] == f.content_hash
+                        and not force
+                        and not rechunk
+                        and rel not in reparse
+                    ):
+                        if rel not in renamed_to:
+                            report.unchanged += 1
+                        continue
+                    if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                        again = read_file(self.kb, rel)
+                        if isinstance(again, FileIssue):
+                            report.skipped.append(again)
+                            skipped_paths.add(rel)
+                            continue
+                        f = again
+                    try:
+                        text = decode_markdown(f.raw or b"")
+                    except ValueError as exc:
+                        report.skipped.append(FileIssue(rel, str(exc)))
                         skipped_paths.add(rel)
                         continue
-                    f = again
-                try:
-                    text = decode_markdown(f.raw or b"")
-                except ValueError as exc:
-                    report.skipped.append(FileIssue(rel, str(exc)))
-                    skipped_paths.add(rel)
-                    continue
-                doc = parse_markdown(
-                    rel,
-                    text,
-                    exclude_headings=self.config.exclude_headings,
-                    max_chunk_bytes=self.config.chunking.max_chunk_bytes,
-                    contextual=contextual,
-                )
-                f.raw = None
-                for warning in doc.warnings:
-                    report.degraded.append(FileIssue(rel, warning))
-                if not doc.chunks and existing is not None and rel not in settled:
-                    # A writer that truncates, then writes may have been caught in between: the note keeps
-                    # its indexed text until the file has held still for the watcher's quiet window.
-                    if rel in changing:
-                        report.skipped.append(FileIssue(rel, "read empty while being written; its text is kept"))
+                    doc = parse_markdown(
+                        rel,
+                        text,
+                        exclude_headings=self.config.exclude_headings,
+                        max_chunk_bytes=self.config.chunking.max_chunk_bytes,
+                        contextual=contextual,
+                    )
+                    f.raw = None
+                    for warning in doc.warnings:
+                        report.degraded.append(FileIssue(rel, warning))
+                    if not doc.chunks and existing is not None and rel not in settled:
+                        # A writer that truncates, then writes may have been caught in between: the note keeps
+                        # its indexed text until the file has held still for the watcher's quiet window.
+                        if rel in changing:
+                            report.skipped.append(FileIssue(rel, "read empty while being written; its text is kept"))
+                            skipped_paths.add(rel)
+                        else:
+                            emptied[rel] = f
+                        continue
+                    if not doc.chunks:
+                        # An emptied file must not keep serving its old text (groove keeps it; we do not).
+                        report.skipped.append(FileIssue(rel, "no text to index"))
+                        if existing is not None:
+                            batch.commit()  # (a transaction of its own)
+                            self._delete_documents([existing[0]])
+                            report.deleted += 1
                         skipped_paths.add(rel)
+                        continue
+                    outcome = self._write_document(doc, f, existing[0] if existing else None, contextual, batch)
+                    if outcome == "added":
+                        report.added += 1
+                    elif rel in renamed_to:
+                        pass  # counted as renamed already
                     else:
-                        emptied[rel] = f
-                    continue
-                if not doc.chunks:
-                    # An emptied file must not keep serving its old text (groove keeps it; we do not).
-                    report.skipped.append(FileIssue(rel, "no text to index"))
-                    if existing is not None:
-                        self._delete_documents([existing[0]])
-                        report.deleted += 1
-                    skipped_paths.add(rel)
-                    continue
-                outcome = self._write_document(doc, f, existing[0] if existing else None, contextual)
-                if outcome == "added":
-                    report.added += 1
-                elif rel in renamed_to:
-                    pass  # counted as renamed already
-                else:
-                    report.updated += 1
-                    if outcome == "metadata":
-                        report.metadata_only += 1
+                        report.updated += 1
+                        if outcome == "metadata":
+                            report.metadata_only += 1
             work = self._read_once_still(emptied, disk, settled, changing, report, skipped_paths, cancel)
             emptied = {}
         notify(IndexProgress("fulltext", total, total))
@@ -655,7 +741,22 @@ class Indexer:
         # In static mode the file name feeds the breadcrumb: re-index the moved documents.
         return moved, (moved if contextual else set())
 
-    def _write_document(self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool) -> str:
+    def _write_document(
+        self, doc: ParsedDocument, f: DiskFile, doc_id: int | None, contextual: bool, batch: _WriteBatch
+    ) -> str:
+        """One document's rows, inside a batch's transaction; its full-text rows go with the batch's."""
+        with batch.document() as conn:
+            return self._write_rows(doc, f, doc_id, contextual, conn, batch.add_fulltext)
+
+    def _write_rows(
+        self,
+        doc: ParsedDocument,
+        f: DiskFile,
+        doc_id: int | None,
+        contextual: bool,
+        conn: sqlean.Connection,
+        fulltext: Callable[[tuple[int, str | None, str | None, str]], None],
+    ) -> str:
         tags = json.dumps(list(doc.tags), ensure_ascii=False)
         meta = (
             doc.title,
@@ -669,75 +770,71 @@ class Indexer:
             f.size,
             f.mtime_ns,
         )
-        with self.store.transaction() as conn:
-            reuse: dict[str, bytes] = {}
-            if doc_id is not None:
-                old = conn.execute(
-                    (
-                        "SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
-                        "document_id = ? ORDER BY chunk_index"
-                    ),
-                    (doc_id,),
-                ).fetchall()
-                same = len(old) == len(doc.chunks) and all(
-                    o[1] == c.heading and o[2] == c.content and (not contextual or o[3] == c.context)
-                    for o, c in zip(old, doc.chunks, strict=True)
+        reuse: dict[str, bytes] = {}
+        if doc_id is not None:
+            old = conn.execute(
+                (
+                    "SELECT id, heading, content, context_text, embedded FROM chunks WHERE "
+                    "document_id = ? ORDER BY chunk_index"
+                ),
+                (doc_id,),
+            ).fetchall()
+            same = len(old) == len(doc.chunks) and all(
+                o[1] == c.heading and o[2] == c.content and (not contextual or o[3] == c.context)
+                for o, c in zip(old, doc.chunks, strict=True)
+            )
+            conn.execute(
+                "UPDATE documents SET title=?, topic=?, category=?, depth=?, tags=?, date=?, content_hash=?, "
+                "last_indexed=?, size_bytes=?, mtime_ns=? WHERE id = ?",
+                (*meta, doc_id),
+            )
+            if same:
+                conn.executemany(
+                    "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
+                    [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks, strict=True)],
                 )
-                conn.execute(
-                    "UPDATE documents SET title=?, topic=?, category=?, depth=?, tags=?, date=?, content_hash=?, "
-                    "last_indexed=?, size_bytes=?, mtime_ns=? WHERE id = ?",
-                    (*meta, doc_id),
-                )
-                if same:
-                    conn.executemany(
-                        "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
-                        [
-                            (c.line, c.part, c.level, c.quality_score, o[0])
-                            for o, c in zip(old, doc.chunks, strict=True)
-                        ],
-                    )
-                    self.store.bump_generation(conn)
-                    return "metadata"
-                # Keep vectors of chunks whose embedding input did not change: editing one section of a
-                # long note re-embeds that section only.
-                embedded_ids = [o[0] for o in old if o[4]]
-                if embedded_ids and self.store.has_vec_table(conn):
-                    inputs = {o[0]: embedding_input(o[2], o[3], contextual) for o in old}
-                    for cid, vec in self.store.embeddings_for(embedded_ids).items():
-                        reuse[inputs[cid]] = to_blob(vec)
-                self.store.delete_chunks_of(doc_id, conn)
-                outcome = "updated"
-            else:
-                doc_id = conn.execute(
-                    "INSERT INTO documents(title, topic, category, depth, tags, date, content_hash, last_indexed, "
-                    "size_bytes, mtime_ns, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (*meta, doc.path),
-                ).lastrowid
-                outcome = "added"
-            for c in doc.chunks:
-                context = c.context if contextual else None
-                blob = reuse.get(embedding_input(c.content, context, contextual))
-                cid = conn.execute(
-                    "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, quality_score, "
-                    "context_text, line, part, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        doc_id,
-                        c.index,
-                        c.heading,
-                        c.level,
-                        c.content,
-                        c.token_count,
-                        c.quality_score,
-                        context,
-                        c.line,
-                        c.part,
-                        1 if blob is not None else 0,
-                    ),
-                ).lastrowid
-                self.store.insert_fulltext([(cid, c.heading, context, c.content)], conn)
-                if blob is not None:
-                    conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
-            self.store.bump_generation(conn)
+                self.store.bump_generation(conn)
+                return "metadata"
+            # Keep vectors of chunks whose embedding input did not change: editing one section of a
+            # long note re-embeds that section only.
+            embedded_ids = [o[0] for o in old if o[4]]
+            if embedded_ids and self.store.has_vec_table(conn):
+                inputs = {o[0]: embedding_input(o[2], o[3], contextual) for o in old}
+                for cid, vec in self.store.embeddings_for(embedded_ids).items():
+                    reuse[inputs[cid]] = to_blob(vec)
+            self.store.delete_chunks_of(doc_id, conn)
+            outcome = "updated"
+        else:
+            doc_id = conn.execute(
+                "INSERT INTO documents(title, topic, category, depth, tags, date, content_hash, last_indexed, "
+                "size_bytes, mtime_ns, path) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (*meta, doc.path),
+            ).lastrowid
+            outcome = "added"
+        for c in doc.chunks:
+            context = c.context if contextual else None
+            blob = reuse.get(embedding_input(c.content, context, contextual))
+            cid = conn.execute(
+                "INSERT INTO chunks(document_id, chunk_index, heading, level, content, token_count, quality_score, "
+                "context_text, line, part, embedded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    doc_id,
+                    c.index,
+                    c.heading,
+                    c.level,
+                    c.content,
+                    c.token_count,
+                    c.quality_score,
+                    context,
+                    c.line,
+                    c.part,
+                    1 if blob is not None else 0,
+                ),
+            ).lastrowid
+            fulltext((cid, c.heading, context, c.content))
+            if blob is not None:
+                conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
+        self.store.bump_generation(conn)
         return outcome
 
     def _delete_documents(self, doc_ids: list[int]) -> None:
