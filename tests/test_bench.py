@@ -74,6 +74,10 @@ def test_index_mode_leaves_the_kb_alone(kb, capsys):
     assert nc["documents"] == 4 and nc["changed"] == 0
     wt = i["word_table"]  # the word leg's side table: its pages and its build, on the fresh index
     assert 0 < wt["bytes"] < wt["index_bytes"] and wt["rebuilt"] and wt["build_s"] is not None and wt["build_s"] >= 0
+    sizes = i["sizes"]  # the fresh index by part, against the text it holds
+    assert sizes["text_bytes"] > 0 and sizes["bytes"]["trigram"] > 0 and sizes["bytes"]["chunks"] > 0
+    assert sizes["without_vectors"] == sum(sizes["bytes"].values()) - sizes["bytes"]["vectors"]
+    assert sizes["ratio_to_text"] == round(sizes["without_vectors"] / sizes["text_bytes"], 2)
     assert "search" not in data
     assert {"throughput_ratio", "phase_one_s", "no_change_reindex_s"} <= set(data["targets"])
 
@@ -82,7 +86,16 @@ def test_text_output(kb, capsys):
     capsys.readouterr()
     assert cli.main(["bench", str(kb), "--model", "hashing-64", "--repeat", "1", "--mode", "all", "--docs", "2"]) == 0
     out = capsys.readouterr().out
-    for word in ("total − embed", "λ re-run", "cancellation", "phase one", "ratio", "word table", "targets:"):
+    for word in (
+        "total − embed",
+        "λ re-run",
+        "cancellation",
+        "phase one",
+        "ratio",
+        "word table",
+        "index size",
+        "targets:",
+    ):
         assert word in out
 
 

@@ -263,6 +263,14 @@ def format_text(result: dict[str, Any]) -> str:
             f"index {_fmt(p2['index_chunks_per_s'])} chunks/s, embedder alone "
             f"{_fmt(p2['embedder_passages_per_s'])} passages/s, ratio {_fmt(p2['ratio'])}",
         ]
+        sizes = i.get("sizes")
+        if sizes:
+            big = sorted(((n, b) for n, b in sizes["bytes"].items() if b), key=lambda nb: -nb[1])
+            lines.append(
+                f"  index size (vectors aside): {sizes['without_vectors'] / 1e6:.1f} MB, "
+                f"{_fmt(sizes['ratio_to_text'])}× the {sizes['text_bytes'] / 1e6:.1f} MB of text it holds — "
+                + ", ".join(f"{n} {b / 1e6:.1f}" for n, b in big)
+            )
         wt = i.get("word_table")
         if wt:
             lines.append(

@@ -66,6 +66,7 @@ def bench_index(
             with EngineCls.open(full / "kb", config=config, index_dir=full / f"idx{r}") as eng:
                 rep = eng.index(embed=False)
                 if r == 0:
+                    out["sizes"] = index_sizes(eng)
                     out["word_table"] = word_table_cost(eng)
             p1.append(rep.fulltext_seconds)
             shutil.rmtree(full / f"idx{r}", ignore_errors=True)
@@ -142,6 +143,40 @@ def bench_index(
     else:
         out["no_change_reindex"] = None
     return out
+
+
+# What each part of the index is, by the tables (and their indexes) dbstat names.
+SIZE_PARTS = (
+    ("trigram", ("fts_chunks",)),
+    ("bigram", ("fts_bigram",)),
+    ("words", ("fts_words",)),
+    ("phrase statistics", ("fts_phrase",)),
+    ("chunks", ("chunks", "idx_chunks")),
+    ("documents", ("documents", "idx_documents", "sqlite_autoindex_documents")),
+    ("vectors", ("vec_",)),
+)
+
+
+def index_sizes(eng: Engine) -> dict[str, Any]:
+    """A fresh index's bytes by part against the text it holds (the chunks' heading, context and content
+    in UTF-8): the full-text tables' positional postings are most of it."""
+    conn = eng.store.conn()
+    pages = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+    parts: dict[str, int] = {name: 0 for name, _prefixes in SIZE_PARTS} | {"other": 0}
+    for name, size in pages:
+        part = next((label for label, prefixes in SIZE_PARTS if name.startswith(prefixes)), "other")
+        parts[part] += int(size)
+    text = conn.execute(
+        "SELECT coalesce(sum(length(CAST(coalesce(heading, '') AS BLOB)) + length(CAST(coalesce(context_text, '') "
+        "AS BLOB)) + length(CAST(content AS BLOB))), 0) FROM chunks"
+    ).fetchone()[0]
+    without_vectors = sum(parts.values()) - parts["vectors"]
+    return {
+        "text_bytes": int(text),
+        "bytes": parts,
+        "without_vectors": without_vectors,
+        "ratio_to_text": round(without_vectors / text, 2) if text else None,
+    }
 
 
 def word_table_cost(eng: Engine) -> dict[str, Any]:
