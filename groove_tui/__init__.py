@@ -2,10 +2,20 @@
 (one module per subcommand) or the explorer (`tui/`); both print through `output/` and drive `engine/`, which
 reads `settings/`; `demo/` is the packaged handbook. Exports `__version__`."""
 
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 
-try:
-    # one source of truth: the version pyproject.toml gives the installed distribution
-    __version__ = version("groove-tui")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    if name == "__version__":  # read when asked: importlib.metadata costs a short command ~60 ms
+        return _version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:  # one source of truth: the version pyproject.toml gives the installed distribution
+        return version("groove-tui")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"

@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     tui = sub.add_parser("open", help="open the explorer (the default: `groove-tui KB`)")
@@ -404,10 +404,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _pipeline_flags(cs)
 
-    from groove_tui.commands.models import add_parser as add_models_parser
-
-    add_models_parser(sub)
+    _models_parser(sub)
     return parser
+
+
+def _models_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list, pull, remove the embedders and rerankers groove-tui knows")
+    p.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
+    msub = p.add_subparsers(dest="models_command", metavar="ACTION")
+    ls = msub.add_parser("list", help="every known model: languages, size, licence, source, installed or not")
+    ls.add_argument("--format", choices=("text", "json"), default="text")
+    pl = msub.add_parser("pull", help="install a model (SHA-256 verified; idempotent)")
+    pl.add_argument("name")
+    pl.add_argument("--force", action="store_true", help="fetch again even when a verified copy is installed")
+    pl.add_argument("--quiet", action="store_true", help="no progress bar")
+    rm = msub.add_parser("remove", help="delete a pulled model")
+    rm.add_argument("name")
+    pa = msub.add_parser("path", help="print where a model is installed")
+    pa.add_argument("name")
+
+
+class _VersionAction(argparse.Action):
+    """--version, read from the installed distribution only when asked (importlib.metadata costs ~60 ms)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> NoReturn:
+        parser.exit(message=_version() + "\n")
 
 
 def _version() -> str:

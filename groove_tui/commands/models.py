@@ -49,22 +49,6 @@ class Row:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="list, pull, remove the embedders and rerankers groove-tui knows")
-    p.add_argument("--model-dir", help="where pulled models live (default: $GROOVE_TUI_MODEL_DIR or the user data dir)")
-    msub = p.add_subparsers(dest="models_command", metavar="ACTION")
-    ls = msub.add_parser("list", help="every known model: languages, size, licence, source, installed or not")
-    ls.add_argument("--format", choices=("text", "json"), default="text")
-    pl = msub.add_parser("pull", help="install a model (SHA-256 verified; idempotent)")
-    pl.add_argument("name")
-    pl.add_argument("--force", action="store_true", help="fetch again even when a verified copy is installed")
-    pl.add_argument("--quiet", action="store_true", help="no progress bar")
-    rm = msub.add_parser("remove", help="delete a pulled model")
-    rm.add_argument("name")
-    pa = msub.add_parser("path", help="print where a model is installed")
-    pa.add_argument("name")
-
-
 def run(args: argparse.Namespace) -> int:
     root = model_root(args.model_dir)
     action = args.models_command or "list"

@@ -21,6 +21,7 @@ from groove_tui.settings.languages import LANGUAGE_SCRIPTS, MULTILINGUAL  # noqa
 from groove_tui.settings.paths import model_root
 
 MANIFEST = "groove-model.json"
+PREPARED_DIR = ".prepared"  # under the model root: what loading a model prepares (engine/models/prepared.py)
 Kind = Literal["embedder", "reranker", "analyzer"]
 Pooling = Literal["cls", "mean"]
 

@@ -544,8 +544,23 @@ def load_embedder(name: str) -> Embedder:
         folder = installed_dir(spec.name)
         if folder is None:
             raise ModelUnavailable(not_pulled_message(spec, "[embedding] model"))
-        return FastEmbedEmbedder(str(folder), model_id=spec.name)
+        return _prepared(folder, spec.name)
     return FastEmbedEmbedder(canonical if spec is not None else name)
+
+
+def _prepared(folder: Path, model_id: str) -> Embedder:
+    """A pulled folder with its manifest, run without importing fastembed (engine/models/prepared.py)."""
+    from groove_tui.engine.models.catalog import read_manifest, repair_advice
+    from groove_tui.engine.models.prepared import PreparedOnnxEmbedder
+
+    try:
+        manifest = read_manifest(folder)
+    except ValueError as e:
+        raise ModelUnavailable(f"[embedding] model: {e}: {repair_advice(folder)}") from None
+    if manifest is None or manifest.fastembed_name:  # fastembed's own class for a catalog model
+        return FastEmbedEmbedder(str(folder), model_id=model_id)
+    check_intact(folder, "[embedding] model", f"the embedder {model_id!r}", manifest)
+    return PreparedOnnxEmbedder(folder, manifest, model_id=model_id)
 
 
 def embed_in_batches(embedder: Embedder, texts: Sequence[str], batch_size: int = DEFAULT_BATCH) -> Iterator[np.ndarray]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from groove_tui.engine.models.catalog import (
     MANIFEST,
+    PREPARED_DIR,
     BuiltSource,
     HubSource,
     Kind,
@@ -177,6 +178,8 @@ def remove(name: str, root: Path) -> Path | None:
     if not (folder / MANIFEST).is_file():
         return None
     shutil.rmtree(folder)
+    # what loading it prepared (engine/models/prepared.py), which would serve no other model
+    shutil.rmtree(folder.parent / PREPARED_DIR / folder.name, ignore_errors=True)
     return folder
 
 

@@ -1,0 +1,194 @@
+"""A pulled model folder run by ONNX Runtime directly, as fastembed runs it, without importing fastembed.
+
+A search process spent most of its start on the embedder: fastembed's import (~0.7 s: it brings
+huggingface_hub, httpx and its image models) and ONNX Runtime's graph optimisation (~0.2 s for
+bge-small-en). Both are paid once per model and machine instead. The first load configures the tokenizer
+through fastembed's own `load_tokenizer` (truncation, padding, special tokens) and saves it, and has ONNX
+Runtime save the graph it optimised; later loads read both back (~0.1 s). The run is fastembed's for a
+custom model: input_ids, attention_mask and, where the graph takes them, zero token_type_ids; the first
+output; CLS or masked-mean pooling; L2 normalisation; so the vectors are fastembed's.
+
+The prepared files live under the model root, in `.prepared/<folder>/<key>/`; the key covers the model
+file's SHA-256, ONNX Runtime's version and the processor (an optimised graph may hold kernels chosen for
+it). A prepared folder that cannot be written or read back is rebuilt from the model, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from groove_tui.engine.models.catalog import PREPARED_DIR, Manifest
+from groove_tui.engine.models.offline import ModelUnavailable, _config_hidden_size, onnx_dir_files
+from groove_tui.engine.models.runtime import quiet
+
+TOKENIZER_FILE = "tokenizer.json"
+GRAPH_FILE = "model.optimized.onnx"
+INFO_FILE = "prepared.json"
+PREPARED_FORMAT = 1  # bump when what is saved, or how it is read back, changes
+
+
+def processor_key() -> str:
+    """What an optimised graph may depend on: the machine, and the processor's model and flags."""
+    parts = [platform.machine(), platform.processor()]
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(("model name", "flags")):
+                parts.append(line)
+            if line.strip() == "":  # the first processor says it for all
+                break
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+class PreparedOnnxEmbedder:
+    """An embedder for a model folder with a manifest (pooling, normalisation, prefixes), run as the
+    module docstring says. Loads lazily: the first embedding builds or reads the prepared files."""
+
+    def __init__(self, folder: Path, manifest: Manifest, *, model_id: str, threads: int | None = None) -> None:
+        self.folder = folder
+        self.model_id = model_id
+        self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
+        self._pooling, self._normalize = manifest.pooling, manifest.normalize
+        self._model_file, extra = onnx_dir_files(folder, "[embedding] model")
+        self._external_data = bool(extra)  # a graph with external data is optimised anew each time
+        digest = manifest.files.get(self._model_file) or _sha256(folder / self._model_file)
+        import onnxruntime as ort
+
+        key = hashlib.sha256(f"{PREPARED_FORMAT}|{digest}|{ort.__version__}|{processor_key()}".encode()).hexdigest()[
+            :20
+        ]
+        self.prepared = folder.parent / PREPARED_DIR / folder.name / key  # beside the model, in the model root
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any, frozenset[str]] | None = None
+        hidden = _config_hidden_size(folder)
+        self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
+
+    # ---------------------------------------------------------------- loading
+
+    def _load(self) -> tuple[Any, Any, frozenset[str]]:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = self._open()
+        return self._loaded
+
+    def _open(self) -> tuple[Any, Any, frozenset[str]]:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            if (self.prepared / INFO_FILE).is_file():
+                try:
+                    tokenizer = Tokenizer.from_file(str(self.prepared / TOKENIZER_FILE))
+                    graph = self.prepared / GRAPH_FILE
+                    session = (
+                        self._session(ort, graph, optimised=True)
+                        if graph.is_file()
+                        else self._session(ort, self.folder / self._model_file, optimised=False)
+                    )
+                    return tokenizer, session, frozenset(i.name for i in session.get_inputs())
+                except Exception:  # damaged or from elsewhere: prepared again below
+                    shutil.rmtree(self.prepared, ignore_errors=True)
+            tokenizer = self._configured_tokenizer()
+            session = self._prepare(ort, tokenizer)
+            return tokenizer, session, frozenset(i.name for i in session.get_inputs())
+        except ModelUnavailable:
+            raise
+        except Exception as e:
+            raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r} from {self.folder}: {e}") from e
+
+    def _session(self, ort: Any, path: Path, *, optimised: bool, save_to: Path | None = None) -> Any:
+        options = quiet(ort.SessionOptions())
+        if self._threads:
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = self._threads
+        if optimised:  # by an earlier load, on this processor
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        else:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if save_to is not None:
+                options.optimized_model_filepath = str(save_to)
+                options.log_severity_level = 3  # not the warning that the graph suits this machine: it is keyed so
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def _configured_tokenizer(self) -> Any:
+        """The tokenizer exactly as fastembed sets it up for this folder (imported this once)."""
+        from fastembed.common.preprocessor_utils import load_tokenizer
+
+        tokenizer, _special = load_tokenizer(self.folder)
+        return tokenizer
+
+    def _prepare(self, ort: Any, tokenizer: Any) -> Any:
+        """Optimise the graph, saving it and the configured tokenizer for the next process."""
+        parent = self.prepared.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=".partial-", dir=parent))
+        except OSError:  # a read-only model root: run without saving
+            return self._session(ort, self.folder / self._model_file, optimised=False)
+        try:
+            save_to = None if self._external_data else work / GRAPH_FILE
+            session = self._session(ort, self.folder / self._model_file, optimised=False, save_to=save_to)
+            tokenizer.save(str(work / TOKENIZER_FILE))
+            info = {"format": PREPARED_FORMAT, "model": self.model_id, "onnxruntime": ort.__version__}
+            (work / INFO_FILE).write_text(json.dumps(info), encoding="utf-8")
+            with contextlib.suppress(OSError):  # another process prepared it first: theirs stays
+                os.replace(work, self.prepared)
+            return session
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    # ---------------------------------------------------------------- running
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        tokenizer, session, inputs = self._load()
+        encoded = tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": input_ids}
+        if "attention_mask" in inputs:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = session.run(None, feed)[0]
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        else:  # masked mean, summed in float64 as fastembed sums it
+            summed = np.sum(hidden, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+            pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+        if self._normalize:
+            pooled = pooled / np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(pooled, dtype=np.float32)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return self._embed([self.passage_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return cast(np.ndarray, self._embed([self.query_prefix + text])[0])
+
+    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each passage, as the model is handed it (truncated; padding aside)."""
+        tokenizer = self._load()[0]
+        return [sum(e.attention_mask) for e in tokenizer.encode_batch([self.passage_prefix + t for t in texts])]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
