@@ -311,6 +311,9 @@ def search_latency(records: Records) -> str:
     help_s = rec["figures"].get("cli_help") or {}
     if help_s.get("seconds") is not None:
         rows.append(["`groove-tui --help` (start-up)", _ms(help_s["seconds"] * 1000), "–"])
+    process = rec["figures"].get("cli_search") or {}
+    if process.get("seconds") is not None:
+        rows.append(["a whole `groove-tui search` process (hybrid, warm disk)", _ms(process["seconds"] * 1000), "–"])
     corpus = rec["figures"]["corpus"]
     intro = (
         f"{s['queries']:,} queries × {s['repeat']}, caches cleared before each search, on "

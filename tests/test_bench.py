@@ -13,6 +13,8 @@ from groove_tui.commands.bench.search import STAGES
 
 from helpers import SAMPLE_KB, write_kb
 
+CLI_SEARCH = command.bench_cli_search  # the real one: the fixture below stands a quick one in for other tests
+
 
 @pytest.fixture
 def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -22,6 +24,7 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr("groove_tui.settings.paths.user_config_dir", lambda: tmp_path / "userconfig")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(command, "bench_cli_help", lambda runs=5: {"seconds": 0.1, "runs": [0.1]})
+    monkeypatch.setattr(command, "bench_cli_search", lambda *a, **k: {"seconds": 0.3, "runs": [0.3]})
     assert cli.main(["index", str(kb), "--model", "hashing-64", "--quiet"]) == 0
     return kb
 
@@ -49,7 +52,17 @@ def test_search_mode_json_keys(kb, capsys):
     c = s["cancellation"]
     assert c["cancelled"] + c["finished_before_cancel"] == s["queries"]
     assert "index" not in data
-    assert {"total_minus_embed_p50_ms", "warm_rerun_p50_ms", "cli_help_s"} <= set(data["targets"])
+    assert {"total_minus_embed_p50_ms", "warm_rerun_p50_ms", "cli_help_s", "cli_search_s"} <= set(data["targets"])
+
+
+def test_a_search_process_is_timed_whole_and_a_failing_one_is_an_error(kb, tmp_path):
+    from groove_tui.engine import Engine
+
+    with Engine.open(kb, readonly=True) as engine:  # the index the fixture built, under GROOVE_TUI_INDEX_DIR
+        timed = CLI_SEARCH(engine, ["tokio", "-dash first"], None, runs=1)
+        assert len(timed["runs"]) == 2 and all(r > 0 for r in timed["runs"]) and timed["seconds"] > 0
+        with pytest.raises(ValueError, match="failed"):  # never timed as a quick sample
+            CLI_SEARCH(engine, ["tokio"], str(tmp_path / "missing.toml"), runs=1)
 
 
 def test_search_mode_with_golden_queries(kb, tmp_path, capsys):

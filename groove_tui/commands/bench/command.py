@@ -41,15 +41,34 @@ if TYPE_CHECKING:
 # ================================================================ CLI start-up
 
 
+def _cli(*args: str) -> list[str]:
+    exe = Path(sys.executable).parent / "groove-tui"
+    return [str(exe), *args] if exe.exists() else [sys.executable, "-m", "groove_tui.cli", *args]
+
+
+def _wall(cmd: list[str]) -> float:
+    """Seconds the command took; a command that fails is an error, never a quick sample."""
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        raise ValueError(f"{' '.join(cmd)} failed: {done.stderr.decode(errors='replace').strip()}")
+    return time.perf_counter() - t0
+
+
 def bench_cli_help(runs: int = 5) -> dict[str, Any] | None:
     """Wall time of `groove-tui --help` in a fresh process (median)."""
-    exe = Path(sys.executable).parent / "groove-tui"
-    cmd = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "groove_tui.cli", "--help"]
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        samples.append(time.perf_counter() - t0)
+    samples = [_wall(_cli("--help")) for _ in range(runs)]
+    return {"seconds": round(statistics.median(samples), 3), "runs": [round(x, 3) for x in samples]}
+
+
+def bench_cli_search(engine: Engine, queries: list[str], config: str | None, runs: int = 2) -> dict[str, Any]:
+    """Wall time of a whole `groove-tui search` process (hybrid, the bench's index, model and config; warm
+    disk: one search first, untimed), for the first 5 queries `runs` times each (median)."""
+    base = ["search", "--index-dir", str(engine.index_dir.parent), "--model", engine.model_id, "--limit", "10"]
+    base += ["--config", config] if config else []
+    picked = queries[:5]
+    _wall(_cli(*base, "--", str(engine.kb_path), picked[0]))  # the disk cache and any one-off preparation
+    samples = [_wall(_cli(*base, "--", str(engine.kb_path), q)) for _ in range(runs) for q in picked]
     return {"seconds": round(statistics.median(samples), 3), "runs": [round(x, 3) for x in samples]}
 
 
@@ -288,6 +307,9 @@ def format_text(result: dict[str, Any]) -> str:
             lines.append("  no-change re-index: the KB has no index yet (run groove-tui index first)")
     if result.get("cli_help"):
         lines.append(f"\ngroove-tui --help: {result['cli_help']['seconds']:.3f} s (median of 5)")
+    if result.get("cli_search"):
+        runs = len(result["cli_search"]["runs"])
+        lines.append(f"a groove-tui search process: {result['cli_search']['seconds']:.3f} s (median of {runs})")
     v = result.get("targets") or {}
     if v:
         lines += ["", "targets:"]
@@ -348,6 +370,9 @@ def run_bench(engine: Engine, args: argparse.Namespace, *, progress=None) -> dic
         )
     if not getattr(args, "no_cli", False):
         result["cli_help"] = bench_cli_help()
+        if mode in ("search", "all"):
+            queries = load_queries(getattr(args, "queries", None))
+            result["cli_search"] = bench_cli_search(engine, queries, getattr(args, "config", None))
     result["targets"] = verdicts(result)
     return result
 
