@@ -125,8 +125,8 @@ def main() -> int:
                 out = [emb.embed_passages([chunk_list[i] for i in b]) for b in cut]
                 dt = time.perf_counter() - t0
                 rates[kb][label].append(len(chunk_list) / dt)
-                order = [i for b in cut for i in b]
-                vectors[kb][label] = np.concatenate(out)[np.argsort(order)]  # back in chunk order, to compare
+                taken = [i for b in cut for i in b]
+                vectors[kb][label] = np.concatenate(out)[np.argsort(taken)]  # back in chunk order, to compare
                 print(f"round {r + 1} {kb:8} {label:48} {len(chunk_list) / dt:7.2f} chunks/s", file=sys.stderr)
 
     result: dict = {"batch": args.batch, "rounds": args.rounds, "kbs": {}}
