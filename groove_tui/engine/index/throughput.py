@@ -26,7 +26,7 @@ the vectors any other order would give.
 Batches: the queue is taken `SORT_WINDOW_BATCHES` batches at a time, and each window is cut into
 batches of passages of similar length (`length_sorted_batches`). A model pads every passage of a batch
 to the batch's longest, so batches cut from the queue as it comes (a short note beside a long one) pad
-away a third of their work on scifact; sorted by the model's own token counts, a twentieth. The
+away a third of their work on scifact; sorted by the model's own token counts, about 2 %. The
 queue's order holds from one window to the next.
 """
 
