@@ -39,6 +39,28 @@ def test_index_text_report_states_the_embedding_rate(cli, kb):
     assert re.search(r"embedded \d+ this run at [\d,.]+ chunks/s", out)
 
 
+def test_a_search_loads_the_model_beside_the_full_text_only_when_it_will_embed(cli, kb, tmp_path, monkeypatch):
+    import threading
+
+    from groove_tui.engine import Engine
+
+    warmed: list[str] = []
+    real = Engine.warm_up
+
+    def warm_up(engine):
+        warmed.append(threading.current_thread().name)
+        real(engine)
+
+    monkeypatch.setattr(Engine, "warm_up", warm_up)
+    cli("index", str(kb), "--model", "hashing", "--quiet", "--no-embed")
+    assert cli("search", str(kb), "tokio", "--model", "hashing")[0] == 0
+    assert warmed == []  # no vector yet: nothing to embed the query for
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    assert cli("search", str(kb), "tokio", "--model", "hashing")[0] == 0
+    assert warmed == ["groove-tui-warm-up"]  # on its own thread, joined before the answer is printed
+    assert not any(t.name == "groove-tui-warm-up" for t in threading.enumerate())
+
+
 def test_search_json_is_groove_shaped(cli, kb):
     cli("index", str(kb), "--model", "hashing", "--quiet")
     code, out, err = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--format", "json", "--limit", "2")

@@ -19,7 +19,19 @@ def run(args: argparse.Namespace) -> int:
         params = replace(params, explain=args.explain)
         if getattr(args, "why", None):
             return _why(engine, args, params)
-        resp = engine.search(args.query, params)
+        warm = None
+        _docs, chunks, unembedded = engine.store.counts()
+        if params.legs != "fts" and chunks > unembedded:  # there are vectors: the query will be embedded
+            import threading
+
+            # the model loads while this thread reads the query's full-text lists
+            warm = threading.Thread(target=engine.warm_up, name="groove-tui-warm-up")
+            warm.start()
+        try:
+            resp = engine.search(args.query, params)
+        finally:
+            if warm is not None:
+                warm.join()  # never left inside ONNX Runtime when the process exits
         documents = _document_openings(engine, resp.results) if args.format == "text" else {}
     if args.format == "json":
         print(resp.to_json())

@@ -10,6 +10,7 @@ resp = eng.search("query", SearchParams(...), cancel=None)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -163,6 +164,13 @@ class Engine:
 
                 self._embedder = get_embedder(self.config.embedding.model)
             return self._embedder
+
+    def warm_up(self) -> None:
+        """Load the embedding model and run it once, so that the next query's embedding costs only
+        itself: for a background thread while other work goes on. A model that cannot be loaded is left
+        for the search that needs it to report."""
+        with contextlib.suppress(Exception):
+            self.embedder().embed_query("warm up")
 
     def _reranker(self, name: str) -> Reranker:
         from groove_tui.engine.stages.rerank import RerankerSettings, get_reranker
