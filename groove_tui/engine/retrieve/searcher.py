@@ -30,7 +30,6 @@ from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
 from groove_tui.engine.analysis.words import WordQuery, compile_words
 from groove_tui.engine.errors import ParamError, SearchCancelled
-from groove_tui.engine.index.indexer import embedding_input
 from groove_tui.engine.index.store import CandidateRow, Store, to_blob
 from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
@@ -785,6 +784,8 @@ class Searcher:
         if progress is not None:
             progress("rerank", 0, len(missing))
         if missing:
+            from groove_tui.engine.index.indexer import embedding_input  # (the indexer's import is not a search's)
+
             docs = [embedding_input(pool_items[i].row.content, pool_items[i].row.context, contextual) for i in missing]
             report = None if progress is None else (lambda done, total: progress("rerank", done, total))
             fresh = reranker.score(query, docs, progress=report, cancel=cancel)
