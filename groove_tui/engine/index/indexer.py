@@ -610,20 +610,19 @@ class Indexer:
                             report.unchanged += 1
                         continue
                     try:
-                        parsed = ahead.take(rel)
-                        if parsed is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                        doc = ahead.take(rel)
+                        if doc is None:  # renamed in static mode, or unchanged bytes dropped: read again
                             again = read_file(self.kb, rel)
                             if isinstance(again, FileIssue):
                                 report.skipped.append(again)
                                 skipped_paths.add(rel)
                                 continue
                             f = again
-                            parsed = parse(rel, f.raw or b"")
+                            doc = parse(rel, f.raw or b"")
                     except ValueError as exc:  # (decode_markdown's)
                         report.skipped.append(FileIssue(rel, str(exc)))
                         skipped_paths.add(rel)
                         continue
-                    doc = parsed
                     f.raw = None
                     for warning in doc.warnings:
                         report.degraded.append(FileIssue(rel, warning))

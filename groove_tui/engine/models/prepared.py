@@ -1,8 +1,8 @@
 """A pulled model folder run by ONNX Runtime directly, as fastembed runs it, without importing fastembed.
 
-A search process spent most of its start on the embedder: fastembed's import (~0.7 s: it brings
-huggingface_hub, httpx and its image models) and ONNX Runtime's graph optimisation (~0.2 s for
-bge-small-en). Both are paid once per model and machine instead. The first load configures the tokenizer
+Loading a model through fastembed costs a process fastembed's import (~0.7 s: it brings huggingface_hub,
+httpx and its image models) and ONNX Runtime's graph optimisation (~0.2 s for bge-small-en), more than
+a one-shot search spends on everything else. Here both are paid once per model and machine. The first load configures the tokenizer
 through fastembed's own `load_tokenizer` (truncation, padding, special tokens) and saves it, and has ONNX
 Runtime save the graph it optimised; later loads read both back (~0.1 s). The run is fastembed's for a
 custom model: input_ids, attention_mask and, where the graph takes them, zero token_type_ids; the first
