@@ -2,11 +2,12 @@
 
 Loading a model through fastembed costs a process fastembed's import (~0.7 s: it brings huggingface_hub,
 httpx and its image models) and ONNX Runtime's graph optimisation (~0.2 s for bge-small-en), more than
-a one-shot search spends on everything else. Here both are paid once per model and machine. The first load configures the tokenizer
-through fastembed's own `load_tokenizer` (truncation, padding, special tokens) and saves it, and has ONNX
-Runtime save the graph it optimised; later loads read both back (~0.1 s). The run is fastembed's for a
-custom model: input_ids, attention_mask and, where the graph takes them, zero token_type_ids; the first
-output; CLS or masked-mean pooling; L2 normalisation; so the vectors are fastembed's.
+a one-shot search spends on everything else. Here both are paid once per model and machine. The first
+load configures the tokenizer through fastembed's own `load_tokenizer` (truncation, padding, special
+tokens) and saves it, and has ONNX Runtime save the graph it optimised; later loads read both back
+(~0.1 s). The run is fastembed's for a custom model: input_ids, attention_mask and, where the graph
+takes them, zero token_type_ids; the first output; CLS or masked-mean pooling; L2 normalisation; so the
+vectors are fastembed's.
 
 The prepared files live under the model root, in `.prepared/<folder>/<key>/`; the key covers the model
 file's SHA-256, ONNX Runtime's version and the processor (an optimised graph may hold kernels chosen for
