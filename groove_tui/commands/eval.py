@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groove_tui.commands.common import CLIError, load_engine, params_for, require_index
+from groove_tui.commands.golden_args import EvalError, parse_k_values, resolve_golden, shorten
 from groove_tui.engine.evaluate.golden import GoldenSet, load_golden, validate_query
 from groove_tui.engine.evaluate.history import (
     Comparison,
@@ -44,7 +45,6 @@ from groove_tui.engine.evaluate.metrics import (
     eval_params,
     evaluate_query,
     is_hit,
-    normalise_k_values,
     ranked_hits,
 )
 from groove_tui.engine.types import json_text
@@ -57,12 +57,7 @@ if TYPE_CHECKING:
     from groove_tui.engine import Engine
     from groove_tui.engine.types import SearchParams
 
-GROOVE_DEFAULT_GOLDEN = ".groove-eval.yml"
 TEXT_MISSES = 20  # queries listed in the text output; JSON lists every query
-
-
-class EvalError(ValueError):
-    """A user-facing eval problem (no golden file, bad --k, unusable history): exit status 1."""
 
 
 # ================================================================ fingerprint with the legs
@@ -80,48 +75,6 @@ class EvalFingerprint(ConfigFingerprint):
         if self.legs != "hybrid":
             out["legs"] = self.legs
         return out
-
-
-# ================================================================ settings
-
-
-def parse_k_values(raw: str | None, default: Sequence[int]) -> tuple[int, ...]:
-    if raw is None or not raw.strip():
-        ks = list(default)
-    else:
-        ks = []
-        for part in raw.split(","):
-            part = part.strip()
-            try:
-                k = int(part)
-            except ValueError:
-                raise EvalError(f"--k {raw!r} is invalid: expected comma-separated integers in [1, {K_MAX}]") from None
-            if k < 1:
-                raise EvalError(f"--k {raw!r} is invalid: every k must be >= 1")
-            ks.append(k)
-    if not ks:
-        raise EvalError("no k values: pass --k 1,5,10 or set [eval] k_values")
-    return normalise_k_values(ks)
-
-
-def resolve_golden(engine: Engine, explicit: str | None) -> Path:
-    """--golden, else [eval] golden (relative to the config file), else groove's `<kb>/.groove-eval.yml`
-    when it exists (read only), else an error that says what to do."""
-    if explicit:
-        return Path(explicit).expanduser()
-    configured = engine.config.eval.golden
-    if configured:
-        p = Path(configured).expanduser()
-        if not p.is_absolute() and engine.config.source:
-            p = Path(engine.config.source).expanduser().resolve().parent / p
-        return p
-    fallback = engine.kb_path / GROOVE_DEFAULT_GOLDEN
-    if fallback.is_file():
-        return fallback
-    raise EvalError(
-        'no golden file: pass --golden FILE, or set [eval] golden = "FILE" in groove.toml '
-        f"(groove's default {fallback} does not exist)"
-    )
 
 
 # ================================================================ the run
@@ -399,7 +352,7 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
         lines.append(f"missed at k={k}: {len(missed)} of {agg.query_count} queries")
         for missed_result, ms in missed[:max_misses]:
             q = missed_result.query
-            label = _shorten(q.query, 70)
+            label = shorten(q.query, 70)
             if q.id != q.query[: len(q.id)]:
                 label = f"{q.id}: {label}"
             lines.append(f"  {sanitize(label)}")
@@ -408,7 +361,7 @@ def format_text(out: EvalOutcome, *, color: bool = False, max_misses: int = TEXT
                 target = m.path + (f"#{m.heading}" if m.heading else "")
                 found = f"rank {m.rank}" if m.rank is not None else f"not in the top {fp.limit}"
                 reason = reasons.get((m.path, m.heading))
-                why = f"; {reason.verdict}: {_shorten(reason.summary, 90)}" if reason is not None else ""
+                why = f"; {reason.verdict}: {shorten(reason.summary, 90)}" if reason is not None else ""
                 lines.append(f"      {sanitize(target)}  ({found}{sanitize(why)})")
         if len(missed) > max_misses:
             lines.append(f"  … {len(missed) - max_misses} more (--format json lists every query)")
@@ -451,11 +404,6 @@ def miss_table(results: Sequence[QueryResult]) -> list[tuple[str, int, str]]:
         for m in r.misses:
             counts[m.verdict] = counts.get(m.verdict, 0) + 1
     return [(stage, counts[stage], what) for stage, what in MISS_STAGES.items() if counts.get(stage)]
-
-
-def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def to_json(out: EvalOutcome) -> dict[str, Any]:

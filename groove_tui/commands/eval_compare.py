@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groove_tui.commands.eval import EvalError, _shorten, parse_k_values, resolve_golden
+from groove_tui.commands.golden_args import EvalError, parse_k_values, resolve_golden, shorten
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
 from groove_tui.engine.evaluate.knobs import KnobError, apply_settings, describe, parse_settings
 from groove_tui.engine.evaluate.metrics import Aggregate, aggregate, eval_params
@@ -155,7 +155,7 @@ def format_text(out: CompareOutcome, *, max_rows: int | None = None) -> str:
         lines += ["", f"{'Δ':>8}  {'left':>6}  {'right':>6}  query (sorted by Δ; unchanged queries not listed)"]
         for r in shown:
             label = r.query if r.id == r.query[: len(r.id)] else f"{r.id}: {r.query}"
-            lines.append(f"{r.delta:>+8.4f}  {r.left:>6.4f}  {r.right:>6.4f}  {sanitize(_shorten(label, 80))}")
+            lines.append(f"{r.delta:>+8.4f}  {r.left:>6.4f}  {r.right:>6.4f}  {sanitize(shorten(label, 80))}")
         if len(shown) < len(changed):
             lines.append(f"… {len(changed) - len(shown)} more (--format json lists every query)")
     return "\n".join(lines) + "\n"

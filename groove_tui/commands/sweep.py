@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from groove_tui.commands.common import load_engine, params_for, require_index
-from groove_tui.commands.eval import EvalError, parse_k_values, resolve_golden
+from groove_tui.commands.golden_args import EvalError, parse_k_values, resolve_golden
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
 from groove_tui.engine.evaluate.metrics import eval_params
 from groove_tui.engine.evaluate.sweep import SweepResult, parse_axis, run_sweep
