@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
+from groove_tui.tui.compare import Row
 from groove_tui.tui.runconfig import SIDES
-from groove_tui.tui.widgets.results import ResultsList, ResultsPane, Row
+from groove_tui.tui.widgets.results import ResultsList, ResultsPane
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart

@@ -16,6 +16,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from groove_tui.engine.types import Hit
+
 MarkerKind = Literal["up", "down", "same", "new", "gone"]
 
 
@@ -121,3 +123,13 @@ def compare(left: Sequence[Hashable], right: Sequence[Hashable], k: int | None =
 
 def gone_marker(other_rank: int) -> Marker:
     return Marker("gone", other_rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of a side's result list: the hit, its rank there and where it stands against the other side."""
+
+    hit: Hit
+    rank: int  # rank on this side; for gone rows, the rank on the other side
+    marker: Marker | None = None
+    gone: bool = False

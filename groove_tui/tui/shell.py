@@ -23,10 +23,10 @@ from textual.worker import Worker
 
 from groove_tui.engine.types import IndexProgress, SearchParams, SearchResponse
 from groove_tui.settings.config import Config, FusionMethod
+from groove_tui.tui.compare import Row
 from groove_tui.tui.golden import GoldenSession
 from groove_tui.tui.history import QueryHistory
 from groove_tui.tui.runconfig import RunConfig
-from groove_tui.tui.widgets.results import Row
 
 
 class AppShell(App[None]):

@@ -4,7 +4,6 @@ snippet). Compare mode adds rank-change markers and dimmed "gone" rows. Every pr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -17,21 +16,13 @@ from textual.widgets.option_list import Option
 
 from groove_tui.engine.types import Hit, SearchResponse
 from groove_tui.tui import render
-from groove_tui.tui.compare import Marker
+from groove_tui.tui.compare import Marker, Row
 from groove_tui.tui.widgets.query_input import QueryInput
 
 if TYPE_CHECKING:
     from textual import getters
 
     from groove_tui.tui.shell import AppShell
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    hit: Hit
-    rank: int  # rank on this side; for gone rows, the rank on the other side
-    marker: Marker | None = None
-    gone: bool = False
 
 
 class ResultsList(OptionList):
