@@ -268,6 +268,77 @@ def embedder_throughput(records: Records) -> str:
     )
 
 
+INDEX_SIZE_SETS = ("scifact", "tldr")
+
+
+def index_size(records: Records) -> str:
+    """A fresh index's bytes by part against the text of the notes it holds (bench --mode index)."""
+    parts = ("trigram", "bigram", "words", "chunks", "documents")
+    rows, used = [], []
+    for kb in INDEX_SIZE_SETS:
+        found = records.get(Want("bench", kb, "hashing-384", "index"))
+        used.append(found)
+        sizes = found[1]["figures"]["index"]["sizes"]
+        text, by = sizes["text_bytes"], sizes["bytes"]
+        rows.append(
+            [
+                kb,
+                f"{text / 1e6:.1f}",
+                *(f"{by[p] / 1e6:.1f} ({by[p] / text:.1f}×)" for p in parts),
+                f"{sizes['without_vectors'] / 1e6:.1f}",
+                f"**{sizes['ratio_to_text']:.2f}×**",
+            ]
+        )
+    head = [
+        "KB",
+        "text MB",
+        "trigram table MB (× text)",
+        "bigram table",
+        "word table",
+        "chunks",
+        "documents",
+        "index, vectors aside, MB",
+        "× text",
+    ]
+    return table(head, rows) + "\n\n" + provenance(used)
+
+
+def embedder_batching(records: Records) -> str:
+    """Each embedder with the indexer's length-sorted windows against batches cut as the queue comes."""
+    name, rec = records.get(Want("throughput", variant="embedders-selected"))
+    rows = []
+    for kb, v in rec["figures"]["kbs"].items():
+        for label, queue in v["models"].items():
+            if not label.endswith(", queue order"):
+                continue
+            model = label.removesuffix(", queue order")
+            rows.append(
+                [
+                    f"{kb} ({v['chunks']} chunks of {v['mean_chars']:,} characters on average)",
+                    f"`{model}`",
+                    f"{queue['chunks_per_s']:.2f}",
+                    f"{v['models'][model]['chunks_per_s']:.2f}",
+                    f"**{queue['sorted_speedup']:.2f}**",
+                    f"{queue['max_abs_diff_to_sorted']:.1e}",
+                ]
+            )
+    head = [
+        "set",
+        "embedder",
+        "batches as the queue comes: chunks/s",
+        "length-sorted windows: chunks/s",
+        "× (per round, median)",
+        "largest change of a vector component",
+    ]
+    batch = rec["figures"]["batch"]
+    return (
+        f"Batches of {batch}, median of {rec['figures']['rounds']} rounds.\n\n"
+        + table(head, rows, text_columns=2)
+        + "\n\n"
+        + provenance([(name, rec)])
+    )
+
+
 SEARCH_STAGES = (
     ("embed", "query embedding"),
     ("vector", "vector leg"),
@@ -663,6 +734,8 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "coverage": coverage,
     "e5-builds": e5_builds,
     "embedder-throughput": embedder_throughput,
+    "embedder-batching": embedder_batching,
+    "index-size": index_size,
     "search-latency": search_latency,
     "readers": readers,
     "scale": scale,
