@@ -383,38 +383,3 @@ def test_documents_commit_in_batches_and_a_cancel_keeps_every_whole_one(tmp_path
         assert eng.search("word39").results[0].path == "n039.md"
         report = eng.index()
         assert report.added == 59 and eng.status().documents == 100
-
-
-def test_notes_are_parsed_ahead_of_the_writes_within_a_window_and_errors_come_out_in_order():
-    import threading as _threading
-
-    from groove_tui.engine.index.indexer import _ParseAhead
-
-    parsed: list[str] = []
-    gate = _threading.Event()
-
-    def parse(rel: str, raw: bytes):
-        gate.wait(5)
-        parsed.append(rel)
-        if raw == b"bad":
-            raise ValueError(f"{rel}: not UTF-8")
-        return rel.upper()
-
-    items = [(f"n{i:03}.md", b"bad" if i == 3 else b"ok") for i in range(200)]
-    ahead = _ParseAhead(items, parse)
-    try:
-        gate.set()
-        assert ahead.take("n000.md") == "N000.MD"
-        assert ahead.take("n001.md") == "N001.MD" and ahead.take("n002.md") == "N002.MD"
-        with pytest.raises(ValueError, match=r"n003\.md: not UTF-8"):
-            ahead.take("n003.md")
-        assert ahead.take("elsewhere.md") is None  # not handed over: parsed where it is needed
-        for i in range(4, 10):
-            assert ahead.take(f"n{i:03}.md") == f"N{i:03}.MD"
-        import time as _time
-
-        _time.sleep(0.2)
-        assert len(parsed) <= 10 + _ParseAhead.WINDOW  # never more than a window ahead of the writes
-    finally:
-        ahead.close()
-    assert len(parsed) < len(items)  # closing drops what was not started

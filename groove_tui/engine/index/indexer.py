@@ -138,40 +138,6 @@ class _Counts:
     notes: list[str] = field(default_factory=list)
 
 
-class _ParseAhead:
-    """Notes decoded and parsed by one worker thread ahead of the loop that writes them. Parsing is Python
-    and holds the GIL; SQLite releases it while a statement runs, so on two cores the parse of the next
-    notes overlaps the full-text inserts of this one. Results are taken in the loop's order; a note's
-    decode error comes out of `take` as it would have come out of the decode."""
-
-    WINDOW = 64  # notes parsed ahead at most (their text is in memory already)
-
-    def __init__(self, items: list[tuple[str, bytes]], parse: Callable[[str, bytes], ParsedDocument]) -> None:
-        from collections import deque
-        from concurrent.futures import Future, ThreadPoolExecutor
-
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="groove-tui-parse")
-        self._queue = deque(items)
-        self._pending: dict[str, Future[ParsedDocument]] = {}
-        self._parse = parse
-        self._fill()
-
-    def _fill(self) -> None:
-        while self._queue and len(self._pending) < self.WINDOW:
-            rel, raw = self._queue.popleft()
-            self._pending[rel] = self._pool.submit(self._parse, rel, raw)
-
-    def take(self, rel: str) -> ParsedDocument | None:
-        """The note's parse, or None when it was not handed over (it is parsed where it is needed)."""
-        future = self._pending.pop(rel, None)
-        self._fill()
-        return None if future is None else future.result()
-
-    def close(self) -> None:
-        self._queue.clear()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 class _WriteBatch:
     """Documents written in one transaction until it holds BATCH_DOCS of them or has been open BATCH_SECONDS:
     a commit per note was most of the full-text phase (a WAL commit and a new FTS5 segment each). Readers
@@ -573,26 +539,8 @@ class Indexer:
         changing: set[str] = set()  # read again while still changing
         n = 0
         batch = _WriteBatch(self.store)
-
-        def parse(rel: str, raw: bytes) -> ParsedDocument:
-            return parse_markdown(
-                rel,
-                decode_markdown(raw),
-                exclude_headings=self.config.exclude_headings,
-                max_chunk_bytes=self.config.chunking.max_chunk_bytes,
-                contextual=contextual,
-            )
-
-        def needs_parse(rel: str, f: DiskFile) -> bool:  # the loop's test for an unchanged note, negated
-            existing = stored.get(rel)
-            unchanged = existing is not None and existing[1] == f.content_hash
-            return not unchanged or force or rechunk or rel in reparse
-
         while work:
-            ahead = _ParseAhead([(rel, f.raw) for rel, f in work if f.raw is not None and needs_parse(rel, f)], parse)
-            with contextlib.ExitStack() as stack:
-                stack.callback(ahead.close)
-                stack.enter_context(batch)  # committed before anything else writes, waits, or the loop ends
+            with batch:  # committed before anything else writes, waits, or the loop ends
                 for rel, f in work:
                     if cancel is not None and cancel.is_set():
                         raise IndexCancelled("indexing cancelled")
@@ -609,20 +557,26 @@ class Indexer:
                         if rel not in renamed_to:
                             report.unchanged += 1
                         continue
+                    if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
+                        again = read_file(self.kb, rel)
+                        if isinstance(again, FileIssue):
+                            report.skipped.append(again)
+                            skipped_paths.add(rel)
+                            continue
+                        f = again
                     try:
-                        doc = ahead.take(rel)
-                        if doc is None:  # renamed in static mode, or unchanged bytes dropped: read again
-                            again = read_file(self.kb, rel)
-                            if isinstance(again, FileIssue):
-                                report.skipped.append(again)
-                                skipped_paths.add(rel)
-                                continue
-                            f = again
-                            doc = parse(rel, f.raw or b"")
-                    except ValueError as exc:  # (decode_markdown's)
+                        text = decode_markdown(f.raw or b"")
+                    except ValueError as exc:
                         report.skipped.append(FileIssue(rel, str(exc)))
                         skipped_paths.add(rel)
                         continue
+                    doc = parse_markdown(
+                        rel,
+                        text,
+                        exclude_headings=self.config.exclude_headings,
+                        max_chunk_bytes=self.config.chunking.max_chunk_bytes,
+                        contextual=contextual,
+                    )
                     f.raw = None
                     for warning in doc.warnings:
                         report.degraded.append(FileIssue(rel, warning))
