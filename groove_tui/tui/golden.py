@@ -140,12 +140,15 @@ class GoldenSession:
         validate_query: Callable[[str], None] | None = None,
     ) -> GoldenSession:
         """Read a golden file (GoldenError on a bad one). A file inside the KB is never written back:
-        its judgments save to the current directory instead (nothing is ever written into the KB)."""
+        its judgments save to a file of the same name in the KB's state folder of the user data directory
+        (nothing is ever written into the KB, nor into whatever directory the explorer was started from)."""
+        from groove_tui.settings.paths import kb_state_dir
+
         p = Path(path).expanduser()
         golden = load_golden(p, validate_query=validate_query)
         target = p
         if kb_path is not None and _inside(p, kb_path):
-            target = Path.cwd() / p.name
+            target = kb_state_dir(kb_path) / p.name
         return cls(golden, target, normalise_k_values(k_values), loaded_from=p)
 
     @classmethod
@@ -208,6 +211,7 @@ class GoldenSession:
         edited in place: its comments, order and quoting stay and only judged entries change. Without
         one, a new file in groove's golden format."""
         base = self.path if self.path.is_file() else self.loaded_from
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # a KB's state folder, on its first save
         if base is None or not base.is_file():
             save_golden(self.path, self.golden)
         else:

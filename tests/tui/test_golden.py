@@ -226,8 +226,14 @@ def test_session_labels_and_kb_guard(tmp_path, monkeypatch):
     kb.mkdir()
     inside = write_golden(kb)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("groove_tui.settings.paths.user_data_dir", lambda: tmp_path / "data")
+    from groove_tui.settings.paths import kb_state_dir
+
     s = GoldenSession.load(inside, (1, 10), kb_path=kb)
-    assert s.path == tmp_path / "golden.yml" and s.loaded_from == inside  # never written into the KB
+    state = kb_state_dir(kb)
+    assert state.is_relative_to(tmp_path / "data")
+    # never written into the KB, nor into the directory the explorer was started from
+    assert s.path == state / "golden.yml" and s.loaded_from == inside
     assert s.label_of("tokio", "rust/async.md", "tokio runtime ") == "✓"  # heading: lower-case + trim
     assert s.label_of("tokio", "rust/async.md", "Other") is None
     assert s.label_of("tokio", "python/asyncio.md", "anything") == "✓"  # no heading: whole document
@@ -235,7 +241,8 @@ def test_session_labels_and_kb_guard(tmp_path, monkeypatch):
     s.judge("tokio", "rust/errors.md", None, 0)
     assert s.label_of("tokio", "python/asyncio.md", "asyncio") == "✓3"
     assert s.label_of("tokio", "rust/errors.md", None) == "✗"
-    assert s.save() == tmp_path / "golden.yml" and inside.read_text() == GOLDEN
+    assert s.save() == state / "golden.yml" and inside.read_text() == GOLDEN
+    assert not (tmp_path / "golden.yml").exists()
 
 
 HAND_WRITTEN = """\
