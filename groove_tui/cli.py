@@ -431,7 +431,8 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> NoReturn:
-        parser.exit(message=_version() + "\n")
+        print(_version())  # on stdout, as argparse's own version action prints it
+        parser.exit()
 
 
 def _version() -> str:
