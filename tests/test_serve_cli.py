@@ -232,6 +232,8 @@ def test_sigterm_stops_the_server_as_ctrl_c_does(tmp_path, cli, transport, signa
             stdin=subprocess.PIPE,  # pipes, held open, as an MCP client spawns a stdio server
             stdout=subprocess.PIPE,
             stderr=err,
+            # as from a terminal: a suite run in the background (`cmd &`) hands its children SIGINT ignored
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             ready = r"at (http://127\.0\.0\.1:\d+/mcp)" if transport == "http" else r"watching "
