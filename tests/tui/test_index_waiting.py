@@ -36,8 +36,12 @@ async def test_a_query_on_a_new_index_says_it_waits_for_the_full_text_phase_and_
         )
         assert eng.calls == [] and app.responses["left"] is None  # nothing searched a part of the index
         steps.release(5)
-        await wait_until(pilot, lambda: app.responses["left"] is not None, what="the search after phase one")
-        assert paths(app) == ["rust/ownership.md"] and "waiting" not in summary(app)
+        await wait_until(
+            pilot,
+            lambda: app.responses["left"] is not None and "waiting" not in summary(app),
+            what="the search after phase one, shown",
+        )
+        assert paths(app) == ["rust/ownership.md"]
         assert {q for q, _ in eng.calls} == {"borrow"}
         gate.set()
         await settle(app, pilot)
