@@ -17,6 +17,7 @@ from groove_tui.tui.widgets.explain import ExplainPanel
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput
 from groove_tui.tui.widgets.results import ResultsPane
+from groove_tui.tui.widgets.slider import Slider
 from groove_tui.tui.widgets.status import IndexStatusBar, OrientationHeader
 
 if TYPE_CHECKING:
@@ -82,6 +83,14 @@ class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
             tooltip="Open / close the settings (a drawer below 100 columns)",
             id="main.settings",
         ),
+        # after F10: a narrow footer with room for only one of the two keeps the drawer key
+        Binding(
+            "f7",
+            "focus_lambda",
+            "λ",
+            tooltip="Focus the MMR λ slider, opening the settings drawer (← and → then move it)",
+            id="main.focus_lambda",
+        ),
     ]
     FOOTER_FIRST = ("help",)  # F1 lists whatever a narrow footer cannot show; then the focused widget's keys
     settings_open = True  # the settings drawer; each width class starts it at its own default
@@ -123,6 +132,12 @@ class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
             pane.focus_first()
         elif had_focus:  # a hidden widget keeps the focus (and the keys) unless it moves
             self.focus_results()
+
+    def action_focus_lambda(self) -> None:
+        if not self.settings_open:
+            self._show_settings(True)
+        slider = self.query_one("#left-lambda", Slider)
+        self.call_after_refresh(slider.focus)  # a drawer just opened lays out first
 
     def _show_settings(self, show: bool) -> None:
         self.settings_open = show

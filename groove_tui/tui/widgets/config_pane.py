@@ -53,18 +53,23 @@ def state_label(what: str, on: bool, *, available: bool = True) -> str:
     return f"{SWITCH_NAMES[what]} {state:>4}"
 
 
-class ConfigPane(VerticalScroll):
+class ConfigPane(VerticalScroll, can_focus=False):
+    # Not a Tab stop of its own: Tab goes from the query straight to the first setting, and a focused
+    # setting scrolls itself into view.
     if TYPE_CHECKING:
         app = getters.app(AppShell)
 
+    # The focused setting's whole line is banded and its name turns bold, at every size: a tint on the
+    # 4-cell switch alone was too faint to find after Tab.
     DEFAULT_CSS = """
     ConfigPane { padding: 0 1; }
     ConfigPane .row { height: 1; margin: 1 0 0 0; }
     ConfigPane .row Label { width: 1fr; }
     ConfigPane Switch { width: auto; height: 1; border: none; padding: 0; }
-    ConfigPane Switch:focus { border: none; background-tint: $foreground 10%; }
+    ConfigPane Switch:focus { border: none; }
     ConfigPane .row Select { width: 12; }
-    ConfigPane .row Select:focus > SelectCurrent { background-tint: $foreground 10%; }
+    ConfigPane .row:focus-within, ConfigPane Slider:focus, ConfigPane Input:focus { background: $accent 30%; }
+    ConfigPane .row:focus-within > Label { color: $foreground; text-style: bold; }
     ConfigPane Slider { margin: 1 0 0 0; }
     ConfigPane .field-label { color: $foreground-muted; margin: 1 0 0 0; }
     ConfigPane .weights { color: $foreground-muted; width: 1fr; height: auto; }
@@ -126,7 +131,9 @@ class ConfigPane(VerticalScroll):
         yield Field(", ".join(rc.tags), placeholder="any tags (e.g. rust)", id=f"{s}-tags", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one(f"#{self.side}-lambda", Slider).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1)"
+        self.query_one(
+            f"#{self.side}-lambda", Slider
+        ).tooltip = "MMR λ: relevance weight (←/→ 0.01, shift 0.1; F7 comes here from anywhere)"
         self.query_one(f"#{self.side}-penalty", Slider).tooltip = "MMR same-document penalty"
         self.query_one(f"#{self.side}-weights", Label).tooltip = (
             "[search.fusion] weights: the vector leg, and the full-text legs combined into one reading (the "

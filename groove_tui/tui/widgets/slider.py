@@ -67,7 +67,7 @@ class Slider(Widget, can_focus=True):
     Slider > .slider--label { color: $foreground-muted; }
     Slider > .slider--value { color: $foreground; text-style: bold; }
     Slider:focus > .slider--knob { color: $accent; }
-    Slider:focus > .slider--label { color: $accent; }
+    Slider:focus > .slider--label { color: $foreground; text-style: bold; }
     Slider:disabled { opacity: 0.5; }
     """
 
