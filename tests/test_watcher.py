@@ -388,3 +388,59 @@ def test_a_note_emptied_for_good_is_dropped_once_it_holds_still(tmp_path: Path) 
             ("draft.md", "no text to index")
         ]
         assert _paths(eng, "platypus") == set()
+
+
+def _held_watch(tmp_path: Path) -> tuple[Engine, Running, threading.Event]:
+    kb = write_kb(tmp_path / "kb", {"start.md": "# Start\n\nnothing here yet\n"})
+    eng = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx")
+    held = threading.Event()
+    held.set()
+    run = Running(eng)
+    run.thread = threading.Thread(
+        target=eng.watch, args=(run.events.put, run.stop), kwargs={"debounce_ms": 100, "held": held}
+    )
+    run.thread.start()
+    run.next(lambda e: e.kind == "watching")
+    return eng, run, held
+
+
+def test_edits_during_a_held_first_index_are_counted_then_indexed_when_it_ends(tmp_path: Path) -> None:
+    eng, run, held = _held_watch(tmp_path)
+    try:
+        kb = eng.kb_path
+        (kb / "new.md").write_text("# New\n\nzebrafish migration\n", "utf-8")
+        (kb / "start.md").write_text("# Start\n\nmoss\n", "utf-8")
+        queued = run.next(lambda e: e.kind == "queued" and len(e.paths) == 2)
+        assert queued.paths == ("new.md", "start.md") and queued.message == "2 edits queued until indexing finishes"
+        eng.index()  # the first indexing, which the hold is for: it reads the notes as they are now
+        (kb / "start.md").write_text("# Start\n\nquokka habitat\n", "utf-8")  # saved again before it ends
+        (kb / "later.md").write_text("# Later\n\nheron\n", "utf-8")
+        run.next(lambda e: e.kind == "queued" and len(e.paths) == 3)
+        assert not any(e.kind == "batch" for e in run.seen)
+        held.clear()
+        run.settle(lambda: _paths(eng, "quokka") == {"start.md"})
+        assert _paths(eng, "zebrafish") == {"new.md"} and _paths(eng, "heron") == {"later.md"}
+        assert _paths(eng, "moss") == set()
+        assert not any(e.kind == "batch" and e.paths == () for e in run.seen)  # the queued paths, not a whole run
+    finally:
+        run.stop.set()
+        run.thread.join(TIMEOUT)
+        eng.close()
+    assert not run.thread.is_alive()
+
+
+def test_a_hold_that_ends_on_a_stale_index_catches_up_the_whole_kb(tmp_path: Path) -> None:
+    eng, run, held = _held_watch(tmp_path)
+    try:
+        (eng.kb_path / "new.md").write_text("# New\n\nzebrafish migration\n", "utf-8")
+        run.next(lambda e: e.kind == "queued" and e.paths == ("new.md",))
+        held.clear()  # the first indexing was cancelled: nothing is indexed yet
+        run.next(lambda e: e.kind == "batch" and e.paths == ("new.md",))  # what was queued goes first
+        batch = run.next(lambda e: e.kind == "batch")
+        assert batch.paths == () and batch.report is not None and batch.report.added == 1  # then the rest
+        assert _paths(eng, "zebrafish") == {"new.md"} and _paths(eng, "nothing") == {"start.md"}
+    finally:
+        run.stop.set()
+        run.thread.join(TIMEOUT)
+        eng.close()
+    assert not run.thread.is_alive()

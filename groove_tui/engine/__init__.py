@@ -269,10 +269,12 @@ class Engine:
         *,
         debounce_ms: int | None = None,
         polling: bool | None = None,
+        held: threading.Event | None = None,
     ) -> None:
         """Follow edits to the KB until `stop` is set, calling `update` once per batch of changes and
         `on_event` after each (engine/index/watch.py). Blocks; run it on a thread of its own. `[watch]`
-        gives the defaults of `debounce_ms` and `polling`."""
+        gives the defaults of `debounce_ms` and `polling`. While `held` is set (this process's first
+        indexing of the KB runs) edits are gathered and counted, and indexed once it is cleared."""
         from groove_tui.engine.index.watch import Watcher, changed_paths
 
         # A batch writes its full text only; its vectors are computed on a thread of their own, behind it
@@ -286,7 +288,8 @@ class Engine:
             wake.set()
             return report
 
-        wake.set()  # what an earlier run left pending too
+        if held is None or not held.is_set():
+            wake.set()  # what an earlier run left pending too (a held start: the indexing run embeds it)
         behind.start()
         try:
             Watcher(
@@ -301,6 +304,7 @@ class Engine:
                 stop=stop,
                 debounce_ms=self.config.watch.debounce_ms if debounce_ms is None else debounce_ms,
                 polling=self.config.watch.polling if polling is None else polling,
+                held=held,
             ).run()
         finally:
             halt.set()

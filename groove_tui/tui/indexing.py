@@ -108,6 +108,11 @@ class KbIndexing(_AppPart):
             self._searchable.set()
         if needs or pending:
             self.indexing = True
+            # Edits saved while this run holds the index are gathered by the watcher from the start and
+            # counted on screen ("N edits queued until indexing finishes"), then indexed once it ends.
+            held = threading.Event()
+            held.set()
+            self.call_from_thread(self.start_watching, held)
 
             def progress(p) -> None:
                 if p.phase in ("embed", "done"):
@@ -119,11 +124,15 @@ class KbIndexing(_AppPart):
 
             try:
                 report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
+            except BaseException:
+                self.call_from_thread(self.workers.cancel_group, self, "watch")  # nothing to catch up onto
+                raise
             finally:
                 self._searchable.set()
                 self.indexing = False
+                held.clear()
             self.post_message(IndexFinished(report))
-        if not worker.is_cancelled:
+        elif not worker.is_cancelled:
             self.call_from_thread(self.start_watching)  # the index is current: follow edits from here
         if self.warmup and not worker.is_cancelled:
             # load the embedding model now, in this background thread, so the first query does not wait
@@ -262,7 +271,7 @@ class KbIndexing(_AppPart):
         for s in screens:
             for bar in s.query(IndexStatusBar):
                 if self.index_progress is not None:
-                    bar.show_progress(self.index_progress)
+                    bar.show_progress(self.index_progress, self.queued_edits)
                 else:
                     bar.finish()
 

@@ -70,6 +70,7 @@ class AppShell(App[None]):
     _interactive: int  # search threads running now
     # watching.py
     watch_note: tuple[str, str] | None
+    queued_edits: int
 
     @abstractmethod
     def _bindings_state(self) -> tuple[Any, ...]: ...

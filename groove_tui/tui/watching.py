@@ -10,6 +10,7 @@ keystroke schedules runs on the updated index anyway.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
 else:
     _AppPart = object
+
+
+QUEUED_TAIL = "queued until indexing finishes"  # the end of the watcher's `queued` message
 
 
 def update_stamp() -> str:
@@ -57,24 +61,41 @@ class KbWatching(_AppPart):
             watch = cfg.tui.watch if cfg.tui.watch is not None else cfg.watch.enabled
         self.watch_enabled = watch
         self.watch_note: tuple[str, str] | None = None  # (text, style) for the header
+        self.queued_edits = 0  # edits saved during this app's first indexing, not indexed yet
         # side -> (response shown before the update, newest serial requested before the re-run)
         self._watch_before: dict[str, tuple[SearchResponse, int]] = {}
         # side -> (serial, markers, hits that left) of the re-run that answered after an update
         self.watch_marks: dict[str, tuple[int, tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]]] = {}
 
-    def start_watching(self) -> None:
-        """Called once the index is open and current (main thread)."""
+    def start_watching(self, held: threading.Event | None = None) -> None:
+        """Called once the index is open (main thread): current, or being indexed by this app while
+        `held` is set — edits meanwhile are counted (`queued_edits`) and indexed when it is cleared."""
         if not self.watch_enabled or not callable(getattr(self._engine, "watch", None)):
             return
-        self.run_worker(self._watch_kb, name="watch", group="watch", thread=True, exclusive=True, exit_on_error=False)
+        self.run_worker(
+            lambda: self._watch_kb(held), name="watch", group="watch", thread=True, exclusive=True, exit_on_error=False
+        )
 
-    def _watch_kb(self) -> None:
+    def _watch_kb(self, held: threading.Event | None) -> None:
         worker = get_current_worker()
-        self._engine.watch(lambda event: self.post_message(KbChanged(event)), worker.cancelled_event)
+        on_event = lambda event: self.post_message(KbChanged(event))  # noqa: E731
+        if held is None:
+            self._engine.watch(on_event, worker.cancelled_event)
+        else:
+            self._engine.watch(on_event, worker.cancelled_event, held=held)
 
     def on_kb_changed(self, msg: KbChanged) -> None:
         ev: Any = msg.event
-        if ev.kind == "batch":
+        if ev.kind in ("batch", "error") and self.queued_edits:
+            self.queued_edits = 0  # the queued edits were indexed (or failed, which says so)
+            if self.watch_note is not None and self.watch_note[0].endswith(QUEUED_TAIL):
+                self.watch_note = None
+            self.header_signal.publish("index")
+        if ev.kind == "queued":
+            self.queued_edits = len(ev.paths)
+            self.watch_note = (ev.message, "italic")  # the header's, once the indexing's progress is gone
+            self.show_index_state(None)
+        elif ev.kind == "batch":
             r = ev.report
             if r is not None and r.skipped:
                 # Otherwise silent: a saved note that never shows up would look like a search problem.

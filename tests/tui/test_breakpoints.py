@@ -168,6 +168,31 @@ def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_edits_queued_during_the_first_index_at(snap_compare, tmp_path, size):
+    import threading
+
+    from groove_tui.engine.index.watch import WatchEvent
+    from groove_tui.tui.messages import KbChanged
+
+    from .fakes import FakeEngine
+    from .helpers import wait_until
+
+    steps = threading.Semaphore(0)
+    app = make_app(tmp_path, FakeEngine(stale=True, embed_steps=steps, embed_rate=0.004))
+
+    async def run_before(pilot):
+        await wait_until(pilot, lambda: _text(pilot, "#header"), what="the screen")
+        steps.release(2)
+        await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
+        queued = WatchEvent("queued", "2 edits queued until indexing finishes", paths=("a.md", "b.md"))
+        pilot.app.post_message(KbChanged(queued))
+        await wait_until(pilot, lambda: "2 edits queued" in _text(pilot, "#index-label"), what="the count")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
 # ---------------------------------------------------------------- long paths, several sections of a note
 
 LONG_DOCS = tuple(

@@ -126,3 +126,58 @@ async def test_a_note_that_cannot_be_read_is_named_with_its_reason_and_the_rest_
         )
         assert "locked.md" not in paths(app)
         assert not any("Traceback" in n or "Error" in n for n in notifications(app))
+
+
+async def test_edits_saved_during_the_first_index_are_counted_on_screen_then_indexed(tmp_path: Path) -> None:
+    """The first index is held in its embedding phase; two notes saved meanwhile are counted in the status
+    line and indexed once it finishes."""
+    import threading
+
+    from groove_tui.tui.widgets.status import IndexStatusBar
+
+    gate, watching = threading.Event(), threading.Event()
+    app = watched_app(tmp_path)
+    open_engine = app._engine_factory
+
+    def gated_engine() -> Engine:
+        eng = open_engine()
+        index, watch = eng.index, eng.watch
+
+        def gated_index(progress=None, **kw):
+            def held_in_embedding(p) -> None:
+                if progress is not None:
+                    progress(p)
+                if p.phase == "embed":
+                    gate.wait(60)
+
+            return index(progress=held_in_embedding, **kw)
+
+        def noted_watch(on_event, stop, **kw):
+            def note(event) -> None:
+                if event.kind == "watching":
+                    watching.set()
+                on_event(event)
+
+            return watch(note, stop, **kw)
+
+        eng.index, eng.watch = gated_index, noted_watch  # type: ignore[method-assign]
+        return eng
+
+    app._engine_factory = gated_engine
+    async with app.run_test(size=SIZE) as pilot:
+        label = lambda: str(app.screen.query_one(IndexStatusBar).query_one("#index-label").content)  # noqa: E731
+        await wait_until(pilot, lambda: app.index_progress is not None and watching.is_set(), what="a held index")
+        (app.kb_path / "d.md").write_text("# Delta\n\n## Heron\n\nheron on the river\n", "utf-8")
+        (app.kb_path / "a.md").write_text("# Alpha\n\n## Heron\n\nheron at dawn\n", "utf-8")
+        await wait_until(
+            pilot, lambda: "2 edits queued until indexing finishes" in label(), what="the queued edits counted"
+        )
+        assert app.index_progress is not None and app.index_progress.phase == "embed"
+        gate.set()
+        await search(app, pilot, "heron")
+        await wait_until(pilot, lambda: set(paths(app)[:2]) == {"a.md", "d.md"}, what="the queued edits indexed")
+        print("DBG", paths(app), app.watch_note, app.queued_edits)
+        await wait_until(pilot, lambda: app.queued_edits == 0, what="the count cleared")
+        header = str(app.header_text(200))
+        assert "queued" not in header and re.search(r"updated \d\d:\d\d:\d\d · 2 notes", header), header
+        assert not app.screen.query_one(IndexStatusBar).display

@@ -50,14 +50,15 @@ LIMIT_HINT = (
     "polling the KB instead"
 )
 
-WatchKind = Literal["watching", "batch", "missing", "restored", "polling", "waiting", "error"]
+WatchKind = Literal["watching", "batch", "queued", "missing", "restored", "polling", "waiting", "error"]
 
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
     """What the watcher did. `batch`: an update ran over `paths` (KB-relative; empty when the whole KB
-    was gone through), `report` its result and `milliseconds` its duration; the other kinds carry a
-    `message` fit to show as is."""
+    was gone through), `report` its result and `milliseconds` its duration; `queued`: edits gathered
+    while held (`paths`, each once), to be indexed when the hold ends; the other kinds carry a `message`
+    fit to show as is."""
 
     kind: WatchKind
     message: str = ""
@@ -121,7 +122,10 @@ def _is_watch_limit(exc: BaseException) -> bool:
 
 class Watcher:
     """Runs until `stop` is set (see the module docstring). `update` indexes a set of KB-relative
-    paths; `catch_up` a whole run (a `.grooveignore` change, or the KB back after it vanished)."""
+    paths; `catch_up` a whole run (a `.grooveignore` change, or the KB back after it vanished). While
+    `held` is set (the KB's first indexing runs in this process and holds the index), edits are gathered
+    and counted (`queued` events), not indexed; once it is cleared they are, or the whole KB is if the
+    index is still stale."""
 
     def __init__(
         self,
@@ -137,6 +141,7 @@ class Watcher:
         stop: threading.Event,
         debounce_ms: int = 500,
         polling: bool = False,
+        held: threading.Event | None = None,
     ) -> None:
         self.kb = kb
         self.exclude_dirs = exclude_dirs
@@ -156,6 +161,9 @@ class Watcher:
         self._pending: set[str] = set()  # KB-relative paths seen changing, not yet indexed
         self._bad_names: dict[str, FileIssue] = {}  # notes whose names cannot be indexed, for the next batch
         self._events_lost = False  # the watch failed and dropped what it had gathered: look at the KB
+        self.held = held
+        self._was_held = False  # the hold ended since the last loop: look at the whole index once
+        self._queued = 0  # how many edits the last `queued` event counted
 
     # ------------------------------------------------------------ filtering
 
@@ -242,7 +250,7 @@ class Watcher:
                     pending |= self.changed()
                 else:
                     self._events_lost = False
-                    if self.stale():
+                    if not self._holding() and self.stale():
                         self._apply(pending, whole=True)
                     mode = "polling" if self.polling else "OS events"
                     self.on_event(
@@ -254,12 +262,36 @@ class Watcher:
                     pending.add(rel)
             if not self.kb.is_dir():
                 return  # the run loop waits for it; what was gathered is kept for later
+            if self._holding():
+                self._count_queued(pending)
+                if self.stop.is_set():
+                    return
+                continue
+            if self._was_held:
+                self._was_held = False
+                if pending or self._bad_names:
+                    self._apply(pending)
+                if self.stale():  # the first indexing was cancelled or failed: catch up the whole KB
+                    self._apply(pending, whole=True)
+                continue
             if pending or self._bad_names:
                 self._apply(pending)
             elif not changes and self._unsettled and time.monotonic() - self._last_batch >= SETTLE_QUIET_S:
                 self._settle()
             if self.stop.is_set():
                 return
+
+    def _holding(self) -> bool:
+        if self.held is not None and self.held.is_set():
+            self._was_held = True
+            return True
+        return False
+
+    def _count_queued(self, pending: set[str]) -> None:
+        if len(pending) != self._queued:
+            self._queued = n = len(pending)
+            message = f"{n:,} edit{'s' if n != 1 else ''} queued until indexing finishes"
+            self.on_event(WatchEvent("queued", message, paths=tuple(sorted(pending))))
 
     def _apply(self, pending: set[str], whole: bool = False) -> None:
         """Index what `pending` names (`whole`: the whole KB), retrying while another process holds the

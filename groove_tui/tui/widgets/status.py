@@ -38,10 +38,14 @@ class IndexStatusBar(Horizontal):
         yield Static("", id="index-label", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="index-bar")
 
-    def show_progress(self, p: IndexProgress) -> None:
+    def show_progress(self, p: IndexProgress, queued_edits: int = 0) -> None:
+        """The phase and how far along it is; then edits saved meanwhile (right after the counts, so a
+        narrow line that cuts the rest still says them), the rate and time left."""
         self.add_class("-active")
         name, _, note = PHASES.get(p.phase, p.phase).partition(" (")
         text = f"{name} {p.done:,}/{p.total:,}"
+        if queued_edits:
+            text += f" · {queued_edits:,} edit{'s' if queued_edits != 1 else ''} queued until indexing finishes"
         speed = embed_speed(p)  # "5.8 chunks/s · about 2 h 10 min left", once the rate is known
         if speed:
             text += f" · {speed}"
