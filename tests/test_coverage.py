@@ -67,7 +67,7 @@ def test_with_no_vectors_the_hybrid_ranks_as_the_full_text_leg(full):
 @pytest.mark.parametrize("share", [0.0, 0.5])
 def test_the_coverage_line_reads_the_share_of_full_text_hits_with_a_vector(full, share):
     """At 0 % embedded the vector leg returns nothing: the share is still measured (0, not "all of them")."""
-    from groove_tui.tui.render import response_summary
+    from groove_tui.tui.look.render import response_summary
 
     eng = _at_share(full, share)
     try:

@@ -552,8 +552,8 @@ def test_the_index_report_and_status_show_hostile_names_escaped(tmp_path):
 
 
 def test_the_explorer_shows_hostile_names_escaped(spoof_engine):
-    from groove_tui.tui.explain_render import explain_text
-    from groove_tui.tui.render import hit_title
+    from groove_tui.tui.look.explain_render import explain_text
+    from groove_tui.tui.look.render import hit_title
 
     resp = spoof_engine.search("spoofing", spoof_engine.default_params(limit=10, explain=True))
     titles = {hit_title(h).plain for h in resp.results}
@@ -571,7 +571,7 @@ def test_the_explorer_palette_shows_hostile_names_escaped(spoof_engine, tmp_path
     from tui.fakes import FakeEngine
     from tui.helpers import SIZE, make_app, search
 
-    from groove_tui.tui.commands import groove_commands
+    from groove_tui.tui.keys.commands import groove_commands
 
     class Spoofed(FakeEngine):
         def _search(self, query, params, cancel):

@@ -122,7 +122,7 @@ def test_one_document_with_many_parts_does_not_starve_the_page(tmp_path, legs):
 
 def test_a_merged_hit_is_labelled_with_the_part_it_shows(tmp_path, files):
     from groove_tui.output.textout import format_response
-    from groove_tui.tui.render import hit_title
+    from groove_tui.tui.look.render import hit_title
 
     with _engine(tmp_path, True, files) as eng:
         resp = eng.search("Paragraph 5 explains", SearchParams(limit=10))

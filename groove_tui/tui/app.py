@@ -1,15 +1,19 @@
 """GrooveApp: the explorer shell. It builds the app from its parts, owns what they all share (the config,
 the engine, the signals screens subscribe to) and delegates the rest:
 
-  search_settings.py  the query and each side's RunConfig, and the keys that change them
-  search_runs.py      debounced search workers, serials, progressive rerank, the worker-error handler
-  indexing.py         opening the KB, the index worker, counts and the header line
-  compare_mode.py     compare mode, presets, swapping sides
-  golden_metrics.py   live golden metrics and judgments
-  export.py           JSON export, $EDITOR, clipboard, screenshots
-  bindings.py         the global keys and when each applies; commands.py is the palette
-  themes.py           theme files, registered on mount
-  screens/, widgets/  what is drawn; screens/__init__.py says how to add a screen
+  search/settings.py      the query and each side's RunConfig, and the keys that change them
+  search/runs.py          debounced search workers, serials, progressive rerank, the worker-error handler
+  search/compare_mode.py  compare mode, presets, swapping sides
+  search/export.py        JSON export, $EDITOR, clipboard, screenshots
+  kb/indexing.py          opening the KB, the index worker, counts and the header line
+  kb/watching.py          following edits to the KB, and the marks of the re-run they trigger
+  golden/metrics.py       live golden metrics and judgments
+  keys/bindings.py        the global keys and when each applies; keys/commands.py is the palette
+  look/themes.py          theme files, registered on mount
+  screens/, widgets/      what is drawn; screens/__init__.py says how to add a screen
+
+The packages group the modules by concern: kb/, search/, golden/, keys/ hold the App's parts and what
+they alone use; look/ is what every screen and widget renders with and imports nothing of the others.
 
 Each part is a mixin with one concern and its own state (set up by its `_init_*`), because screens,
 widgets, the palette and tests reach that state as `app.<name>` and Textual sends actions and messages
@@ -39,15 +43,15 @@ from textual.signal import Signal
 from textual.timer import Timer
 
 from groove_tui.settings.config import Config
-from groove_tui.tui.bindings import APP_BINDINGS, KeyAvailability
-from groove_tui.tui.compare_mode import CompareMode
-from groove_tui.tui.export import ExportActions, editor_command
-from groove_tui.tui.golden_metrics import GoldenMetrics
-from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.indexing import KbIndexing
-from groove_tui.tui.search_runs import SearchRuns
-from groove_tui.tui.search_settings import SearchSettings
-from groove_tui.tui.watching import KbWatching
+from groove_tui.tui.golden.metrics import GoldenMetrics
+from groove_tui.tui.kb.indexing import KbIndexing
+from groove_tui.tui.kb.watching import KbWatching
+from groove_tui.tui.keys.bindings import APP_BINDINGS, KeyAvailability
+from groove_tui.tui.search.compare_mode import CompareMode
+from groove_tui.tui.search.export import ExportActions, editor_command
+from groove_tui.tui.search.history import QueryHistory
+from groove_tui.tui.search.runs import SearchRuns
+from groove_tui.tui.search.settings import SearchSettings
 
 _START = time.perf_counter()
 
@@ -118,7 +122,7 @@ class GrooveApp(
     # ------------------------------------------------------------ startup
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        from groove_tui.tui.themes import VARIABLE_DEFAULTS
+        from groove_tui.tui.look.themes import VARIABLE_DEFAULTS
 
         return dict(VARIABLE_DEFAULTS)
 
@@ -128,7 +132,7 @@ class GrooveApp(
         return MainScreen()
 
     def on_mount(self) -> None:
-        from groove_tui.tui.themes import register_themes
+        from groove_tui.tui.look.themes import register_themes
 
         register_themes(self)
         if self.config.tui.keymap:
@@ -237,7 +241,7 @@ class GrooveApp(
     # ------------------------------------------------------------ palette
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        from groove_tui.tui.commands import groove_commands
+        from groove_tui.tui.keys.commands import groove_commands
 
         yield from groove_commands(self, screen)
         for cmd in super().get_system_commands(screen):

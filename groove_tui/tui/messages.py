@@ -6,7 +6,7 @@ from textual.message import Message
 
 from groove_tui.engine.index.watch import WatchEvent
 from groove_tui.engine.types import IndexProgress, IndexReport, SearchResponse
-from groove_tui.tui.runconfig import RunConfig
+from groove_tui.tui.search.runconfig import RunConfig
 
 
 class SearchFinished(Message):

@@ -23,10 +23,10 @@ from textual.worker import Worker
 
 from groove_tui.engine.types import IndexProgress, SearchParams, SearchResponse
 from groove_tui.settings.config import Config, FusionMethod
-from groove_tui.tui.compare import Row
-from groove_tui.tui.golden import GoldenSession
-from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.runconfig import RunConfig
+from groove_tui.tui.golden.session import GoldenSession
+from groove_tui.tui.search.compare import Row
+from groove_tui.tui.search.history import QueryHistory
+from groove_tui.tui.search.runconfig import RunConfig
 
 
 class AppShell(App[None]):
@@ -43,32 +43,32 @@ class AppShell(App[None]):
     results_signal: Signal[str]
     eval_signal: Signal[str]
     header_signal: Signal[str]
-    # search_settings.py
+    # search/settings.py
     query_text: str
     base_params: SearchParams
     default_fusion: FusionMethod
     run_configs: dict[str, RunConfig]
-    # search_runs.py
+    # search/runs.py
     responses: dict[str, SearchResponse | None]
     errors: dict[str, str | None]
     response_queries: dict[str, str | None]
     requested: dict[str, int]
     applied: dict[str, int]
     _debounce_timers: dict[str, Timer | None]
-    # indexing.py
+    # kb/indexing.py
     index_progress: IndexProgress | None
     _open_error: BaseException | None
-    # compare_mode.py, bindings.py
+    # search/compare_mode.py, keys/bindings.py
     compare_active: bool
     active_side: str
     focused_rows: dict[str, Row | None]
-    # golden_metrics.py
+    # golden/metrics.py
     golden_session: GoldenSession | None
     eval_outcomes: dict[str, Any]
     eval_previous: dict[str, Any]
     eval_progress: dict[str, tuple[int, int] | None]
     _interactive: int  # search threads running now
-    # watching.py
+    # kb/watching.py
     watch_note: tuple[str, str] | None
     queued_edits: int
 

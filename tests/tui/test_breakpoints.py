@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove_tui.tui.layout import width_class
+from groove_tui.tui.look.layout import width_class
 
 from .fakes import Doc, FakeEngine
 from .helpers import make_app, settle

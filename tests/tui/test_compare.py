@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groove_tui.tui.compare import Marker, compare, markers, overlap_at_k
+from groove_tui.tui.search.compare import Marker, compare, markers, overlap_at_k
 
 
 def test_markers_relative_to_other_side():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from groove_tui.tui.compare import compare
 from groove_tui.tui.screens.compare import CompareScreen
+from groove_tui.tui.search.compare import compare
 from groove_tui.tui.widgets.results import ResultsPane
 
 from .fakes import FakeEngine

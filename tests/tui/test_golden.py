@@ -8,7 +8,7 @@ from pathlib import Path
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.metrics import normalise_k_values
 from groove_tui.settings.config import Config, EvalConfig
-from groove_tui.tui.golden import DEFAULT_JUDGMENTS_FILE, eval_params, run_golden
+from groove_tui.tui.golden.session import DEFAULT_JUDGMENTS_FILE, eval_params, run_golden
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.results import ResultsPane
@@ -220,7 +220,7 @@ def test_run_golden_cancels_between_queries_and_paces():
 
 
 def test_session_labels_and_kb_guard(tmp_path, monkeypatch):
-    from groove_tui.tui.golden import GoldenSession
+    from groove_tui.tui.golden.session import GoldenSession
 
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -272,7 +272,7 @@ queries:
 
 def test_saving_judgments_edits_the_users_golden_file_in_place(tmp_path):
     """Comments, order, quoting and flow style stay byte for byte; only the judged lines change."""
-    from groove_tui.tui.golden import GoldenSession
+    from groove_tui.tui.golden.session import GoldenSession
 
     path = write_golden(tmp_path, HAND_WRITTEN)
     s = GoldenSession.load(path, (1, 10))
@@ -329,7 +329,7 @@ queries:
 
 def test_a_new_judgments_file_is_written_in_groove_format(tmp_path):
     from groove_tui.engine.evaluate.golden import dump_golden
-    from groove_tui.tui.golden import GoldenSession
+    from groove_tui.tui.golden.session import GoldenSession
 
     s = GoldenSession.new((1, 10), tmp_path)
     s.judge("rust", "rust/async.md", "Tokio runtime", 2)

@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import ExpandedFrom, Hit, HitTrace, MMRTrace, QueryInfo, SearchResponse, Span
-from groove_tui.tui import explain_render, render
+from groove_tui.tui.look import explain_render, render
 
 
 def mkhit(content: str, spans=(), expanded: ExpandedFrom | None = None, **kw) -> Hit:

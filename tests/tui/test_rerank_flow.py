@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from groove_tui.engine.types import SearchResponse
 from groove_tui.settings.config import Config, RerankerConfig
-from groove_tui.tui.compare import markers
+from groove_tui.tui.search.compare import markers
 from groove_tui.tui.widgets.results import ResultsPane
 
 from .fakes import FakeEngine

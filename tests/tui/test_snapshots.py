@@ -164,7 +164,7 @@ async def _watched_edit(pilot) -> None:
 @pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
 def test_snapshot_marks_after_a_watched_edit_at(snap_compare, tmp_path, monkeypatch, size):
     """new, ↑n / ↓n and the departed hit dimmed, and the header's `updated HH:MM:SS · N notes`."""
-    monkeypatch.setattr("groove_tui.tui.watching.update_stamp", lambda: "14:02:31")
+    monkeypatch.setattr("groove_tui.tui.kb.watching.update_stamp", lambda: "14:02:31")
     assert snap_compare(make_app(tmp_path), terminal_size=SIZES[size], run_before=_watched_edit)
 
 

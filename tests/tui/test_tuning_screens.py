@@ -13,12 +13,12 @@ import pytest
 from groove_tui.engine.evaluate.golden import load_golden
 from groove_tui.engine.evaluate.winloss import wins_losses
 from groove_tui.settings.config import Config, parse_config
-from groove_tui.tui.golden import eval_params, run_golden
+from groove_tui.tui.golden.session import eval_params, run_golden
+from groove_tui.tui.golden.tuning import side_results
 from groove_tui.tui.screens.compare import CompareScreen
 from groove_tui.tui.screens.save_settings import SaveSettingsScreen
 from groove_tui.tui.screens.sweep import SweepScreen
 from groove_tui.tui.screens.winloss import WinLossScreen
-from groove_tui.tui.tuning import side_results
 
 from .fakes import FakeEngine
 from .helpers import SIZE, make_app, notifications, settle, wait_until

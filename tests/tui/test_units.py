@@ -9,10 +9,10 @@ import pytest
 
 from groove_tui.engine.types import SearchParams
 from groove_tui.settings.config import FUSION_METHODS, Config, TuiConfig
-from groove_tui.tui import themes
-from groove_tui.tui.history import QueryHistory
-from groove_tui.tui.runconfig import (
-    FUSION_HEADINGS,
+from groove_tui.tui.look import themes
+from groove_tui.tui.look.explain_render import FUSION_HEADINGS
+from groove_tui.tui.search.history import QueryHistory
+from groove_tui.tui.search.runconfig import (
     FUSION_LABELS,
     PRESETS,
     RunConfig,

@@ -13,11 +13,11 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from groove_tui.engine.types import Hit
-from groove_tui.tui.compare import compare
-from groove_tui.tui.footer import FooterOrder, GrooveFooter
-from groove_tui.tui.layout import Responsive
-from groove_tui.tui.runconfig import SIDES, fit_parts
+from groove_tui.tui.keys.footer import FooterOrder, GrooveFooter
+from groove_tui.tui.look.layout import Responsive
 from groove_tui.tui.screens.main import SearchScreenMixin
+from groove_tui.tui.search.compare import compare
+from groove_tui.tui.search.runconfig import SIDES, fit_parts
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.query_input import QueryInput

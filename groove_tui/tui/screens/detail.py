@@ -8,8 +8,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 
-from groove_tui.tui.footer import FooterOrder, GrooveFooter
-from groove_tui.tui.layout import Responsive
+from groove_tui.tui.keys.footer import FooterOrder, GrooveFooter
+from groove_tui.tui.look.layout import Responsive
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel
 

@@ -9,8 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input
 
-from groove_tui.tui.footer import FooterOrder, GrooveFooter
-from groove_tui.tui.layout import Responsive
+from groove_tui.tui.keys.footer import FooterOrder, GrooveFooter
+from groove_tui.tui.look.layout import Responsive
 from groove_tui.tui.widgets.config_pane import ConfigPane
 from groove_tui.tui.widgets.detail import DetailView
 from groove_tui.tui.widgets.explain import ExplainPanel

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from groove_tui.tui.render import home_relative
+from groove_tui.tui.look.render import home_relative
 from groove_tui.tui.widgets.field import Field
 
 

@@ -23,8 +23,8 @@ from textual_plot import HiResMode, PlotWidget
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.evaluate.knobs import format_value
 from groove_tui.engine.evaluate.sweep import SweepResult, run_sweep
-from groove_tui.tui.footer import GrooveFooter
-from groove_tui.tui.tuning import SweepTarget, current_value, with_value
+from groove_tui.tui.golden.tuning import SweepTarget, current_value, with_value
+from groove_tui.tui.keys.footer import GrooveFooter
 
 if TYPE_CHECKING:
     from textual import getters
@@ -116,7 +116,7 @@ class SweepScreen(Screen):
         return session.k_values
 
     def _sweep(self) -> None:
-        from groove_tui.tui.golden import eval_params
+        from groove_tui.tui.golden.session import eval_params
 
         app = self.app
         worker = get_current_worker()
@@ -293,7 +293,7 @@ class SweepScreen(Screen):
 
 def open_sweep(app) -> None:
     """Sweep the setting under the cursor in a settings pane (λ when the cursor is elsewhere)."""
-    from groove_tui.tui.tuning import DEFAULT_TARGET, TARGETS, target_for_widget
+    from groove_tui.tui.golden.tuning import DEFAULT_TARGET, TARGETS, target_for_widget
 
     if app.golden_session is None:
         app.notify(

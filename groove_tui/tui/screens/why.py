@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from groove_tui.engine.types import SearchParams, WhyReport
 from groove_tui.output.textout import WHY_HEADLINES, escape_name
-from groove_tui.tui.render import one_line
+from groove_tui.tui.look.render import one_line
 
 if TYPE_CHECKING:
     from textual import getters

@@ -20,8 +20,8 @@ from textual.widgets import DataTable, Static
 
 from groove_tui.engine.evaluate.metrics import QueryResult, is_hit
 from groove_tui.engine.evaluate.winloss import WinLoss, metric_label, wins_losses
-from groove_tui.tui.footer import GrooveFooter
-from groove_tui.tui.tuning import side_results
+from groove_tui.tui.golden.tuning import side_results
+from groove_tui.tui.keys.footer import GrooveFooter
 
 if TYPE_CHECKING:
     from textual import getters

@@ -10,7 +10,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select, Switch
 
 from groove_tui.settings.config import FUSION_METHODS, Config
-from groove_tui.tui.runconfig import RunConfig, fusion_label, split_list
+from groove_tui.tui.search.runconfig import RunConfig, fusion_label, split_list
 from groove_tui.tui.widgets.field import Field
 from groove_tui.tui.widgets.slider import Slider
 

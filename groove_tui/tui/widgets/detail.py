@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from groove_tui.engine.types import Hit
-from groove_tui.tui import render
+from groove_tui.tui.look import render
 
 
 class DetailView(VerticalScroll):

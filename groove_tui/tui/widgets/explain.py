@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from groove_tui.engine.types import Hit, QueryInfo
-from groove_tui.tui import explain_render
+from groove_tui.tui.look import explain_render
 
 
 class ExplainPanel(VerticalScroll):

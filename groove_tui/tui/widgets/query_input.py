@@ -7,7 +7,7 @@ from typing import ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 
-from groove_tui.tui.history import QueryHistory
+from groove_tui.tui.search.history import QueryHistory
 from groove_tui.tui.widgets.field import Field
 
 

@@ -15,8 +15,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from groove_tui.engine.types import Hit, SearchResponse
-from groove_tui.tui import render
-from groove_tui.tui.compare import Marker, Row
+from groove_tui.tui.look import render
+from groove_tui.tui.search.compare import Marker, Row
 from groove_tui.tui.widgets.query_input import QueryInput
 
 if TYPE_CHECKING:

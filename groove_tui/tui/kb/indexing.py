@@ -20,9 +20,9 @@ from textual.worker import get_current_worker
 from groove_tui.engine.index.throughput import format_rate
 from groove_tui.engine.types import IndexReport, SearchParams
 from groove_tui.output.progress import embed_speed
+from groove_tui.tui.look.render import one_line as render_one_line
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
-from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.runconfig import SIDES, RunConfig
+from groove_tui.tui.search.runconfig import SIDES, RunConfig
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
@@ -257,7 +257,7 @@ class KbIndexing(_AppPart):
     def kb_label(self, width: int | None = None) -> str:
         """The KB's absolute path, `~` for home; in a header `width` cells wide it takes up to half the
         line (at least 24 cells), shortened in the middle, so the model and counts stay in view."""
-        from groove_tui.tui.render import short_path
+        from groove_tui.tui.look.render import short_path
 
         path = self.kb_path.expanduser()
         with contextlib.suppress(OSError):  # a path that cannot be resolved is shown as given
@@ -276,7 +276,7 @@ class KbIndexing(_AppPart):
                     bar.finish()
 
     def index_failed(self, err: BaseException | None) -> None:
-        """The index worker failed (reported by the one worker-error handler, in search_runs.py)."""
+        """The index worker failed (reported by the one worker-error handler, in search/runs.py)."""
         self.index_progress = None
         self.show_index_state(None)
         self.notify(f"Opening/indexing the KB failed: {err}", severity="error", markup=False, timeout=15)

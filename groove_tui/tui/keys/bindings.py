@@ -1,5 +1,5 @@
 """The App's global keys, and what decides whether each one applies now (the focused hit, results shown,
-unsaved judgments, a query typed). A screen's own keys are in its `BINDINGS`; the palette is commands.py.
+unsaved judgments, a query typed). A screen's own keys are in its `BINDINGS`; the palette is keys/commands.py.
 
 A mixin, like the app's other parts: Textual calls `check_action` on the App, and screens and widgets
 report the focused hit as `app.focus_row(...)`.
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
-from groove_tui.tui.compare import Row
-from groove_tui.tui.runconfig import SIDES
+from groove_tui.tui.search.compare import Row
+from groove_tui.tui.search.runconfig import SIDES
 from groove_tui.tui.widgets.results import ResultsList, ResultsPane
 
 if TYPE_CHECKING:

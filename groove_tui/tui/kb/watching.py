@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import get_current_worker
 
-from groove_tui.tui.compare import Marker, markers
 from groove_tui.tui.messages import KbChanged
+from groove_tui.tui.search.compare import Marker, markers
 
 if TYPE_CHECKING:
     from groove_tui.engine.types import Hit, SearchResponse

@@ -1,6 +1,6 @@
 """Live golden metrics and judgments: each side's recall@k / MRR / nDCG@k, rescored in a worker whenever
 its settings or a judgment change, and the 0-3 grades given to hits (saved on ctrl+g and on exit). The
-session and the scoring loop are golden.py's; this is the App's part of it.
+session and the scoring loop are session.py's; this is the App's part of it.
 
 A mixin, like the app's other parts: the metrics bar and result panes read `app.eval_outcomes` and
 `app.golden_session`, and Textual sends the eval messages and `action_judge` to the App.
@@ -21,7 +21,7 @@ from textual.worker import get_current_worker
 from groove_tui.engine.errors import SearchCancelled
 from groove_tui.engine.types import SearchParams
 from groove_tui.tui.messages import EvalFinished, EvalProgressed
-from groove_tui.tui.runconfig import SIDES
+from groove_tui.tui.search.runconfig import SIDES
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
@@ -60,7 +60,7 @@ class GoldenMetrics(_AppPart):
     def load_golden(self, path: str | os.PathLike[str]) -> bool:
         """Load a golden file (replacing the current set; unsaved judgments are saved first) and score it."""
         from groove_tui.engine.evaluate.golden import GoldenError
-        from groove_tui.tui.golden import GoldenSession
+        from groove_tui.tui.golden.session import GoldenSession
 
         if self.golden_session is not None and self.golden_session.dirty:
             self.save_judgments()
@@ -108,7 +108,7 @@ class GoldenMetrics(_AppPart):
         self.debounced(self._eval_timers, side, delay, self.start_eval)
 
     def start_eval(self, side: str) -> None:
-        from groove_tui.tui.golden import eval_params, rescore
+        from groove_tui.tui.golden.session import eval_params, rescore
 
         self._eval_timers[side] = None
         session = self.golden_session
@@ -140,7 +140,7 @@ class GoldenMetrics(_AppPart):
 
     def _eval(self, side: str, serial: int, golden, params: SearchParams, ks, cache) -> None:
         """Worker thread: run the golden queries (cancellable between queries), post the outcome."""
-        from groove_tui.tui.golden import run_golden
+        from groove_tui.tui.golden.session import run_golden
 
         worker = get_current_worker()
         if not self.wait_until_searchable(worker) or self._engine is None:
@@ -215,7 +215,7 @@ class GoldenMetrics(_AppPart):
     def action_judge(self, grade: int) -> None:
         """Grade the focused hit for the current query (0 irrelevant … 3 highly relevant)."""
         from groove_tui.engine.evaluate.golden import GoldenError
-        from groove_tui.tui.golden import GoldenSession
+        from groove_tui.tui.golden.session import GoldenSession
 
         row = self.focused_row
         query = self.query_text

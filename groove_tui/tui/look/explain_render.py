@@ -12,12 +12,17 @@ from rich.text import Text
 
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo
 from groove_tui.output.textout import escape_name, scale_text
-from groove_tui.tui.render import fmt_score, one_line
-from groove_tui.tui.runconfig import FUSION_HEADINGS
+from groove_tui.tui.look.render import fmt_score, one_line
 
 LABEL_CELLS = 18  # "  " and a 16-cell label
 MIN_VALUE_CELLS = 12  # under this, a value column would hold a word or two a line: plain wrapping reads better
 _MEASURE = Console(width=1000, color_system=None, legacy_windows=False)  # only measures (Text.wrap needs one)
+
+FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the method reads
+    "dbsf": "DBSF (scores by spread)",
+    "relative": "relative scores (min-max)",
+    "rrf": "RRF",
+}
 
 
 def _num(v: float | None, digits: int = 4) -> str:

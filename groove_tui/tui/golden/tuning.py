@@ -11,7 +11,7 @@ from groove_tui.engine.evaluate.golden import GoldenSet
 from groove_tui.engine.evaluate.metrics import QueryResult
 from groove_tui.engine.evaluate.sweep import SweepAxis
 from groove_tui.settings.config import FUSION_METHODS
-from groove_tui.tui.runconfig import RunConfig
+from groove_tui.tui.search.runconfig import RunConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """What each side searches with: the query text and the side's RunConfig, replaced wholesale and published
 on `run_config_signal`, and the keys that change it (F2-F4 and F12 toggles, the λ slider, the palette).
-Running the searches is search_runs.py.
+Running the searches is runs.py.
 
 A mixin, like the app's other parts: the config pane, the palette and the screens read `app.run_configs`
 and `app.query_text` and call `app.set_run_config` / `app.set_query`.
@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.types import SearchParams
-from groove_tui.tui.runconfig import NO_RERANKER, RunConfig, fusion_label, next_fusion
+from groove_tui.tui.search.runconfig import NO_RERANKER, RunConfig, fusion_label, next_fusion
 
 if TYPE_CHECKING:
     from groove_tui.settings.config import FusionMethod

@@ -89,7 +89,7 @@ def shipped_theme_dir() -> Path | None:
             return Path(str(d))
     except (ModuleNotFoundError, TypeError, OSError):
         pass
-    repo = Path(__file__).resolve().parents[2] / "themes"
+    repo = Path(__file__).resolve().parents[3] / "themes"
     return repo if repo.is_dir() else None
 
 

@@ -11,7 +11,7 @@ from textual.screen import Screen
 
 from groove_tui.output.textout import escape_name
 from groove_tui.settings.config import FUSION_METHODS
-from groove_tui.tui.runconfig import PRESETS, fusion_label
+from groove_tui.tui.search.runconfig import PRESETS, fusion_label
 
 if TYPE_CHECKING:
     from groove_tui.tui.screens.compare import CompareScreen

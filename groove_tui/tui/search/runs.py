@@ -21,9 +21,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from groove_tui.engine.errors import EngineError, SearchCancelled
 from groove_tui.engine.types import SearchParams, SearchResponse
+from groove_tui.tui.look.render import one_line as render_one_line
 from groove_tui.tui.messages import RerankProgressed, SearchFinished
-from groove_tui.tui.render import one_line as render_one_line
-from groove_tui.tui.runconfig import SIDES, RunConfig
+from groove_tui.tui.search.runconfig import SIDES, RunConfig
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
@@ -276,6 +276,6 @@ class SearchRuns(_AppPart):
         resp, fused = self.responses[side], self.fused_responses[side]
         if resp is None or fused is None or resp is fused or not resp.reranked:
             return None
-        from groove_tui.tui.compare import markers
+        from groove_tui.tui.search.compare import markers
 
         return markers([h.chunk_id for h in resp.results], [h.chunk_id for h in fused.results])

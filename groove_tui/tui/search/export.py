@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groove_tui.engine.types import SearchParams
-from groove_tui.tui.runconfig import SIDES
+from groove_tui.tui.search.runconfig import SIDES
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
@@ -54,7 +54,7 @@ class ExportActions(_AppPart):
             "sides": sides,
         }
         if self.compare_active and all(self.responses[s] is not None for s in SIDES):
-            from groove_tui.tui.compare import compare
+            from groove_tui.tui.search.compare import compare
 
             left, right = self.responses["left"], self.responses["right"]
             assert left is not None and right is not None  # checked just above

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from groove_tui.tui.runconfig import NO_RERANKER, PRESETS, SIDES
+from groove_tui.tui.search.runconfig import NO_RERANKER, PRESETS, SIDES
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart

@@ -3,7 +3,7 @@
 The loop follows `groove-tui eval`'s semantics (reference §I.3, `groove_tui.engine.evaluate.golden.eval_params`): no
 filters (`min_quality = 0`, no path/tag/date filters), `limit = max(k)`, MMR / parent retriever / reranker
 as the side's live settings. Metrics are `groove_tui.engine.evaluate.golden`'s. Judgments go through
-`GoldenSet.with_judgment`; saving edits the user's file in place (golden_yaml.py, ruamel.yaml), or writes a
+`GoldenSet.with_judgment`; saving edits the user's file in place (yaml_file.py, ruamel.yaml), or writes a
 new one with `save_golden`, so the file stays groove-compatible (grades and grade-0 judgments live in
 comments).
 
@@ -215,7 +215,7 @@ class GoldenSession:
         if base is None or not base.is_file():
             save_golden(self.path, self.golden)
         else:
-            from groove_tui.tui.golden_yaml import apply_judgments
+            from groove_tui.tui.golden.yaml_file import apply_judgments
 
             text = apply_judgments(base.read_text(encoding="utf-8"), self.pending, source=str(base))
             parse_golden(text, source=str(self.path))  # what is written must load again

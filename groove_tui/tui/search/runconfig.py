@@ -18,11 +18,6 @@ NO_RERANKER = (
     "[reranker] model in groove.toml"
 )  # F4 or the reranker preset without a model
 FUSION_LABELS = {"dbsf": "DBSF", "relative": "relative", "rrf": "RRF"}  # one per config.FUSION_METHODS
-FUSION_HEADINGS = {  # the explain panel's fusion stage: the label and what the method reads
-    "dbsf": "DBSF (scores by spread)",
-    "relative": "relative scores (min-max)",
-    "rrf": "RRF",
-}
 
 
 def fusion_label(method: str) -> str:

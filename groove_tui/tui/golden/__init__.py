@@ -1,0 +1,1 @@
+"""Golden files in the explorer: judgments, their YAML, the live metrics and the tuning screens' model."""

@@ -1,0 +1,1 @@
+"""The knowledge base open in the explorer: opening and indexing it, and following its edits."""

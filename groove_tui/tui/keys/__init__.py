@@ -1,0 +1,1 @@
+"""Keys and commands: the App's global bindings and when each applies, the footer's order, the palette."""
