@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from groove_tui.engine.stages.parent import ChunkRow, est_tokens, expand_hit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groove_tui.engine.stages.parent import (
+    ChunkOutline,
+    ChunkRow,
+    est_tokens,
+    expand_hit,
+    outline_of,
+    outline_window,
+    plan_expansion,
+)
 
 NEVER_SMALL = 0  # whole_doc_threshold_tokens = 0: no hit is small, only the level-aware path runs
 
@@ -193,3 +204,97 @@ def test_rows_out_of_order_and_gapped_indices():
 def test_description_names_range_level_and_tokens():
     exp = expand_hit(3, OUTLINE, whole_doc_threshold_tokens=0, max_expanded_tokens=60)
     assert exp.description == "merged chunks 1–6 at level ##: its section and 1 sibling section (60 tokens)"
+
+
+# ---------------------------------------------------------------- the window a hit reads
+
+_ROW = st.tuples(
+    st.sampled_from([None, 2, 3, 4]),  # level
+    st.one_of(st.none(), st.integers(0, 400)),  # token count (None and 0 fall back to bytes / 4)
+    st.integers(0, 60),  # content bytes
+    st.booleans(),  # a continuation part
+)
+
+
+def _rows(spec: list[tuple[int | None, int | None, int, bool]]) -> list[ChunkRow]:
+    out = []
+    for i, (level, tokens, size, cont) in enumerate(spec):
+        part = 1 if cont and i and out[-1].level == level else 0  # a part continues its section's level
+        out.append(ChunkRow(i + 1, i, level, None, "x" * size, tokens, part))
+    return out
+
+
+def _reader(outline: list[ChunkOutline], reads: list[int]):
+    def read_page(start: int, forward: bool, limit: int) -> list[ChunkOutline]:
+        if forward:
+            got = [r for r in outline if r.chunk_index >= start][:limit]
+        else:
+            got = [r for r in reversed(outline) if r.chunk_index < start][:limit]
+        reads.append(len(got))
+        return got
+
+    return read_page
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=120), st.data(), st.integers(1, 1500), st.integers(0, 300))
+def test_the_window_around_a_hit_plans_as_the_whole_document_does(spec, data, cap, threshold):
+    rows = _rows(spec)
+    outline = [outline_of(r) for r in rows]
+    hit = data.draw(st.integers(0, len(rows) - 1))
+    window = outline_window(_reader(outline, []), hit, cap)
+    kw = {"whole_doc_threshold_tokens": threshold, "max_expanded_tokens": cap}
+    assert plan_expansion(hit, window, **kw) == plan_expansion(hit, outline, **kw)
+
+
+def test_a_hit_in_a_note_of_thousands_of_chunks_reads_a_window_bounded_by_the_cap():
+    """A hit in the middle of 20,000 sections of 50 tokens reads about cap / 50 shapes on each side (pages
+    doubling from 32), not the note."""
+    rows = [ChunkRow(i + 1, i, 2, f"s{i}", "text", 50) for i in range(20_000)]
+    outline = [outline_of(r) for r in rows]
+    reads: list[int] = []
+    window = outline_window(_reader(outline, reads), 10_000, 2000)
+    assert sum(reads) == len(window) <= 2 * (32 + 64)  # 41 shapes reach 2,000 tokens on each side
+    plan = plan_expansion(10_000, window, whole_doc_threshold_tokens=100, max_expanded_tokens=2000)
+    assert plan == plan_expansion(10_000, outline, whole_doc_threshold_tokens=100, max_expanded_tokens=2000)
+    assert plan is not None and plan.kind == "merged" and plan.last - plan.first + 1 == 40
+
+
+def test_a_search_expands_a_hit_in_a_long_note_from_a_window_as_from_the_whole_note(tmp_path, monkeypatch):
+    """Through the engine: a hit deep in a note of 6,000 sections expands exactly as the whole note's
+    chunks say it should, and the search reads the shapes of a window, not of the note."""
+    from groove_tui.engine import Engine, SearchParams
+    from groove_tui.engine.index.store import Store
+
+    from helpers import hashing_config, write_kb
+
+    body = "".join(f"## Section {i}\n\nfiller words about section number {i} marker{i}x\n\n" for i in range(6000))
+    kb = write_kb(tmp_path / "kb", {"long.md": "# Long\n\n" + body, "short.md": "# Short\n\nnothing here\n"})
+    read: list[int] = []
+    outline = Store.chunk_outline
+
+    def counted(self, *a, **kw):
+        rows = outline(self, *a, **kw)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(Store, "chunk_outline", counted)
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)
+        params = SearchParams(limit=1, legs="fts", parent_retriever=True)
+        (hit,) = eng.search("marker3500x", params).results
+        rows = [ChunkRow(*r) for r in eng.store.document_chunks(hit.document_id)]
+        cfg = eng.config.search.parent_retriever
+        want = expand_hit(
+            hit.chunk_index,
+            rows,
+            whole_doc_threshold_tokens=cfg.whole_doc_threshold_tokens,
+            max_expanded_tokens=cfg.max_expanded_tokens,
+        )
+    assert len(rows) > 1000 and want is not None
+    assert (hit.content, hit.expanded_from) == (want.content, want.expanded_from)
+    assert hit.expanded_from is not None and hit.expanded_from.kind == "adjacent"
+    # The hit reads outward until its estimate passes the cap: at most twice that many shapes (the pages
+    # double) on each side, whatever the note's length.
+    least = min(est_tokens(r) for r in rows)
+    assert hit.path == "long.md" and 0 < sum(read) <= 2 * 2 * (cfg.max_expanded_tokens // least + 1) < len(rows) / 2

@@ -226,6 +226,16 @@ def test_later_generations_are_served_from_the_matrix_and_their_delta_exactly(tm
                         .fetchall()
                     )
                     assert scan.knn(qvec, k, gen) in (None, want), (q, k)
+            ids = sorted(
+                {r[0] for r in eng.store.conn().execute("SELECT id FROM chunks")} | set(scan._base.ids.tolist())
+            )
+            ids.append(10**9)  # the chunks now, those the matrix holds (some since deleted), and one unknown
+            held, stored = scan.vectors(ids, gen), eng.store.embeddings_for(ids)
+            if scan._generation == gen or scan._deltas.get(gen) is not None:  # what knn serves, vectors gives
+                assert held is not None and held.keys() == stored.keys()
+                assert all(held[i].tobytes() == stored[i].tobytes() for i in held)
+            else:
+                assert held is None
             return gen
 
         served = []

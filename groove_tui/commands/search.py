@@ -89,6 +89,6 @@ def _document_openings(engine, hits) -> dict[int, str]:
     for hit in hits:
         if hit.document_id in out or display_title(hit) is not None:
             continue
-        rows = engine.store.document_chunks(hit.document_id)
+        rows = engine.store.document_chunks(hit.document_id, limit=1)
         out[hit.document_id] = rows[0][4] if rows else ""
     return out

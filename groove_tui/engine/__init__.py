@@ -475,6 +475,15 @@ class Engine:
         """`progress(stage, done, total)`, if given, hears how far the reranker is (the slow stage)."""
         return self._searcher.search(query, params or self.default_params(), cancel, progress)
 
+    def nearest_chunks(self, vector: Any, k: int) -> list[tuple[int, float]]:
+        """The `k` chunks whose vectors are nearest `vector` (chunk id, L2 distance), nearest first:
+        sqlite-vec's answer, read from memory when the index is big enough to hold its vectors there."""
+        return self._searcher.knn(vector, k, self.store.generation())
+
+    def chunk_vectors(self, chunk_ids: list[int]) -> dict[int, Any]:
+        """The stored vectors of `chunk_ids` (float32 arrays; an id with none is absent)."""
+        return self._searcher.vectors_of(chunk_ids)
+
     def why(
         self,
         query: str,

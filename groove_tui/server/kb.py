@@ -654,7 +654,7 @@ class _Walk:
                 f"the start document has more than {self.seed_cap} chunks; only its first {self.seed_cap} were "
                 "used as seeds. Raise max_seed_chunks to cover more of it.",
             )
-        vectors = self.store.embeddings_for(ids)
+        vectors = self.engine.chunk_vectors(ids)
         rows = self.store.rows_by_ids(ids)
         seeds = [(cid, vectors[cid], rows[cid]) for cid in ids if cid in vectors and cid in rows]
         if not seeds:
@@ -746,16 +746,11 @@ class _Walk:
     def _neighbours(self, vec: np.ndarray, k: int) -> list[tuple[int, float, str]]:
         """Up to `k` nearest chunks passing the category / topic / quality filters, nearest first, as
         (chunk id, distance, document path): judged on those columns alone, never on whole rows."""
-        from groove_tui.engine.index.store import to_blob
-
         filtered = self.category is not None or self.topic is not None or self.min_quality > 0
         fetch = min(k * 10 if filtered else k, 4096)
         self.knn_queries += 1
         conn = self.store.conn()
-        hits = conn.execute(
-            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (to_blob(vec), fetch),
-        ).fetchall()
+        hits = self.engine.nearest_chunks(vec, fetch)
         places = self.places
         ids = [h[0] for h in hits if h[0] not in places]  # a huge note's chunks come back for every seed
         self.places_read += len(ids)

@@ -650,14 +650,37 @@ class Store:
                 out[cid] = (path, index)
         return out
 
-    def document_chunks(self, document_id: int) -> list[tuple[Any, ...]]:
-        """(id, chunk_index, level, heading, content, token_count, part) of a document, in order."""
+    def document_chunks(
+        self, document_id: int, first: int | None = None, last: int | None = None, *, limit: int = -1
+    ) -> list[tuple[Any, ...]]:
+        """(id, chunk_index, level, heading, content, token_count, part) of a document's chunks, in order:
+        all, or those with chunk_index `first`..`last` (inclusive), at most `limit` of them."""
+        lo = -1 if first is None else first
+        hi = 2**62 if last is None else last
         rows: list[tuple[Any, ...]] = (
             self.conn()
             .execute(
                 "SELECT id, chunk_index, level, heading, content, token_count, part FROM chunks "
-                "WHERE document_id = ? ORDER BY chunk_index",
-                (document_id,),
+                "WHERE document_id = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index LIMIT ?",
+                (document_id, lo, hi, limit),
+            )
+            .fetchall()
+        )
+        return rows
+
+    def chunk_outline(self, document_id: int, start: int, *, forward: bool, limit: int) -> list[tuple[Any, ...]]:
+        """(chunk_index, level, part, token_count, estimated tokens) of up to `limit` of a document's chunks,
+        nearest `start` first: from `start` on (forward), or before it. The estimate is the parent
+        retriever's (the stored count, or UTF-8 bytes / 4 when it is NULL or 0); no chunk text is read
+        for a chunk that has its count."""
+        order, op = ("ASC", ">=") if forward else ("DESC", "<")
+        rows: list[tuple[Any, ...]] = (
+            self.conn()
+            .execute(
+                "SELECT chunk_index, level, part, token_count, "
+                "CASE WHEN token_count > 0 THEN token_count ELSE length(CAST(content AS BLOB)) / 4 END "
+                f"FROM chunks WHERE document_id = ? AND chunk_index {op} ? ORDER BY chunk_index {order} LIMIT ?",
+                (document_id, start, limit),
             )
             .fetchall()
         )

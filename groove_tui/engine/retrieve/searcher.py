@@ -49,7 +49,7 @@ from groove_tui.engine.retrieve.params import (
 )
 from groove_tui.engine.retrieve.vector_scan import VectorScan
 from groove_tui.engine.stages.mmr import mmr_select_traced
-from groove_tui.engine.stages.parent import ChunkRow, expand_hit
+from groove_tui.engine.stages.parent import ChunkOutline, ChunkRow, build_expansion, outline_window, plan_expansion
 from groove_tui.engine.stages.rerank import blend_terms
 from groove_tui.engine.stages.spans import match_spans
 from groove_tui.engine.types import Hit, HitTrace, QueryInfo, SearchParams, SearchResponse, Span
@@ -625,22 +625,14 @@ class Searcher:
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
-        conn = self.store.conn()
         blob = to_blob(qvec)
         first = (
             max(first_page(per_leg, cap), 2 * per_leg) if self.config.search.merge_parts else first_page(per_leg, cap)
         )
         k = min(first, KNN_MAX)  # 2× when merging parts: see _fts_leg
-        scan = self.config.search.vector_scan  # the matrix of `generation`, the one the legs are cached under
 
         def nearest(k: int) -> list[tuple[int, float]]:
-            found = self.vectors.knn(qvec, k, generation) if scan else None
-            if found is None:  # sqlite-vec's own scan: the same rows (engine/retrieve/vector_scan.py says why)
-                found = conn.execute(
-                    "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-                    (blob, k),
-                ).fetchall()
-            return found
+            return self.knn(qvec, k, generation, blob)
 
         while True:
             # One more than k says whether a tie crosses the cut; then read on until it ends (as far as
@@ -812,7 +804,7 @@ class Searcher:
         return out if keep_all else out[:limit]
 
     def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:
-        embs = self._embeddings([c.row.chunk_id for c in items])
+        embs = self.vectors_of([c.row.chunk_id for c in items])
         items = [c for c in items if c.row.chunk_id in embs]  # groove drops candidates without a vector
         if not items:
             return []
@@ -826,7 +818,8 @@ class Searcher:
             out.append(items[i])
         return out
 
-    def _embeddings(self, ids: list[int]) -> dict[int, np.ndarray]:
+    def vectors_of(self, ids: list[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of chunks `ids` (an id with none is absent), cached per index generation."""
         gen = self.store.generation()
         out: dict[int, np.ndarray] = {}
         missing = []
@@ -836,7 +829,13 @@ class Searcher:
                 missing.append(cid)
             else:
                 out[cid] = v
-        for cid, v in self.store.embeddings_for(missing).items():
+        if not missing:
+            return out
+        # Held in memory (a big index): a list of ids costs sqlite-vec a scan of every row it stores.
+        found = self.vectors.vectors(missing, gen) if self.config.search.vector_scan else None
+        if found is None:
+            found = self.store.embeddings_for(missing)
+        for cid, v in found.items():
             self.embeddings.put((cid, gen), v)
             out[cid] = v
         return out
@@ -870,22 +869,49 @@ class Searcher:
 
     def _expand(self, hit: Hit) -> Hit:
         cfg = self.config.search.parent_retriever
+        cap = cfg.max_expanded_tokens
         try:
-            rows = [ChunkRow(*r) for r in self.store.document_chunks(hit.document_id)]
+            outline = self._outline_around(hit.document_id, hit.chunk_index, cap)
+            small = cfg.whole_doc_threshold_tokens
+            plan = plan_expansion(hit.chunk_index, outline, whole_doc_threshold_tokens=small, max_expanded_tokens=cap)
+            if plan is None:
+                return hit
+            rows = [ChunkRow(*r) for r in self.store.document_chunks(hit.document_id, plan.first, plan.last)]
         except sqlite3.Error:
             return hit  # groove: any DB error leaves the hit unchanged
-        expansion = expand_hit(
-            hit.chunk_index,
-            rows,
-            whole_doc_threshold_tokens=cfg.whole_doc_threshold_tokens,
-            max_expanded_tokens=cfg.max_expanded_tokens,
-        )
-        if expansion is None:
-            return hit
+        if not any(r.chunk_index == hit.chunk_index for r in rows):
+            return hit  # the note was written again between the two reads: the next search expands it
+        expansion = build_expansion(plan, hit.chunk_index, rows)
         trace = hit.trace
         if trace is not None:
             trace = replace(trace, parent=expansion.description)
         return replace(hit, content=expansion.content, expanded_from=expansion.expanded_from, trace=trace)
+
+    def knn(self, qvec: np.ndarray, k: int, generation: int, blob: bytes | None = None) -> list[tuple[int, float]]:
+        """sqlite-vec's `k` nearest chunks to `qvec` (chunk id, distance), from the in-memory matrix of
+        `generation` when it is held (the same rows: engine/retrieve/vector_scan.py says why)."""
+        found = self.vectors.knn(qvec, k, generation) if self.config.search.vector_scan else None
+        if found is None:
+            found = (
+                self.store.conn()
+                .execute(
+                    "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+                    (to_blob(qvec) if blob is None else blob, k),
+                )
+                .fetchall()
+            )
+        return found
+
+    def _outline_around(self, document_id: int, hit_index: int, cap: int) -> list[ChunkOutline]:
+        """The chunk shapes a hit's expansion can reach (parent.py's `outline_window`): a hit in a note of
+        thousands of chunks reads a few dozen rows."""
+
+        def read_page(start: int, forward: bool, limit: int) -> list[ChunkOutline]:
+            return [
+                ChunkOutline(*r) for r in self.store.chunk_outline(document_id, start, forward=forward, limit=limit)
+            ]
+
+        return outline_window(read_page, hit_index, cap)
 
 
 # ---------------------------------------------------------------- helpers

@@ -234,6 +234,7 @@ class VectorScan:
         self._deltas: dict[int, _Delta | None] = {}  # by later generation (None: none can be served)
         self._reader: threading.Thread | None = None
         self._closed = False
+        self._by_id: tuple[_Rows, np.ndarray, np.ndarray] | None = None  # a matrix, its ids sorted, their rows
 
     def knn(self, query: np.ndarray, k: int, generation: int) -> list[tuple[int, float]] | None:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
@@ -262,6 +263,35 @@ class VectorScan:
         if base.matrix_t.shape[0] != len(q):
             return None
         return _nearest_with(base, delta, q, k)
+
+    def vectors(self, ids: list[int], generation: int) -> dict[int, np.ndarray] | None:
+        """The stored vectors of `ids` in `generation` (an id with none is absent), copied from the matrix
+        and the delta already read for that generation — the bytes sqlite-vec holds, without its scan of
+        every row that a lookup by a list of ids costs; None when this generation is not held."""
+        with self._lock:
+            base = self._base
+            if self._closed or base is None:
+                return None
+            delta = _UNCHANGED if self._generation == generation else self._deltas.get(generation)
+            if delta is None:
+                return None
+            if self._by_id is None or self._by_id[0] is not base:
+                order = np.argsort(base.ids, kind="stable")
+                self._by_id = (base, base.ids[order], order)
+            _, sorted_ids, rows = self._by_id
+        out: dict[int, np.ndarray] = {}
+        new = delta.added
+        added = {} if new is None else {int(c): i for i, c in enumerate(new.ids)}
+        want = np.asarray(ids, np.int64)
+        at = np.minimum(np.searchsorted(sorted_ids, want), max(len(sorted_ids) - 1, 0))
+        for cid, i in zip(want.tolist(), at.tolist(), strict=True):
+            if new is not None and cid in added:
+                out[cid] = np.ascontiguousarray(new.matrix_t[:, added[cid]])
+            elif len(sorted_ids) and sorted_ids[i] == cid:
+                row = rows[i]
+                if delta.removed is None or not delta.removed[row]:
+                    out[cid] = np.ascontiguousarray(base.matrix_t[:, row])
+        return out
 
     def _delta(self, generation: int) -> _Delta | None:
         """The delta against the matrix of the generation the index holds now, which is `generation` or
@@ -330,6 +360,7 @@ class VectorScan:
         with self._lock:
             self._closed = True
             self._generation, self._base, self._mark, self._deltas = None, None, None, {}
+            self._by_id = None
 
 
 def _generation_of(conn: sqlite3.Connection) -> int:

@@ -357,7 +357,7 @@ class _Walk:
         for rank, (cid, dist) in enumerate(leg, 1):
             if cid in ids:
                 return LegStanding("vector", True, rank, per_leg, float(dist))
-        embedded = self.s._embeddings(sorted(ids))
+        embedded = self.s.vectors_of(sorted(ids))
         if not embedded:
             return LegStanding("vector", False, None, per_leg, note="no vector yet: the note is still to be embedded")
         qvec = self.s.query_vector(self.pq.positive_text)
@@ -496,7 +496,7 @@ class _Walk:
 
     def _mmr_off(self, cand: _Candidate) -> tuple[str, str] | None:
         hits = self.resp.results
-        embs = self.s._embeddings([cand.row.chunk_id, *(h.chunk_id for h in hits)])
+        embs = self.s.vectors_of([cand.row.chunk_id, *(h.chunk_id for h in hits)])
         mine = embs.get(cand.row.chunk_id)
         if mine is None:
             text = "dropped by MMR: it has no vector yet, and MMR keeps only candidates with one"

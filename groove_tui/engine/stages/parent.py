@@ -32,13 +32,20 @@ alone even when one neighbour would have fitted. Its docs promise siblings "at t
 merged "until the block hits the cap"; this module implements that promise.
 
 `hit_start`/`hit_end` give the character range of the hit chunk's own text inside the expanded content.
+
+The work is bounded by the cap, not by the document: `plan_expansion` needs only the chunk shapes
+(`ChunkOutline`: index, level, part, token estimate) of a window around the hit that reaches, on each
+side, the document's edge or a point whose estimate from the hit on exceeds the cap — nothing beyond it
+could be taken, so its structure cannot change the result (`outline_window`). The content is then read
+for the planned range only. A 20 MB note's 8,000 chunks cost a hit in it no more than a short note's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Literal, Protocol
 
 from groove_tui.engine.types import ExpandedFrom
 
@@ -70,6 +77,68 @@ def est_tokens(row: ChunkRow) -> int:
     return len(row.content.encode("utf-8")) // 4
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkOutline:
+    """A chunk's shape without its text: all the plan reads."""
+
+    chunk_index: int
+    level: int | None
+    part: int
+    token_count: int | None
+    est: int  # est_tokens of the row
+
+
+def outline_of(row: ChunkRow) -> ChunkOutline:
+    return ChunkOutline(row.chunk_index, row.level, row.part, row.token_count, est_tokens(row))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a hit expands to: the chunk_index range `first`..`last` (inclusive) and why."""
+
+    kind: Literal["whole_document", "merged", "not_expanded"]
+    first: int
+    last: int
+    tokens: int
+    total_chunks: int = 0  # whole_document: the document's chunks
+    siblings: int = 0  # merged: sibling units taken
+    rank: int = 1  # merged: the rank of the hit's section
+    why: str = ""  # not_expanded: the reason
+
+
+OUTLINE_PAGE = 32  # shapes read at first on each side of a hit (doubling while the cap is not reached)
+
+
+def outline_window(
+    read_page: Callable[[int, bool, int], Sequence[ChunkOutline]], hit_index: int, cap: int
+) -> list[ChunkOutline]:
+    """The shapes around a hit that its expansion can reach, in chunk order: outward on each side until
+    the estimate from the hit on exceeds `cap` (nothing beyond could be taken) or the document ends.
+    `read_page(start, forward, limit)` gives up to `limit` shapes nearest `start` first: from `start` on
+    (forward), or before it. Empty, or without the hit, when the hit's chunk is gone."""
+    after = _outline_side(read_page, hit_index, True, cap)
+    if not after or after[0].chunk_index != hit_index:
+        return after
+    before = _outline_side(read_page, hit_index, False, cap - after[0].est)
+    return [*reversed(before), *after]
+
+
+def _outline_side(
+    read_page: Callable[[int, bool, int], Sequence[ChunkOutline]], start: int, forward: bool, budget: int
+) -> list[ChunkOutline]:
+    rows: list[ChunkOutline] = []
+    total, page = 0, OUTLINE_PAGE
+    while total <= budget:
+        got = read_page(start, forward, page)
+        rows += got
+        total += sum(r.est for r in got)
+        if len(got) < page:
+            break  # the document ends
+        start = got[-1].chunk_index + 1 if forward else got[-1].chunk_index
+        page *= 2
+    return rows
+
+
 def expand_hit(
     hit_index: int,
     doc_chunks: Sequence[ChunkRow],
@@ -79,35 +148,83 @@ def expand_hit(
 ) -> Expansion | None:
     """The expansion of the chunk with `hit_index`; None when that chunk is not in `doc_chunks`."""
     rows = sorted(doc_chunks, key=lambda r: r.chunk_index)  # already sorted in practice: O(n)
-    pos = next((i for i, r in enumerate(rows) if r.chunk_index == hit_index), None)
+    plan = plan_expansion(
+        hit_index,
+        [outline_of(r) for r in rows],
+        whole_doc_threshold_tokens=whole_doc_threshold_tokens,
+        max_expanded_tokens=max_expanded_tokens,
+    )
+    if plan is None:
+        return None
+    return build_expansion(plan, hit_index, [r for r in rows if plan.first <= r.chunk_index <= plan.last])
+
+
+def plan_expansion(
+    hit_index: int,
+    outline: Sequence[ChunkOutline],
+    *,
+    whole_doc_threshold_tokens: int,
+    max_expanded_tokens: int,
+) -> Plan | None:
+    """The plan for the chunk with `hit_index` over `outline` (in chunk order: the whole document, or the
+    `outline_window` around the hit); None when that chunk is not in it."""
+    pos = next((i for i, r in enumerate(outline) if r.chunk_index == hit_index), None)
     if pos is None:
         return None
-    prefix = [0, *accumulate(est_tokens(r) for r in rows)]
-    hit = rows[pos]
+    cap = max_expanded_tokens
+    prefix = [0, *accumulate(r.est for r in outline)]
+    hit = outline[pos]
     small = hit.token_count is not None and hit.token_count < whole_doc_threshold_tokens
-    if small and prefix[-1] <= max_expanded_tokens:
-        return _whole_document(rows, pos, prefix[-1])
-    start, end, siblings = _grow(rows, prefix, pos, max_expanded_tokens)
+    if small and prefix[-1] <= cap:  # a window that is not the whole document exceeds the cap
+        return Plan("whole_document", outline[0].chunk_index, outline[-1].chunk_index, prefix[-1], len(outline))
+    start, end, siblings = _grow(outline, prefix, pos, cap)
     if (start, end) == (pos, pos + 1):
-        return _not_expanded(rows, pos, prefix, max_expanded_tokens)
-    return _merged(rows, pos, start, end, prefix[end] - prefix[start], siblings)
+        tokens = hit.est
+        if tokens > cap:
+            why = f"the chunk alone ({tokens:,} tokens) exceeds max_expanded_tokens ({cap:,})"
+        elif len(outline) == 1:
+            why = "the document has no other chunk"
+        else:
+            why = f"nothing around it fits within {cap:,} tokens"
+        return Plan("not_expanded", hit_index, hit_index, tokens, why=why)
+    rank = _rank(outline[_section_head(outline, pos)])
+    first, last = outline[start].chunk_index, outline[end - 1].chunk_index
+    return Plan("merged", first, last, prefix[end] - prefix[start], siblings=siblings, rank=rank)
+
+
+def build_expansion(plan: Plan, hit_index: int, rows: Sequence[ChunkRow]) -> Expansion:
+    """The expansion `plan` describes, from `rows`: the document's chunks `plan.first`..`plan.last`."""
+    rows = sorted(rows, key=lambda r: r.chunk_index)
+    pos = next(i for i, r in enumerate(rows) if r.chunk_index == hit_index)
+    if plan.kind == "whole_document":
+        return _whole_document(rows, pos, plan.tokens)
+    if plan.kind == "not_expanded":
+        return _not_expanded(rows[pos], plan.why)
+    return _merged(rows, pos, plan)
 
 
 # ---------------------------------------------------------------- document structure
 
 
-def _rank(row: ChunkRow) -> int:
+class _Shaped(Protocol):
+    @property
+    def level(self) -> int | None: ...
+    @property
+    def part(self) -> int: ...
+
+
+def _rank(row: _Shaped) -> int:
     return 1 if row.level is None else row.level
 
 
-def _section_head(rows: Sequence[ChunkRow], pos: int) -> int:
+def _section_head(rows: Sequence[_Shaped], pos: int) -> int:
     """The part-0 chunk that starts the section `pos` belongs to."""
     while pos > 0 and rows[pos].part >= 1:
         pos -= 1
     return pos
 
 
-def _section_end(rows: Sequence[ChunkRow], head: int) -> int:
+def _section_end(rows: Sequence[_Shaped], head: int) -> int:
     """One past the last continuation part of the section starting at `head`."""
     end = head + 1
     while end < len(rows) and rows[end].part >= 1:
@@ -115,7 +232,7 @@ def _section_end(rows: Sequence[ChunkRow], head: int) -> int:
     return end
 
 
-def _next_head(rows: Sequence[ChunkRow], start: int, stop_rank: int) -> int:
+def _next_head(rows: Sequence[_Shaped], start: int, stop_rank: int) -> int:
     """First section head at or after `start` whose rank is <= `stop_rank` (len(rows) if none)."""
     for i in range(start, len(rows)):
         if rows[i].part == 0 and _rank(rows[i]) <= stop_rank:
@@ -123,7 +240,7 @@ def _next_head(rows: Sequence[ChunkRow], start: int, stop_rank: int) -> int:
     return len(rows)
 
 
-def _sibling_units(rows: Sequence[ChunkRow], head: int, rank: int) -> list[tuple[int, int]]:
+def _sibling_units(rows: Sequence[_Shaped], head: int, rank: int) -> list[tuple[int, int]]:
     """Half-open position ranges of the units at `rank` under the parent of the section at `head`."""
     lo = head
     while lo > 0 and not (rows[lo - 1].part == 0 and _rank(rows[lo - 1]) < rank):
@@ -137,7 +254,7 @@ def _sibling_units(rows: Sequence[ChunkRow], head: int, rank: int) -> list[tuple
 # ---------------------------------------------------------------- growing the merge
 
 
-def _grow(rows: Sequence[ChunkRow], prefix: list[int], pos: int, cap: int) -> tuple[int, int, int]:
+def _grow(rows: Sequence[_Shaped], prefix: list[int], pos: int, cap: int) -> tuple[int, int, int]:
     """The merged half-open range around `pos`, and how many sibling units it took."""
 
     def fits(s: int, e: int) -> bool:
@@ -192,33 +309,26 @@ def _whole_document(rows: Sequence[ChunkRow], pos: int, tokens: int) -> Expansio
     )
 
 
-def _merged(rows: Sequence[ChunkRow], pos: int, start: int, end: int, tokens: int, siblings: int) -> Expansion:
-    hit_start = _offset(rows, start, pos)
-    first, last = rows[start].chunk_index, rows[end - 1].chunk_index
-    rank = _rank(rows[_section_head(rows, pos)])
-    what = "its section" + (f" and {_plural(siblings, 'sibling section')}" if siblings else "")
+def _merged(rows: Sequence[ChunkRow], pos: int, plan: Plan) -> Expansion:
+    hit_start = _offset(rows, 0, pos)
+    what = "its section" + (f" and {_plural(plan.siblings, 'sibling section')}" if plan.siblings else "")
     return Expansion(
-        content=JOINER.join(r.content for r in rows[start:end]),
+        content=JOINER.join(r.content for r in rows),
         expanded_from=ExpandedFrom(
             kind="adjacent",
-            from_index=first,
-            to_index=last,
+            from_index=plan.first,
+            to_index=plan.last,
             hit_start=hit_start,
             hit_end=hit_start + len(rows[pos].content),
         ),
-        description=f"merged chunks {first}–{last} at level {_level_label(rank)}: {what} ({tokens:,} tokens)",
+        description=(
+            f"merged chunks {plan.first}–{plan.last} at level {_level_label(plan.rank)}: {what} "
+            f"({plan.tokens:,} tokens)"
+        ),
     )
 
 
-def _not_expanded(rows: Sequence[ChunkRow], pos: int, prefix: list[int], cap: int) -> Expansion:
-    hit = rows[pos]
-    tokens = prefix[pos + 1] - prefix[pos]
-    if tokens > cap:
-        why = f"the chunk alone ({tokens:,} tokens) exceeds max_expanded_tokens ({cap:,})"
-    elif len(rows) == 1:
-        why = "the document has no other chunk"
-    else:
-        why = f"nothing around it fits within {cap:,} tokens"
+def _not_expanded(hit: ChunkRow, why: str) -> Expansion:
     return Expansion(
         content=hit.content,
         expanded_from=ExpandedFrom(
