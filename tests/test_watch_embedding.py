@@ -69,6 +69,9 @@ def test_a_big_note_embeds_behind_while_later_edits_are_found_by_full_text(tmp_p
             while eng.store.pending_count() and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert eng.store.pending_count() == 0  # every vector written behind the batches
+            done = run.next(lambda e: e.kind == "embedded")  # and said, for a view to search again
+            assert done.report is not None and done.report.embedded >= 300
+            assert done.message == f"{done.report.embedded:,} chunks embedded behind the edits"
             hits = eng.search("zebrafish migration", SearchParams(limit=5, legs="vector", min_quality=0)).results
             assert hits and hits[0].path == "small.md"
         finally:

@@ -281,7 +281,9 @@ class Engine:
         # and beside later batches, so a big note's embedding (8,000 chunks: tens of seconds) holds up no
         # other edit: those are found by full text as soon as their batch is written.
         wake, halt = threading.Event(), threading.Event()
-        behind = threading.Thread(target=self._embed_behind, args=(wake, halt), name="groove-embed", daemon=True)
+        behind = threading.Thread(
+            target=self._embed_behind, args=(wake, halt, on_event), name="groove-embed", daemon=True
+        )
 
         def update(paths: frozenset[str]) -> IndexReport:
             report = self.update(paths, cancel=stop, defer_statistics=True, embed=False)
@@ -311,18 +313,35 @@ class Engine:
             wake.set()
             behind.join()
 
-    def _embed_behind(self, wake: threading.Event, halt: threading.Event) -> None:
+    def _embed_behind(
+        self, wake: threading.Event, halt: threading.Event, on_event: Callable[[WatchEvent], None]
+    ) -> None:
         """The watcher's embedding thread: embeds what is pending each time a batch wakes it, until
-        `halt`. What it leaves (stopped, or a failure, logged) the next indexing run embeds."""
+        `halt`, and says how many once they are written (an `embedded` event: a search shown meanwhile
+        ranked those chunks without their vectors). What it leaves (stopped, or a failure, logged) the
+        next indexing run embeds."""
         import logging
+        import time
 
         from groove_tui.engine.errors import IndexBusy
+        from groove_tui.engine.index.watch import WatchEvent
 
         while not halt.is_set():
             wake.wait()
             wake.clear()
             try:
-                self.embed_pending(cancel=halt)
+                started = time.perf_counter()
+                n = self.embed_pending(cancel=halt)
+                if n and not halt.is_set():
+                    s = "s" if n != 1 else ""
+                    on_event(
+                        WatchEvent(
+                            "embedded",
+                            f"{n:,} chunk{s} embedded behind the edits",
+                            report=IndexReport(embedded=n, chunks=self.store.counts()[1]),
+                            milliseconds=(time.perf_counter() - started) * 1000,
+                        )
+                    )
             except IndexBusy:  # another process indexes (and embeds): look again later
                 wake.set()
                 halt.wait(1.0)

@@ -181,3 +181,27 @@ async def test_edits_saved_during_the_first_index_are_counted_on_screen_then_ind
         header = str(app.header_text(200))
         assert "queued" not in header and re.search(r"updated \d\d:\d\d:\d\d · 2 notes", header), header
         assert not app.screen.query_one(IndexStatusBar).display
+
+
+async def test_results_found_before_a_saved_notes_vectors_are_written_are_searched_again_after(tmp_path: Path) -> None:
+    """The watcher writes a saved note's full text with its batch and its vectors behind it: the list
+    re-run after the batch ranks the note without a vector; once the vectors are written it runs again."""
+    from test_watch_embedding import HeldEmbedder
+
+    app = watched_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await _watching(app, pilot)
+        eng = app._engine
+        held = HeldEmbedder(eng.embedder())
+        eng._embedder = held
+        await search(app, pilot, "tokio runtime")
+        (app.kb_path / "d.md").write_text("# Delta\n\n## Tokio\n\ntokio runtime in the garden\n", "utf-8")
+        await wait_until(pilot, lambda: "d.md" in paths(app), what="the note found by its full text")
+        assert held.started.wait(30) and app.responses["left"].pending_embeddings > 0
+        held.release.set()
+        await wait_until(
+            pilot,
+            lambda: app.responses["left"] is not None and app.responses["left"].pending_embeddings == 0,
+            what="the search again once its vectors are written",
+        )
+        assert "d.md" in paths(app)

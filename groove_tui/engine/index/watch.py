@@ -50,15 +50,16 @@ LIMIT_HINT = (
     "polling the KB instead"
 )
 
-WatchKind = Literal["watching", "batch", "queued", "missing", "restored", "polling", "waiting", "error"]
+WatchKind = Literal["watching", "batch", "queued", "embedded", "missing", "restored", "polling", "waiting", "error"]
 
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
     """What the watcher did. `batch`: an update ran over `paths` (KB-relative; empty when the whole KB
     was gone through), `report` its result and `milliseconds` its duration; `queued`: edits gathered
-    while held (`paths`, each once), to be indexed when the hold ends; the other kinds carry a `message`
-    fit to show as is."""
+    while held (`paths`, each once), to be indexed when the hold ends; `embedded`: vectors the batches
+    left pending were written behind them (`report.embedded` of them; results found meanwhile may rank
+    otherwise now); the other kinds carry a `message` fit to show as is."""
 
     kind: WatchKind
     message: str = ""

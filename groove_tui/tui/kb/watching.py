@@ -1,7 +1,8 @@
-"""Following edits to the KB while the explorer is open: a worker runs the engine's watcher once the index
-is open and current; after each batch the current query runs again on every side shown (compare
-included), and the main screen marks what the edit changed — a new hit, a hit that moved, a hit that
-left — while the header says when and how many notes (`updated 14:02:31 · 3 notes`).
+"""Following edits to the KB while the explorer is open: a worker runs the engine's watcher from the time the
+index is opened (holding what it gathers while this app's first indexing runs); after each batch, and
+again when the vectors the batches left pending are written, the current query runs again on every side
+shown (compare included), and the main screen marks what changed — a new hit, a hit that moved, a hit
+that left — while the header says when and how many notes (`updated 14:02:31 · 3 notes`).
 
 The update itself never waits for the user: it runs on the watcher's thread while searches run on
 theirs. A side whose query is being typed (its debounce timer pending) is not re-run: the search the
@@ -113,6 +114,11 @@ class KbWatching(_AppPart):
                 self.rerun_after_update()
             self._read_index_counts()
             self.rescore_golden()  # the metrics shown were scored on the index as it was
+        elif ev.kind == "embedded":
+            # The vectors of notes saved earlier are written: what was found without them ranks anew.
+            self.rerun_after_update()
+            self._read_index_counts()
+            self.rescore_golden()
         elif ev.kind == "watching":
             if self.watch_note is not None and self.watch_note[1]:
                 self.watch_note = None  # a problem shown before is over
