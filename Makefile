@@ -40,7 +40,7 @@ test: setup
 
 # Search latency (scifact, golden-train queries) and indexing throughput for both bundled embedders, then
 # readers' latency idle and while another process indexes (a temporary copy; the KB's index is not written),
-# and what `groove-tui serve` adds to a search over stdio.
+# and what `groove-tui serve` adds to a search over stdio, and the full-text legs beside tantivy and bm25s.
 # DATA holds the evaluation sets (docs/evaluation.md, "Reference results"). Indexes live in BENCH_INDEX, one
 # per model (never the KB). USE's is built if missing (a few minutes); e5's takes much longer on 2 cores, so
 # its search bench runs only once you have built it (command printed). Then a real watcher over a temporary
@@ -77,7 +77,9 @@ bench: setup
 		--mode readers --docs 300 --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1; \
 	echo "=== groove-tui serve: the search tool over stdio against Engine.search (use-multilingual)"; \
 	$(BIN)/groove-tui bench $$kb --index-dir "$(BENCH_INDEX)/use-multilingual" --model use-multilingual \
-		--mode serve --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
+		--mode serve --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1; \
+	echo "=== full text beside tantivy and bm25s (the bench extra, installed by make setup)"; \
+	$(BIN)/groove-tui bench $$kb --mode peers --queries $$q --repeat $(BENCH_REPEAT) $(BENCH_RECORD) || exit 1
 	for n in $(WATCH_SCALES); do \
 		echo "=== watching a temporary copy replicated to $$n chunks (hashing-384; 100,000 takes ~20 min)"; \
 		$(BIN)/groove-tui bench $$kb --mode watch --scale $$n $(BENCH_RECORD) || exit 1; \

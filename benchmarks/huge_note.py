@@ -74,6 +74,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=21.0, help="the huge note's size in MB")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--record", default=None, metavar="DIR", help="write a measurement record into DIR")
+    ap.add_argument("--label", default=None, help="a word added to the record's variant (e.g. the code measured)")
     args = ap.parse_args()
     recording = records.begin(args.record, "bench", sys.argv[1:], program="python benchmarks/huge_note.py")
 
@@ -152,14 +153,14 @@ def main() -> int:
     if recording is not None:
         recording.write(
             result,
-            what=f"queries touching one {args.mb:g} MB note against the same KB without it "
+            what=f"queries touching one {args.mb:g} MB note against its text as ordinary notes and without it "
             "(benchmarks/huge_note.py): stage p50s of cold searches, graph walks, ratios per round",
             subject={
                 "kb": str(args.kb),
-                "kb_name": args.kb.name,
+                "kb_name": args.kb.name if args.kb.name != "kb" else args.kb.resolve().parent.name,
                 "golden": None,
                 "model": MODEL,
-                "variant": "huge-note",
+                "variant": "huge-note" + (f"-{args.label}" if args.label else ""),
             },
         )
     print(json.dumps(result, ensure_ascii=False, indent=2))

@@ -303,6 +303,35 @@ def index_size(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance(used)
 
 
+def peers(records: Records) -> str:
+    """groove-tui's full-text legs beside tantivy and bm25s on scifact (bench --mode peers)."""
+    found = records.get(Want("bench", "scifact", None, "peers"))
+    figures = found[1]["figures"]["peers"]
+    rows = []
+    for name, s in figures["systems"].items():
+        q, r = s["query_ms"], s["ratio_to_groove_tui"]
+
+        def x(key: str, r: dict[str, Any] = r, own: bool = name == "groove-tui") -> str:
+            return "" if own else f" (×{r[key]:g})"
+
+        rows.append(
+            [
+                name,
+                f"{s['ndcg_at_10']:.4f}",
+                f"{q['p50']:.2f}{x('query_p50')}",
+                f"{q['p95']:.2f}{x('query_p95')}",
+                f"{s['index_s']:.2f}{x('index_s')}",
+                f"{s['index_bytes'] / 1e6:.1f}{x('index_bytes')}",
+            ]
+        )
+    head = ["system", "nDCG@10", "query p50 ms (× groove-tui)", "p95 ms", "full-text index s", "index MB"]
+    note = (
+        f"{figures['notes']:,} notes, {figures['queries']} queries × {figures['repeat']} rounds, in-process and "
+        "warm, the systems alternating."
+    )
+    return table(head, rows) + "\n\n" + note + "\n\n" + provenance([found])
+
+
 def embedder_batching(records: Records) -> str:
     """Each embedder with the indexer's length-sorted windows against batches cut as the queue comes."""
     name, rec = records.get(Want("throughput", variant="embedders-selected"))
@@ -744,6 +773,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "legs-alone": legs_alone,
     "word-leg-cost": word_leg_cost,
     "watch": watch,
+    "peers": peers,
 }
 
 

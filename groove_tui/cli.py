@@ -344,14 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     be.add_argument(
         "--mode",
-        choices=("search", "index", "all", "rerank", "readers", "serve", "soak", "watch"),
+        choices=("search", "index", "all", "rerank", "readers", "serve", "soak", "watch", "peers"),
         default="search",
         help="rerank: the reranker at the configured pool, cold and cached (--reranker, --rerank-queries); "
         "readers: search latency idle and while another process indexes a copy of --docs documents; "
         "serve: the search tool of groove-tui serve over stdio against Engine.search in-process; "
         "soak: the resident memory of groove-tui serve --http under --soak-clients clients' mixed requests; "
         "watch: a real watcher over a copy of the KB (to --scale N chunks, hashing-384 unless --model): "
-        "save to found, idle CPU, a burst's batches",
+        "save to found, idle CPU, a burst's batches; "
+        "peers: groove-tui's full-text legs beside tantivy and bm25s on the KB and the --queries golden file "
+        "(nDCG@10, p50 / p95, index time and size, each as a ratio; needs the bench extra)",
     )
     be.add_argument(
         "--reranker", default=None, help="rerank mode: the reranker (default [reranker] model or ms-marco-l12)"

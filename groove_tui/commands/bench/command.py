@@ -192,6 +192,10 @@ def format_text(result: dict[str, Any]) -> str:
         lines += _format_scale(result, sc)
     if result.get("watch"):
         lines += _format_watch(result, result["watch"])
+    if result.get("peers"):
+        from groove_tui.commands.bench.peers import format_peers
+
+        lines += format_peers(result["peers"])
     s = result.get("search")
     if s:
         lines += [
@@ -430,6 +434,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if getattr(args, "mode", None) == "watch":
         return _bench_watch(args)
+    if getattr(args, "mode", None) == "peers":
+        return _bench_peers(args)
     if args.scale is not None:
         return _bench_scale(args)
     with load_engine(args) as engine:
@@ -453,6 +459,26 @@ def _copy_config(args: argparse.Namespace) -> tuple[Path, Any]:
 def _bench_scale(args: argparse.Namespace) -> int:
     kb, config = _copy_config(args)
     return run_scale_command(kb, config, args)
+
+
+def _bench_peers(args: argparse.Namespace) -> int:
+    from groove_tui.commands.bench.peers import missing_peers, run_peers
+
+    kb, config = _copy_config(args)
+    if missing_peers():  # said before anything is built
+        run_peers(kb, config, args)
+
+    def run(progress: Any) -> dict[str, Any]:
+        return {
+            "kb": str(kb),
+            "model": "none (full text only)",
+            "mode": "peers",
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
+            "peers": run_peers(kb, config, args, progress=progress),
+        }
+
+    return _run_and_print(run, args)
 
 
 def _bench_watch(args: argparse.Namespace) -> int:
