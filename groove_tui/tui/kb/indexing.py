@@ -112,7 +112,8 @@ class KbIndexing(_AppPart):
             # counted on screen ("N edits queued until indexing finishes"), then indexed once it ends.
             held = threading.Event()
             held.set()
-            self.call_from_thread(self.start_watching, held)
+            if not worker.is_cancelled:
+                self.call_from_thread(self.start_watching, held)
 
             def progress(p) -> None:
                 if p.phase in ("embed", "done"):
@@ -125,7 +126,8 @@ class KbIndexing(_AppPart):
             try:
                 report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
             except BaseException:
-                self.call_from_thread(self.workers.cancel_group, self, "watch")  # nothing to catch up onto
+                if not worker.is_cancelled:  # (a cancelled worker: the app is closing and stops them all)
+                    self.call_from_thread(self.workers.cancel_group, self, "watch")  # nothing to catch up onto
                 raise
             finally:
                 self._searchable.set()
