@@ -332,6 +332,42 @@ def peers(records: Records) -> str:
     return table(head, rows) + "\n\n" + note + "\n\n" + provenance([found])
 
 
+HUGE_NOTE_ROWS = (
+    ("plain", "total", "a search (no MMR, no parent retriever)"),
+    ("parent", "total", "a search, parent retriever on"),
+    ("parent", "parent", "· its parent retriever stage"),
+    ("parent", "spans", "· its highlight spans"),
+    ("mmr", "total", "a search, MMR on"),
+    ("mmr", "mmr", "· its MMR stage"),
+    ("graph_from_huge_note", "total", "`get_connection_graph` from the note"),
+)
+
+
+def huge_note(records: Records) -> str:
+    """One huge note against the same text as ordinary notes (benchmarks/huge_note.py), with the code
+    before the parent retriever's window and the in-memory vectors for MMR and the graph walk."""
+    after = records.get(Want("bench", "tldr", "hashing-384", "huge-note"))
+    before = records.get(Want("bench", "tldr", "hashing-384", "huge-note-before"))
+    rows = []
+    for what, stage, label in HUGE_NOTE_ROWS:
+        cells = []
+        for found in (before, after):
+            f = found[1]["figures"]
+            ms = f["p50_ms"]["with"][what][stage]
+            ratio = f["ratio_with"][f"{what} against spread"][stage]
+            cells += [f"{ms:,.1f}", f"×{ratio:g}"]
+        rows.append([label, *cells])
+    f = after[1]["figures"]
+    head = ["p50 of a query touching the note", "before ms", "× as notes", "now ms", "× as notes"]
+    note = (
+        f"{f['huge_note_bytes'] / 1e6:.1f} MB in one note ({f['huge_note_chunks']:,} chunks) beside "
+        f"{f['without_documents']:,} tldr pages, against the same text as {f['spread_documents']:,} ordinary "
+        f'notes; {f["queries"]} queries, {f["rounds"]} rounds. "× as notes": the search with the huge note '
+        "against the same search over the same text as ordinary notes (the walk: against one from a short note)."
+    )
+    return table(head, rows) + "\n\n" + note + "\n\n" + provenance([before, after])
+
+
 def embedder_batching(records: Records) -> str:
     """Each embedder with the indexer's length-sorted windows against batches cut as the queue comes."""
     name, rec = records.get(Want("throughput", variant="embedders-selected"))
@@ -774,6 +810,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "word-leg-cost": word_leg_cost,
     "watch": watch,
     "peers": peers,
+    "huge-note": huge_note,
 }
 
 

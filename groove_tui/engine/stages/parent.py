@@ -37,7 +37,8 @@ The work is bounded by the cap, not by the document: `plan_expansion` needs only
 (`ChunkOutline`: index, level, part, token estimate) of a window around the hit that reaches, on each
 side, the document's edge or a point whose estimate from the hit on exceeds the cap — nothing beyond it
 could be taken, so its structure cannot change the result (`outline_window`). The content is then read
-for the planned range only. A 20 MB note's 8,000 chunks cost a hit in it no more than a short note's.
+for the planned range only: a hit in a 20 MB note of 8,000 chunks costs what a hit in any note longer than
+the cap costs.
 """
 
 from __future__ import annotations
