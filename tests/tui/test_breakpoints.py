@@ -146,8 +146,9 @@ def test_snapshot_query_waiting_for_the_full_text_phase_at(snap_compare, tmp_pat
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
-def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
+def _embedding_app(tmp_path):
+    """An app whose first index is in its embedding phase, held after each batch (0.004 chunks/s: 25 min
+    left for the rest), and the step that lets its first two batches through."""
     import threading
 
     from .fakes import FakeEngine
@@ -156,10 +157,22 @@ def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
     steps = threading.Semaphore(0)
     app = make_app(tmp_path, FakeEngine(stale=True, embed_steps=steps, embed_rate=0.004))
 
-    async def run_before(pilot):
+    async def two_batches(pilot) -> None:
         await wait_until(pilot, lambda: _text(pilot, "#header"), what="the screen")
         steps.release(2)
         await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
+
+    return app, two_batches
+
+
+@pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
+def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
+    from .helpers import wait_until
+
+    app, two_batches = _embedding_app(tmp_path)
+
+    async def run_before(pilot):
+        await two_batches(pilot)
         pilot.app.screen.query_one("#query").value = "tokio runtime"
         await wait_until(pilot, lambda: pilot.app.responses["left"] is not None, what="the results")
         await pilot.pause()
@@ -170,21 +183,15 @@ def test_snapshot_embedding_rate_and_time_left_at(snap_compare, tmp_path, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=list(SIZES))
 def test_snapshot_edits_queued_during_the_first_index_at(snap_compare, tmp_path, size):
-    import threading
-
     from groove_tui.engine.index.watch import WatchEvent
     from groove_tui.tui.messages import KbChanged
 
-    from .fakes import FakeEngine
     from .helpers import wait_until
 
-    steps = threading.Semaphore(0)
-    app = make_app(tmp_path, FakeEngine(stale=True, embed_steps=steps, embed_rate=0.004))
+    app, two_batches = _embedding_app(tmp_path)
 
     async def run_before(pilot):
-        await wait_until(pilot, lambda: _text(pilot, "#header"), what="the screen")
-        steps.release(2)
-        await wait_until(pilot, lambda: "embedding 2/8" in _text(pilot, "#header"), what="the second batch")
+        await two_batches(pilot)
         queued = WatchEvent("queued", "2 edits queued until indexing finishes", paths=("a.md", "b.md"))
         pilot.app.post_message(KbChanged(queued))
         await wait_until(pilot, lambda: "2 edits queued" in _text(pilot, "#index-label"), what="the count")
