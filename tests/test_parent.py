@@ -298,3 +298,27 @@ def test_a_search_expands_a_hit_in_a_long_note_from_a_window_as_from_the_whole_n
     # double) on each side, whatever the note's length.
     least = min(est_tokens(r) for r in rows)
     assert hit.path == "long.md" and 0 < sum(read) <= 2 * 2 * (cfg.max_expanded_tokens // least + 1) < len(rows) / 2
+
+
+def test_the_stored_shapes_estimate_tokens_as_the_rows_do(tmp_path):
+    """The window's estimate comes from SQL: the stored count, or UTF-8 bytes / 4 when it is NULL or 0 —
+    est_tokens' rule, Japanese text included."""
+    from groove_tui.engine import Engine
+
+    from helpers import hashing_config, write_kb
+
+    kb = write_kb(tmp_path / "kb", {"a.md": "# A\n\n日本語のテキストです\n", "b.md": "# B\n\nplain words here\n"})
+    with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)
+        conn = eng.store.conn()
+        for path, count in (("a.md", None), ("b.md", 0)):
+            conn.execute(
+                "UPDATE chunks SET token_count = ? WHERE document_id = (SELECT id FROM documents WHERE path = ?)",
+                (count, path),
+            )
+        for (doc,) in conn.execute("SELECT id FROM documents").fetchall():
+            rows = [ChunkRow(*r) for r in eng.store.document_chunks(doc)]
+            shapes = eng.store.chunk_outline(doc, 0, forward=True, limit=100)
+            assert rows and [s[4] for s in shapes] == [est_tokens(r) for r in rows]
+            assert [tuple(s[:4]) for s in shapes] == [(r.chunk_index, r.level, r.part, r.token_count) for r in rows]
+            assert all(r.token_count in (None, 0) for r in rows)  # the estimate came from the bytes
