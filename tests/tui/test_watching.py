@@ -205,3 +205,21 @@ async def test_results_found_before_a_saved_notes_vectors_are_written_are_search
             what="the search again once its vectors are written",
         )
         assert "d.md" in paths(app)
+
+
+async def test_the_header_keeps_the_queued_count_from_the_build_s_end_until_the_batch_lands(tmp_path: Path) -> None:
+    from groove_tui.engine.index.watch import WatchEvent
+    from groove_tui.engine.types import IndexReport
+    from groove_tui.tui.messages import KbChanged
+
+    from .helpers import make_app
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.post_message(KbChanged(WatchEvent("queued", "", paths=("a.md", "b.md"))))
+        await settle(app, pilot)
+        assert "2 edits queued until indexing finishes" in str(app.header_text(200))
+        app.post_message(KbChanged(WatchEvent("batch", paths=("a.md", "b.md"), report=IndexReport())))
+        await settle(app, pilot)
+        assert "queued" not in str(app.header_text(200)) and app.queued_edits == 0

@@ -95,6 +95,11 @@ def undecodable_path(exc: BaseException) -> str | None:
     return os.fsdecode(bytes(raw))
 
 
+def queued_message(edits: int) -> str:
+    """How a view says that `edits` saves wait for the first indexing to finish."""
+    return f"{edits:,} edit{'s' if edits != 1 else ''} queued until indexing finishes"
+
+
 def changed_paths(conn: sqlean.Connection, kb: Path, exclude_dirs: tuple[str, ...]) -> frozenset[str]:
     """The KB-relative notes whose size or mtime differ from the index's (`conn`), new or gone: what an
     update must look at after events were lost. Only stats, no file is read."""
@@ -291,8 +296,7 @@ class Watcher:
     def _count_queued(self, pending: set[str]) -> None:
         if len(pending) != self._queued:
             self._queued = n = len(pending)
-            message = f"{n:,} edit{'s' if n != 1 else ''} queued until indexing finishes"
-            self.on_event(WatchEvent("queued", message, paths=tuple(sorted(pending))))
+            self.on_event(WatchEvent("queued", queued_message(n), paths=tuple(sorted(pending))))
 
     def _apply(self, pending: set[str], whole: bool = False) -> None:
         """Index what `pending` names (`whole`: the whole KB), retrying while another process holds the

@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from groove_tui.engine.index.throughput import format_rate
+from groove_tui.engine.index.watch import queued_message
 from groove_tui.engine.types import IndexReport, SearchParams
 from groove_tui.output.progress import embed_speed
 from groove_tui.tui.look.render import one_line as render_one_line
@@ -236,8 +237,12 @@ class KbIndexing(_AppPart):
         elif self._engine is None:
             t.append("  · opening…", style="italic")
         note = None
-        if self.watch_note is not None and (p is None or p.phase == "done"):
-            note = Text(f"  · {self.watch_note[0]}", style=self.watch_note[1])
+        if p is None or p.phase == "done":
+            if self.queued_edits:  # the build ended: they are indexed next
+                note = Text(f"  · {queued_message(self.queued_edits)}", style="italic")
+            elif self.watch_note is not None:
+                note = Text(f"  · {self.watch_note[0]}", style=self.watch_note[1])
+        if note is not None:
             note_at = len(t)
             t.append_text(note)
         rr = self.reranker_model

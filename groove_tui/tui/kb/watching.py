@@ -27,9 +27,6 @@ else:
     _AppPart = object
 
 
-QUEUED_TAIL = "queued until indexing finishes"  # the end of the watcher's `queued` message
-
-
 def update_stamp() -> str:
     """The wall-clock time the header gives an update (a function, so a picture of it can be fixed)."""
     return time.strftime("%H:%M:%S")
@@ -89,12 +86,9 @@ class KbWatching(_AppPart):
         ev: Any = msg.event
         if ev.kind in ("batch", "error") and self.queued_edits:
             self.queued_edits = 0  # the queued edits were indexed (or failed, which says so)
-            if self.watch_note is not None and self.watch_note[0].endswith(QUEUED_TAIL):
-                self.watch_note = None
             self.header_signal.publish("index")
         if ev.kind == "queued":
             self.queued_edits = len(ev.paths)
-            self.watch_note = (ev.message, "italic")  # the header's, once the indexing's progress is gone
             self.show_index_state(None)
         elif ev.kind == "batch":
             r = ev.report

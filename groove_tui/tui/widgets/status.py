@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
+from groove_tui.engine.index.watch import queued_message
 from groove_tui.engine.types import IndexProgress
 from groove_tui.output.progress import embed_speed
 
@@ -45,7 +46,7 @@ class IndexStatusBar(Horizontal):
         name, _, note = PHASES.get(p.phase, p.phase).partition(" (")
         text = f"{name} {p.done:,}/{p.total:,}"
         if queued_edits:
-            text += f" · {queued_edits:,} edit{'s' if queued_edits != 1 else ''} queued until indexing finishes"
+            text += f" · {queued_message(queued_edits)}"
         speed = embed_speed(p)  # "5.8 chunks/s · about 2 h 10 min left", once the rate is known
         if speed:
             text += f" · {speed}"
