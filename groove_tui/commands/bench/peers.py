@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groove_tui.commands.bench.scale import note_texts
 from groove_tui.commands.bench.search import clear_caches, percentiles
 from groove_tui.commands.common import CLIError
 
@@ -53,23 +54,6 @@ class Peer:
     build: Callable[[], None]
     search: Callable[[str], list[tuple[str, str | None]]]
     size: Callable[[], int]
-
-
-def note_texts(kb: Path, exclude_dirs: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(path, text) of every note the indexer would read, as the peers index them: the whole file."""
-    from groove_tui.engine.index.walk import decode_markdown, read_file, walk_kb
-    from groove_tui.engine.types import FileIssue
-
-    out = []
-    for rel in walk_kb(kb, exclude_dirs):
-        f = read_file(kb, rel)
-        if isinstance(f, FileIssue):
-            continue
-        try:
-            out.append((rel, decode_markdown(f.raw or b"")))
-        except ValueError:
-            continue
-    return out
 
 
 def _dir_bytes(path: Path) -> int:

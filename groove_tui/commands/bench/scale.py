@@ -38,21 +38,29 @@ SCALE_MODEL = "hashing-384"
 # ================================================================ scale mode
 
 
-def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
-    """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
-    from groove_tui.engine.index.markdown import parse_markdown
+def note_texts(kb: Path, exclude_dirs: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(path, text) of every Markdown file the indexer would read, as the indexer reads and decodes it."""
     from groove_tui.engine.index.walk import decode_markdown, read_file, walk_kb
     from groove_tui.engine.types import FileIssue
 
     out = []
-    for rel in walk_kb(kb, config.exclude_dirs):
+    for rel in walk_kb(kb, exclude_dirs):
         f = read_file(kb, rel)
         if isinstance(f, FileIssue):
             continue
         try:
-            text = decode_markdown(f.raw or b"")
+            out.append((rel, decode_markdown(f.raw or b"")))
         except ValueError:
             continue
+    return out
+
+
+def chunks_per_file(kb: Path, config) -> list[tuple[str, int]]:
+    """(path, chunks) of every Markdown file the indexer would index, counted with its own parser."""
+    from groove_tui.engine.index.markdown import parse_markdown
+
+    out = []
+    for rel, text in note_texts(kb, config.exclude_dirs):
         # The chunk count does not depend on the path, so the count of the original holds for its copies.
         n = len(
             parse_markdown(
