@@ -327,3 +327,21 @@ def test_byte_spans_are_the_utf8_offsets_of_the_character_spans(text, data):
     spans = [Span(a, b) for a, b in zip(cuts[::2], cuts[1::2], strict=False)]
     want = [(len(text[: s.start].encode()), len(text[: s.end].encode())) for s in spans]
     assert byte_spans(text, spans) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", "b", "_", " ", "2", "²", "é", "\u0301", "東", "-", "ǅ"]), max_size=60),
+    words=st.sets(
+        st.text(alphabet=st.sampled_from(["a", "b", "2", "²", "é", "東", "ǅ"]), min_size=1, max_size=3), max_size=4
+    ),
+)
+def test_whole_words_found_by_search_are_the_tokens_equal_to_them(text, words):
+    """Finding each matched word with `str.find` and checking its sides gives exactly the tokens a walk
+    over every word token gives (underscores, combining marks, digits and superscripts as neighbours)."""
+    import re
+
+    from groove_tui.engine.stages.spans import _whole_word_places
+
+    walked = [m.span() for m in re.finditer(r"[^\W_]+", text) if m.group() in words]
+    assert _whole_word_places(text, set(words)) == walked

@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,7 @@ class CandidateRow:
         return cls(*row[:16], tags=parse_tags(row[16]))  # type: ignore[misc]  # the 16 columns before tags, by position
 
 
+@lru_cache(maxsize=4096)  # a note's tags come back with every chunk of it a leg reads
 def parse_tags(raw: str | None) -> tuple[str, ...]:
     """documents.tags is a JSON array; anything unparseable counts as no tags (groove §D.5)."""
     if not raw:

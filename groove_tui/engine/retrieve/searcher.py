@@ -721,21 +721,34 @@ class Searcher:
     ) -> tuple[list[tuple[int, float]], int]:
         """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
         — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
-        (candidates or sections) that is."""
-        rows.update(self.store.rows_by_ids([cid for cid, _ in found if cid not in rows and cid not in excluded]))
-        accepted = [(cid, raw) for cid, raw in found if cid not in excluded and self._accept(rows.get(cid), doc_filter)]
-        if not self.config.search.merge_parts:
-            return accepted[:per_leg], min(len(accepted), per_leg)
+        (candidates or sections) that is.
+
+        Rows are read as far as the pool needs them: the first `per_leg`, then a few at a time. A leg
+        asks for more than its pool (for filters and parts), yet mostly fills it from its first rows, and
+        reading a candidate's row, its text with it, is most of what a full-text leg costs."""
+        merge = self.config.search.merge_parts
+        kept: list[tuple[int, float]] = []
         sections: set[tuple[int, int]] = set()
-        kept = []
-        for cid, raw in accepted:
-            key = _section(rows[cid])
-            if key not in sections:
-                if len(sections) == per_leg:
-                    break
-                sections.add(key)
-            kept.append((cid, raw))
-        return kept, len(sections)
+        start, step = 0, max(per_leg, 1)
+        while start < len(found):
+            batch = found[start : start + step]
+            start, step = start + step, max(8, per_leg // 4)
+            rows.update(self.store.rows_by_ids([cid for cid, _ in batch if cid not in rows and cid not in excluded]))
+            for cid, raw in batch:
+                if cid in excluded or not self._accept(rows.get(cid), doc_filter):
+                    continue
+                if not merge:
+                    kept.append((cid, raw))
+                    if len(kept) == per_leg:
+                        return kept, per_leg
+                    continue
+                key = _section(rows[cid])
+                if key not in sections:
+                    if len(sections) == per_leg:
+                        return kept, per_leg
+                    sections.add(key)
+                kept.append((cid, raw))
+        return kept, len(sections) if merge else len(kept)
 
     # ------------------------------------------------------------ fusion and later stages
 

@@ -231,17 +231,16 @@ def _holds(terms: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
 def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     """The content's whole words the word leg matches for `words` (each word of a phrase on its own): a
     content word whose terms hold a query word's terms, as `w MATCH "word"` finds it."""
+    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
+    if not pieces:
+        return []
     lowered = content.lower()
     # Where lowering keeps every place, the words are read from the lowered text itself; else from the
     # content, each lowered on its own, so the spans stay the content's.
     same_places = len(lowered) == len(content)  # (lowering only ever lengthens a character)
-    tokens = [
-        (m.start(), m.end(), m.group() if same_places else m.group().lower())
-        for m in _WORD.finditer(lowered if same_places else content)
-    ]
-    distinct = list(dict.fromkeys(t for *_, t in tokens))
-    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
-    if not distinct or not pieces:
+    found = _WORD.findall(lowered) if same_places else [w.lower() for w in _WORD.findall(content)]
+    distinct = list(dict.fromkeys(found))
+    if not distinct:
         return []
     terms = _terms_of([*distinct, *pieces])
     wanted = {terms[p] for p in pieces if terms[p]}
@@ -250,9 +249,36 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     matched = {word for word in distinct if not single.isdisjoint(terms[word])}
     if longer:
         matched.update(word for word in distinct if any(_holds(terms[word], t) for t in longer))
-    # A word token is a maximal run of word characters, so each one equal to a matched word is that word
-    # standing whole: no pattern per content to compile.
-    return [(s, e) for s, e, t in tokens if t in matched][:_SPAN_BUDGET]
+    if not matched:
+        return []
+    if same_places:
+        return _whole_word_places(lowered, matched)[:_SPAN_BUDGET]
+    return [m.span() for m in _WORD.finditer(content) if m.group().lower() in matched][:_SPAN_BUDGET]
+
+
+def _whole_word_places(text: str, words: set[str]) -> list[tuple[int, int]]:
+    """Where each of `words` (runs of word characters) stands whole in `text`, left to right: found by
+    `str.find` and kept where no word character touches it on either side — a token `_WORD` reads. Most
+    of a hit's text holds none of the matched words, so this never walks every token of it. (An
+    occurrence that fails its sides cannot hide one that passes before its end: its characters are all
+    word characters, so the next whole one starts after it.)"""
+    out: list[tuple[int, int]] = []
+    end = len(text)
+    for word in words:
+        size = len(word)
+        pos = text.find(word)
+        while pos >= 0:
+            stop = pos + size
+            if (pos == 0 or not _is_word_char(text[pos - 1])) and (stop == end or not _is_word_char(text[stop])):
+                out.append((pos, stop))
+            pos = text.find(word, stop)
+    out.sort()
+    return out
+
+
+def _is_word_char(char: str) -> bool:
+    """What `_WORD` (`[^\\W_]`) counts as a word character: Python's `\\w` is `isalnum()` plus `_`."""
+    return char.isalnum()
 
 
 def _japanese_spans(forms: Sequence[str], content: str, japanese: JapaneseAnalyzer) -> list[tuple[int, int]]:
