@@ -319,6 +319,11 @@ class PrunedFulltext:
 
     # ------------------------------------------------------------ small tables: every list, summed
 
+    def sums_lists(self, conn: sqlite3.Connection, table: str) -> bool:
+        """Whether `ranked` answers from the phrases' kept lists summed (`_summed`, a table under
+        MIN_ROWS rows): work done in Python rather than in SQLite's statements."""
+        return self._small(conn, table)
+
     def _small(self, conn: sqlite3.Connection, table: str) -> bool:
         """Whether the table holds fewer rows than MaxScore pays off at (its averages record, one read)."""
         n_rows, _ = self._totals(conn, table)

@@ -457,11 +457,19 @@ class Searcher:
             if which != "fts" and self.store.has_vec_table()
             else None
         )
-        # The word leg too, on its own connection: its statement and the trigram one both run in SQLite
-        # with the GIL released, so the two cost max(trigram, word) rather than their sum.
+        # The word leg too, on its own connection, where its statements are SQLite's work: they and the
+        # trigram leg's run with the GIL released, so the two cost max(trigram, word) rather than their
+        # sum. Below the size where the legs sum kept lists, both are Python's work, which a thread only
+        # interleaves: the word leg then runs after the trigram leg and reads only the rows it has not.
+        word_expr = wq.positive_expr if wq is not None and which != "vector" else None
+        word_inline = (
+            word_expr is not None
+            and self.config.search.fulltext_pruning
+            and self.pruned.sums_lists(self.store.conn(), "fts_words")
+        )
         word_side = (
-            self._pool.submit(self._word_side, wq.positive_expr, doc_filter, per_leg, excluded, cancel)
-            if wq is not None and wq.positive_expr is not None and which != "vector"
+            self._pool.submit(self._word_side, word_expr, doc_filter, per_leg, excluded, cancel)
+            if word_expr is not None and not word_inline
             else None
         )
         bigram_expr = bq.match_expr if bq is not None else None
@@ -481,7 +489,11 @@ class Searcher:
         _check(cancel)
         word: Sequence[tuple[int, float]] = ()
         word_ms = 0.0
-        if word_side is not None:
+        if word_inline and word_expr is not None:
+            t = time.perf_counter()
+            word = self._fts_leg(word_expr, doc_filter, per_leg, rows, excluded=excluded, table="fts_words")
+            word_ms = _ms(t)
+        elif word_side is not None:
             word, word_rows, word_ms = _await(word_side, cancel)
             rows.update(word_rows)
         vector, embed_ms, vector_ms = (), 0.0, 0.0

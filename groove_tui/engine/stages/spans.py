@@ -81,11 +81,23 @@ def _fold_char(c: str) -> str:
     return low
 
 
+class _FoldTable(dict[int, str]):
+    """`_fold_char` as a `str.translate` table, filled in as characters are met: folding a hit's text
+    is then one C call, not a Python call per character."""
+
+    def __missing__(self, code: int) -> str:
+        folded = self[code] = _fold_char(chr(code))
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
 def fold(text: str) -> str:
     """`text` case- and diacritic-folded like the FTS5 index (see the module docstring)."""
     if text.isascii():
         return text.lower()
-    return "".join(map(_fold_char, text))
+    return text.translate(_FOLD_TABLE)
 
 
 def _fold_with_map(text: str) -> tuple[str, list[int] | None]:
@@ -93,12 +105,10 @@ def _fold_with_map(text: str) -> tuple[str, list[int] | None]:
     from (None when folding kept a one-to-one correspondence, the common case)."""
     if text.isascii():
         return text.lower(), None
-    parts = [_fold_char(c) for c in text]
-    folded = "".join(parts)
-    if len(folded) == len(text) and all(parts):
+    folded = text.translate(_FOLD_TABLE)
+    if len(folded) == len(text):  # each character folds to at most one: none was dropped
         return folded, None
-    source = [i for i, part in enumerate(parts) for _ in part]
-    return folded, source
+    return folded, [i for i, c in enumerate(text) if _FOLD_TABLE[ord(c)]]
 
 
 _VOICED_MARKS = ("\u3099", "\u309a")  # what NFKC makes of half-width ﾞ ﾟ: compose with the kana before
@@ -231,7 +241,7 @@ def _holds(terms: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
 def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     """The content's whole words the word leg matches for `words` (each word of a phrase on its own): a
     content word whose terms hold a query word's terms, as `w MATCH "word"` finds it."""
-    pieces = list(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
+    pieces = _pieces(tuple(words))
     if not pieces:
         return []
     lowered = content.lower()
@@ -254,6 +264,12 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     if same_places:
         return _whole_word_places(lowered, matched)[:_SPAN_BUDGET]
     return [m.span() for m in _WORD.finditer(content) if m.group().lower() in matched][:_SPAN_BUDGET]
+
+
+@lru_cache(maxsize=256)  # one query's hits ask for the same words
+def _pieces(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The word tokens of the words the leg matched, distinct, in order, capped."""
+    return tuple(dict.fromkeys(p for w in words for p in _WORD.findall(w)))[:MATCH_SPAN_MAX_TERMS]
 
 
 def _whole_word_places(text: str, words: set[str]) -> list[tuple[int, int]]:
