@@ -46,11 +46,13 @@ def _vec_table(vectors: np.ndarray, chunk_size: int = 1024, ids=None) -> sqlite3
     return conn
 
 
-def test_distances_are_sqlite_vecs_to_the_last_bit():
+@pytest.mark.parametrize("rows", [50, 600])  # summed by add.accumulate, and one dimension at a time
+def test_distances_are_sqlite_vecs_to_the_last_bit(rows):
     conn = _vec_table(np.zeros((1, 4), np.float32))
     assert vs.calibrated(conn)
+    assert (rows <= vs._ACCUMULATE_COLUMNS) == (rows == 50)
     rng = np.random.default_rng(7)
-    m = (rng.standard_normal((50, 384)) * rng.choice([1e-4, 1.0, 1e4], (50, 384))).astype(np.float32)
+    m = (rng.standard_normal((rows, 384)) * rng.choice([1e-4, 1.0, 1e4], (rows, 384))).astype(np.float32)
     q = rng.standard_normal(384).astype(np.float32)
     ours = vs.distances(np.ascontiguousarray(m.T), q)
     theirs = [conn.execute("SELECT vec_distance_l2(?, ?)", (r.tobytes(), q.tobytes())).fetchone()[0] for r in m]

@@ -159,7 +159,7 @@ class SearchConfig:
     fulltext_pruning: bool = True
     """Rank the full-text leg by exact top-k pruning (same rows, scores and order; false: FTS5 scores every match)."""
     vector_scan: bool = True
-    """Answer the vector leg of an index of 25,000+ chunks from its vectors held in memory (the same rows,
+    """Answer the vector leg of an index of 2,048+ chunks from its vectors held in memory (the same rows,
     distances and order as sqlite-vec, ~4x faster; costs the vectors' size in RAM; false: sqlite-vec)."""
     word_leg: bool = True
     """Also match whole words, stemmed (ours: the `fts_words` side table, fused as a third full-text leg;
