@@ -42,6 +42,26 @@ def test_match_spans_are_character_offsets_and_json_uses_bytes(engine):
         assert raw[span["start"] : span["end"]].decode("utf-8") == "設定"
 
 
+def test_a_re_run_with_another_lambda_reuses_the_hits_spans(engine, monkeypatch):
+    """Moving λ re-shows mostly the same hits for the same query: their spans come from the cache,
+    equal to computing them again; a query or a text the cache has not seen is computed."""
+    from groove_tui.engine.retrieve import searcher as searcher_module
+    from groove_tui.engine.stages.spans import match_spans
+
+    first = engine.search("tokio runtime", SearchParams(limit=5, mmr=True, mmr_lambda=0.5))
+    computed = []
+    real = searcher_module._spans
+    monkeypatch.setattr(searcher_module, "_spans", lambda *a: computed.append(a[1]) or real(*a))
+    again = engine.search("tokio runtime", SearchParams(limit=5, mmr=True, mmr_lambda=0.9))
+    seen = {h.content for h in first.results}
+    assert [c for c in computed if c in seen] == []
+    for hit in again.results:
+        expected = match_spans("tokio runtime", hit.content, words=("tokio", "runtime"))
+        assert [(s.start, s.end) for s in hit.match_spans or ()] == expected
+    engine.search("tokio", SearchParams(limit=5, mmr=True, mmr_lambda=0.9))
+    assert computed, "another query's spans are computed, not taken from the cache"
+
+
 def test_response_json_has_groove_shape(engine):
     data = json.loads(engine.search("sqlite", SearchParams(limit=2)).to_json())
     assert list(data) == ["results", "low_confidence", "filter_applied"]

@@ -99,8 +99,28 @@ class Searcher:
         self.query_vectors: LRU[np.ndarray] = LRU(256)
         self.rerank_scores: LRU[float] = LRU(20_000)
         self.embeddings: LRU[np.ndarray] = LRU(20_000)
+        self.spans_cache: LRU[tuple[tuple[Span, ...] | None]] = LRU(2_000)  # (query, content, …) -> (spans,)
         self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
         self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
+
+    def _spans(
+        self,
+        query: str,
+        content: str,
+        cjk_bigram: bool,
+        words: tuple[str, ...],
+        forms: tuple[str, ...],
+        japanese: JapaneseAnalyzer | None,
+    ) -> tuple[Span, ...] | None:
+        """A hit's match spans, remembered by everything they depend on: moving λ, toggling MMR or
+        paging re-shows mostly the same hits for the same query."""
+        forms = forms if japanese is not None else ()
+        key = (query, content, cjk_bigram, words, forms, japanese.identity if japanese is not None else None)
+        found = self.spans_cache.get(key)  # (spans,): a hit may have None for spans
+        if found is None:
+            found = (_spans(query, content, cjk_bigram, words, forms, japanese),)
+            self.spans_cache.put(key, found)
+        return found[0]
 
     # ------------------------------------------------------------ entry
 
@@ -246,7 +266,7 @@ class Searcher:
             forms = wq.japanese if wq is not None else ()
             ja = self.store.words_analyzer() if forms else None
             hits = [
-                replace(h, match_spans=_spans(pq.positive_text, h.content, cjk_spans, words, forms if ja else (), ja))
+                replace(h, match_spans=self._spans(pq.positive_text, h.content, cjk_spans, words, forms, ja))
                 for h in hits
             ]
             timings["spans"] = _ms(t)

@@ -63,11 +63,12 @@ def distances(matrix_t: np.ndarray, query: np.ndarray) -> np.ndarray:
     as `sum` does) in one call; many, one dimension at a time, where a call per dimension costs less
     than accumulate's slower walk."""
     rows = matrix_t.shape[1]
-    if 0 < rows <= _ACCUMULATE_COLUMNS and matrix_t.shape[0]:
-        diff = matrix_t - query.reshape(-1, 1)
-        np.multiply(diff, diff, out=diff)
-        return np.sqrt(np.add.accumulate(diff, axis=0)[-1])
     acc = np.zeros(rows, np.float32)
+    if 0 < rows <= _ACCUMULATE_COLUMNS and matrix_t.shape[0]:
+        squares = matrix_t - query.reshape(-1, 1)
+        np.multiply(squares, squares, out=squares)
+        acc[:] = np.add.accumulate(squares, axis=0)[-1]
+        return np.sqrt(acc)
     diff = np.empty(rows, np.float32)
     for i in range(matrix_t.shape[0]):
         np.subtract(matrix_t[i], query[i], out=diff)
