@@ -62,6 +62,31 @@ def test_a_re_run_with_another_lambda_reuses_the_hits_spans(engine, monkeypatch)
     assert computed, "another query's spans are computed, not taken from the cache"
 
 
+def test_a_re_run_with_another_lambda_reuses_the_fusion_and_each_search_owns_its_traces(engine, monkeypatch):
+    """The same legs fuse the same way: moving λ re-uses the fused candidates and MMR's vectors, and the
+    answer equals a search that fused and read them afresh. MMR writes its rows into the traces of the
+    candidates it picks, never into the remembered ones."""
+    from groove_tui.engine.retrieve import searcher as searcher_module
+
+    explained = SearchParams(limit=5, mmr=True, mmr_lambda=0.5, explain=True)
+    engine.search("tokio runtime", explained)
+    fused, read = [], []
+    real = searcher_module.fuse
+    monkeypatch.setattr(searcher_module, "fuse", lambda *a: fused.append(1) or real(*a))
+    real_vectors = engine._searcher.vectors_of
+    monkeypatch.setattr(engine._searcher, "vectors_of", lambda ids: read.append(ids) or real_vectors(ids))
+    again = engine.search("tokio runtime", SearchParams(limit=5, mmr=True, mmr_lambda=0.9, explain=True))
+    assert fused == [] and read == [], "the same legs fused again, or MMR's vectors read again"
+    assert any(h.trace is not None and h.trace.mmr is not None for h in again.results)
+    kept = [c for _rows, candidates in engine._searcher.fused_cache._data.values() for c in candidates]
+    assert kept and not any("mmr" in c.trace for c in kept), "MMR wrote into the remembered fusion"
+    for cache in (engine._searcher.fused_cache, engine._searcher.spans_cache, engine._searcher.mmr_inputs):
+        cache.clear()
+    fresh = engine.search("tokio runtime", SearchParams(limit=5, mmr=True, mmr_lambda=0.9, explain=True))
+    assert fused == [1]
+    assert fresh.results == again.results
+
+
 def test_response_json_has_groove_shape(engine):
     data = json.loads(engine.search("sqlite", SearchParams(limit=2)).to_json())
     assert list(data) == ["results", "low_confidence", "filter_applied"]

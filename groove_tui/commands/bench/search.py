@@ -92,9 +92,9 @@ def load_queries(path: str | None) -> list[str]:
 
 
 def clear_caches(engine: Engine) -> None:
-    """Forget retrieval results, query vectors and match spans so the next search runs every stage."""
+    """Forget retrieval and fusion results, query vectors and match spans so the next search runs every stage."""
     searcher = getattr(engine, "_searcher", None)
-    for name in ("legs_cache", "query_vectors", "spans_cache"):
+    for name in ("legs_cache", "query_vectors", "spans_cache", "fused_cache", "mmr_inputs"):
         cache = getattr(searcher, name, None)
         if cache is not None:
             cache.clear()

@@ -100,6 +100,8 @@ class Searcher:
         self.rerank_scores: LRU[float] = LRU(20_000)
         self.embeddings: LRU[np.ndarray] = LRU(20_000)
         self.spans_cache: LRU[tuple[tuple[Span, ...] | None]] = LRU(2_000)  # (query, content, …) -> (spans,)
+        self.fused_cache: LRU[tuple[dict[int, CandidateRow], list[_Candidate]]] = LRU(1024)  # see _fuse
+        self.mmr_inputs: LRU[tuple[tuple[int, ...], np.ndarray | None]] = LRU(64)  # see _mmr
         self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
         self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
 
@@ -253,22 +255,26 @@ class Searcher:
             else:
                 low_confidence = _low_confidence([c.score for c in fused], ratio)
 
-            hits = [self._to_hit(c, params.explain) for c in fused]
-            if params.parent_retriever and hits:
-                t = time.perf_counter()
-                hits = [self._expand(h) for h in hits]
-                timings["parent"] = _ms(t)
-                _check(cancel)
-
-            t = time.perf_counter()
             cjk_spans = bq is not None and bq.positive_expr is not None
             words = wq.words if wq is not None else ()
             forms = wq.japanese if wq is not None else ()
             ja = self.store.words_analyzer() if forms else None
-            hits = [
-                replace(h, match_spans=self._spans(pq.positive_text, h.content, cjk_spans, words, forms, ja))
-                for h in hits
-            ]
+
+            def spans_of(content: str) -> tuple[Span, ...] | None:
+                return self._spans(pq.positive_text, content, cjk_spans, words, forms, ja)
+
+            if params.parent_retriever and fused:  # the spans are those of the expanded text
+                hits = [self._to_hit(c, params.explain) for c in fused]
+                t = time.perf_counter()
+                hits = [self._expand(h) for h in hits]
+                timings["parent"] = _ms(t)
+                _check(cancel)
+                t = time.perf_counter()
+                hits = [replace(h, match_spans=spans_of(h.content)) for h in hits]
+            else:  # each hit made once, with its spans: copying a frozen hit costs more than a remembered span
+                t = time.perf_counter()
+                spans = [spans_of(c.row.content) for c in fused]
+                hits = [self._to_hit(c, params.explain, found) for c, found in zip(fused, spans, strict=True)]
             timings["spans"] = _ms(t)
         except sqlite3.OperationalError as exc:
             if cancel is not None and cancel.is_set():
@@ -794,9 +800,21 @@ class Searcher:
         word_leg: bool = False,
         named: Sequence[tuple[int, CandidateRow]] = (),
     ) -> list[_Candidate]:
-        """The legs fused under this searcher's settings (`fusion.fuse`)."""
+        """The legs fused under this searcher's settings (`fusion.fuse`), remembered per retrieval: moving
+        λ or toggling MMR or the parent retriever fuses the same legs the same way. A retrieval is known
+        by its rows dict (one per `_retrieve` that ran, shared by the copies the legs cache hands out),
+        which the entry holds, so its id cannot be reused while the entry lives."""
         search = self.config.search
-        return fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method, word_leg, named)
+        named_ids = tuple((kind, row.chunk_id) for kind, row in named)
+        key = (id(legs.rows), size, explain, bigram_leg, method, word_leg, named_ids, search)
+        found = self.fused_cache.get(key)
+        if found is not None and found[0] is legs.rows:
+            fused = found[1]
+        else:
+            fused = fuse(legs, search.fusion, search.merge_parts, size, explain, bigram_leg, method, word_leg, named)
+            self.fused_cache.put(key, (legs.rows, fused))
+        # Later stages write into a candidate's trace (the reranker's and MMR's rows): each search its own.
+        return [_Candidate(c.row, c.score, dict(c.trace)) for c in fused]
 
     def _rerank(
         self,
@@ -849,11 +867,21 @@ class Searcher:
         return out if keep_all else out[:limit]
 
     def _mmr(self, items: list[_Candidate], limit: int, lam: float, penalty: float) -> list[_Candidate]:
-        embs = self.vectors_of([c.row.chunk_id for c in items])
-        items = [c for c in items if c.row.chunk_id in embs]  # groove drops candidates without a vector
-        if not items:
+        ids = tuple(c.row.chunk_id for c in items)
+        key = (self.store.generation(), ids)
+        found = self.mmr_inputs.get(key)  # moving λ selects again from the same candidates' vectors
+        if found is None:
+            embs = self.vectors_of(list(ids))
+            kept = tuple(i for i, cid in enumerate(ids) if cid in embs)  # groove drops those without a vector
+            matrix = np.stack([embs[ids[i]] for i in kept]) if kept else None
+            if matrix is not None:
+                matrix.flags.writeable = False  # shared by every selection from these candidates
+            found = (kept, matrix)
+            self.mmr_inputs.put(key, found)
+        kept, matrix = found
+        items = [items[i] for i in kept]
+        if matrix is None:
             return []
-        matrix = np.stack([embs[c.row.chunk_id] for c in items])
         picks, traces = mmr_select_traced(
             [c.score for c in items], matrix, [c.row.document_id for c in items], limit, lam, penalty
         )
@@ -885,7 +913,7 @@ class Searcher:
             out[cid] = v
         return out
 
-    def _to_hit(self, c: _Candidate, explain: bool) -> Hit:
+    def _to_hit(self, c: _Candidate, explain: bool, match_spans: tuple[Span, ...] | None = None) -> Hit:
         r = c.row
         trace = None
         if explain:
@@ -910,6 +938,7 @@ class Searcher:
             context=r.context,
             trace=trace,
             part=r.part,
+            match_spans=match_spans,
         )
 
     def _expand(self, hit: Hit) -> Hit:
