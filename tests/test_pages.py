@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groove_tui.engine import Engine
-from groove_tui.engine.retrieve.named import heading_key
+from groove_tui.engine.analysis.names import heading_key
 from groove_tui.engine.retrieve.params import page_tiers
 from groove_tui.engine.types import SearchParams
 from tests.helpers import hashing_config, write_kb

@@ -566,8 +566,8 @@ class Engine:
         import contextlib
         import difflib
 
+        from groove_tui.engine.analysis.names import heading_key
         from groove_tui.engine.errors import UnknownNote
-        from groove_tui.engine.retrieve.named import heading_key
 
         path, sep, heading = target.partition("#")
         path = path.strip()

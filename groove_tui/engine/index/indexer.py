@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import sqlean
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
+from groove_tui.engine.analysis.names import NAMES_VERSION
 from groove_tui.engine.analysis.words import index_words
 from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
@@ -258,6 +259,7 @@ class Indexer:
             self._repair_fulltext(notify, cancel)
             self._migrate_bigram(notify, cancel)
             self._migrate_words(notify, cancel)
+            self._migrate_names(cancel)
         contextual = self._resolve_context_mode(force)
         self._fulltext_phase(report, notify, cancel, force, contextual, scope)
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
@@ -368,6 +370,28 @@ class Indexer:
             notify,
             cancel,
         )
+
+    def _migrate_names(self, cancel: threading.Event | None) -> None:
+        """Keep the keys every chunk is named by (named_keys) for an index made before the table existed
+        or that made them another way: one read of the chunks, in the run's first transaction."""
+        store = self.store
+        if store.names_ready():
+            return
+        with store.transaction() as wconn:
+            wconn.execute("DELETE FROM named_keys")
+            last_id = -1
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled("indexing cancelled while keeping the sections' names")
+                rows = wconn.execute(
+                    "SELECT id, heading, NULL, content FROM chunks WHERE id > ? ORDER BY id LIMIT 2000", (last_id,)
+                ).fetchall()
+                if not rows:
+                    break
+                store.insert_names(rows, wconn)
+                last_id = rows[-1][0]
+            store.set_meta("names_version", NAMES_VERSION, wconn)
+            store.bump_generation(wconn)
 
     def _build_side_table(
         self,

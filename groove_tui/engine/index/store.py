@@ -22,6 +22,7 @@ import sqlite_vec
 
 from groove_tui.engine.analysis.bigram import SEGMENTATION_VERSION, segment
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
+from groove_tui.engine.analysis.names import NAMES_VERSION, name_keys
 from groove_tui.engine.analysis.words import WORDS_TOKENIZE, WORDS_VERSION, version_base, words_version
 from groove_tui.engine.errors import IndexError_, IndexNotReady, IndexWriteFailed
 from groove_tui.engine.index import damage, phrase_stats
@@ -62,6 +63,12 @@ CREATE INDEX IF NOT EXISTS idx_chunks_quality ON chunks(quality_score);
 CREATE INDEX IF NOT EXISTS idx_chunks_doc_order ON chunks(document_id, chunk_index);
 CREATE INDEX IF NOT EXISTS idx_chunks_pending ON chunks(id) WHERE embedded = 0;
 CREATE INDEX IF NOT EXISTS idx_documents_title ON documents(title COLLATE NOCASE);
+CREATE TABLE IF NOT EXISTS named_keys (key TEXT NOT NULL, chunk_id INTEGER NOT NULL, kind INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_named_keys_key ON named_keys(key);
+CREATE INDEX IF NOT EXISTS idx_named_keys_chunk ON named_keys(chunk_id);
+CREATE TRIGGER IF NOT EXISTS named_keys_remove AFTER DELETE ON chunks BEGIN
+    DELETE FROM named_keys WHERE chunk_id = OLD.id;
+END;
 CREATE TABLE IF NOT EXISTS vec_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id INTEGER NOT NULL);
 CREATE TRIGGER IF NOT EXISTS vec_journal_add AFTER INSERT ON chunks WHEN NEW.embedded != 0
     BEGIN INSERT INTO vec_journal(chunk_id) VALUES (NEW.id); END;
@@ -289,6 +296,8 @@ class Store:
                     self.set_meta("words_version", self.words_version, conn)
                 if self.get_meta("fulltext_version", conn) is None:
                     self.set_meta("fulltext_version", FULLTEXT_VERSION, conn)
+                if self.get_meta("names_version", conn) is None:
+                    self.set_meta("names_version", NAMES_VERSION, conn)
 
     def _meta_missing(self, conn: sqlite3.Connection) -> bool:
         if self.get_meta("schema_version", conn) is None:
@@ -297,6 +306,7 @@ class Store:
             self.get_meta("bigram_version", conn) is None
             or self.get_meta("fulltext_version", conn) is None
             or self.get_meta("words_version", conn) is None
+            or self.get_meta("names_version", conn) is None
         )
 
     @staticmethod
@@ -310,6 +320,15 @@ class Store:
     def bigram_ready(self) -> bool:
         """The bigram table holds every chunk, segmented the current way (else search falls back)."""
         return self.get_meta("bigram_version") == SEGMENTATION_VERSION
+
+    def names_ready(self, conn: sqlite3.Connection | None = None) -> bool:
+        """named_keys holds every chunk's keys, made the current way (else the named lookup reads the
+        full-text tables)."""
+        return self.get_meta("names_version", conn) == NAMES_VERSION
+
+    def insert_names(self, rows: Sequence[tuple[Any, ...]], conn: sqlite3.Connection) -> None:
+        """The keys (chunk id, heading, context_text, content) chunks are named by."""
+        conn.executemany("INSERT INTO named_keys(key, chunk_id, kind) VALUES (?, ?, ?)", name_keys(rows))
 
     def words_ready(self) -> bool:
         """The word table holds every chunk, indexed the current way, with or without a Japanese analyzer
@@ -546,7 +565,10 @@ class Store:
             self.bump_fulltext(conn)
 
     def insert_fulltext(self, rows: Sequence[tuple[Any, ...]], conn: sqlite3.Connection) -> None:
-        """Full-text rows of (chunk id, heading, context_text, content) chunks, in both tables."""
+        """Full-text rows of (chunk id, heading, context_text, content) chunks, in both tables, and the
+        keys they are named by (while the index keeps them: `names_ready`)."""
+        if self.names_ready(conn):
+            self.insert_names(rows, conn)
         trigram, bigram = fulltext_rows(rows)
         conn.executemany("INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", trigram)
         conn.executemany("INSERT INTO fts_bigram(rowid, heading, context, content) VALUES (?, ?, ?, ?)", bigram)
@@ -574,6 +596,8 @@ class Store:
         """Both full-text tables dropped and created empty, in the current form (and no phrase statistics
         of the old ones kept)."""
         phrase_stats.drop_stored_phrases(conn)
+        conn.execute("DELETE FROM named_keys")  # made again with the full-text rows
+        self.set_meta("names_version", NAMES_VERSION, conn)
         conn.execute("DROP TABLE IF EXISTS fts_chunks")
         conn.execute("DROP TABLE IF EXISTS fts_bigram")
         conn.execute("DROP TABLE IF EXISTS fts_words")

@@ -27,6 +27,7 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.bigram import BigramQuery, compile_bigram
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
+from groove_tui.engine.analysis.names import HEADING_KEY_MAX, heading_key
 from groove_tui.engine.analysis.query import ParsedQuery, QueryError, parse_query
 from groove_tui.engine.analysis.words import WordQuery, compile_words
 from groove_tui.engine.errors import ParamError, SearchCancelled
@@ -35,7 +36,7 @@ from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
 from groove_tui.engine.retrieve.filters import DocFilter
 from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, fuse
-from groove_tui.engine.retrieve.named import HEADING_KEY_MAX, _section, heading_key, look_up_named
+from groove_tui.engine.retrieve.named import _section, look_up_named
 from groove_tui.engine.retrieve.params import (
     KNN_MAX,
     LIMIT_MAX,

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from groove_tui.engine.analysis.bigram import compile_bigram
+from groove_tui.engine.analysis.names import heading_key
 from groove_tui.engine.analysis.query import fts_phrase, parse_query
 from groove_tui.engine.analysis.words import compile_words
 from groove_tui.engine.index.store import CandidateRow
 from groove_tui.engine.retrieve.candidates import Legs, _Candidate
-from groove_tui.engine.retrieve.named import _section, heading_key
+from groove_tui.engine.retrieve.named import _section
 from groove_tui.engine.retrieve.params import KNN_MAX, LIMIT_MAX, check_limit, page_tiers, pool
 from groove_tui.engine.retrieve.searcher import BIGRAM_MODE, Searcher
 from groove_tui.engine.types import Hit, LegStanding, SearchParams, SearchResponse, WhyFix, WhyReport, WhyStep
