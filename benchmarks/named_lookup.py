@@ -67,6 +67,10 @@ def main() -> int:
                         samples[way]["named"].append(timings.get("named", 0.0))
                 finally:
                     Store.names_ready = kept_keys  # type: ignore[method-assign]
+
+    def p95(values: list[float]) -> float:
+        return round(sorted(values)[int(0.95 * (len(values) - 1))], 2)
+
     result = {
         "model": args.model,
         "chunks": chunks,
