@@ -21,7 +21,7 @@ log = logging.getLogger("groove_tui.search")
 
 _KINDS = {HEADING: "heading", OPENING_H1: "h1"}  # named_keys' kinds as the lookups below name them
 
-# Rows of the heading/breadcrumb phrase lookup read at most (a phrase in thousands of breadcrumbs names none).
+# Rows a lookup reads at most: of the heading/breadcrumb phrase, or of a key many sections share.
 NAMED_SCAN_MAX = 2000
 
 

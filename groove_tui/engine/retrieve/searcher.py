@@ -765,10 +765,12 @@ class Searcher:
         Rows are read as far as the pool needs them: the first `per_leg`, then a few at a time. A leg
         asks for more than its pool (for filters and parts), yet mostly fills it from its first rows, and
         reading a candidate's row, its text with it, is most of what a full-text leg costs."""
+        if per_leg <= 0:
+            return [], 0
         merge = self.config.search.merge_parts
         kept: list[tuple[int, float]] = []
         sections: set[tuple[int, int]] = set()
-        start, step = 0, max(per_leg, 1)
+        start, step = 0, per_leg
         while start < len(found):
             batch = found[start : start + step]
             start, step = start + step, max(8, per_leg // 4)
