@@ -176,7 +176,6 @@ async def test_edits_saved_during_the_first_index_are_counted_on_screen_then_ind
         gate.set()
         await search(app, pilot, "heron")
         await wait_until(pilot, lambda: set(paths(app)[:2]) == {"a.md", "d.md"}, what="the queued edits indexed")
-        print("DBG", paths(app), app.watch_note, app.queued_edits)
         await wait_until(pilot, lambda: app.queued_edits == 0, what="the count cleared")
         header = str(app.header_text(200))
         assert "queued" not in header and re.search(r"updated \d\d:\d\d:\d\d · 2 notes", header), header

@@ -105,7 +105,9 @@ class KbWatching(_AppPart):
             if notes:
                 stamp = update_stamp()
                 self.watch_note = (f"updated {stamp} · {notes} note{'s' if notes != 1 else ''}", "")
-                self.rerun_after_update()
+            # Vectors a batch wrote change the ranking as much as notes do: a search that began before
+            # they were written showed the notes without them.
+            self.rerun_after_update()
             self._read_index_counts()
             self.rescore_golden()  # the metrics shown were scored on the index as it was
         elif ev.kind == "embedded":
