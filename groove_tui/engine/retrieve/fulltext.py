@@ -274,7 +274,7 @@ class PrunedFulltext:
         if conn.in_transaction:
             return None  # FTS5 keeps a transaction's pending totals in memory, not in the records read here
         floats = tuple(float(w) for w in weights)
-        if self._small(conn, table):
+        if self.sums_lists(conn, table):
             summed = self._summed(conn, table, parsed, floats, limit, generation, ties)
             self.stats["summed" if summed is not None else "fallback"] += 1
             return summed
@@ -320,12 +320,8 @@ class PrunedFulltext:
     # ------------------------------------------------------------ small tables: every list, summed
 
     def sums_lists(self, conn: sqlite3.Connection, table: str) -> bool:
-        """Whether `ranked` answers from the phrases' kept lists summed (`_summed`, a table under
-        MIN_ROWS rows): work done in Python rather than in SQLite's statements."""
-        return self._small(conn, table)
-
-    def _small(self, conn: sqlite3.Connection, table: str) -> bool:
-        """Whether the table holds fewer rows than MaxScore pays off at (its averages record, one read)."""
+        """Whether `ranked` answers from the phrases' kept lists summed (`_summed`): a table under the rows
+        MaxScore pays off at (its averages record, one read), where the work is Python's, not SQLite's."""
         n_rows, _ = self._totals(conn, table)
         return n_rows < (MIN_ROWS if self.min_rows is None else self.min_rows)
 
