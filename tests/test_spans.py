@@ -345,3 +345,57 @@ def test_whole_words_found_by_search_are_the_tokens_equal_to_them(text, words):
 
     walked = [m.span() for m in re.finditer(r"[^\W_]+", text) if m.group() in words]
     assert _whole_word_places(text, set(words)) == walked
+
+
+_ASCII_VOCAB = [
+    "relational", "relate", "related", "relating", "happy", "happiness", "happily", "ability", "able",
+    "sensibility", "sensible", "conditional", "generalization", "general", "generate", "the", "these",
+    "thesis", "then", "run", "running", "runner", "cells", "cell", "cellular", "x2", "1984", "groove.toml",
+    "snake_case", "don't", "ies", "sses", "agreed", "hopping", "hoping", "fizzed", "Tar", "TARGET", "tars",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    content=st.lists(st.sampled_from([*_ASCII_VOCAB, " ", ", ", "-", "\n", "(", ")", "_"]), max_size=40).map("".join),
+    words=st.lists(st.sampled_from(_ASCII_VOCAB), min_size=1, max_size=4),
+)
+def test_whole_word_spans_in_ascii_text_are_the_words_fts5_matches(content, words):
+    """ASCII text takes the short way (only the tokens that may stem to a query term are asked of the
+    tokenizer): its highlights still equal FTS5's MATCH of every distinct word."""
+    from groove_tui.engine.stages.spans import _ascii_candidates, _pieces, _word_spans
+
+    assert _ascii_candidates(_pieces(tuple(words))) is not None
+    assert _word_spans(words, content) == _word_spans_by_fts5(words, content)
+
+
+def test_a_porter_stem_keeps_the_start_of_its_word():
+    """What the short way for ASCII text relies on: FTS5's stem of a word is the word's own start up to
+    its last `_STEM_TAIL` characters, for words built from every suffix the stemmer rewrites."""
+    import itertools
+
+    import sqlean
+
+    from groove_tui.engine.analysis.words import WORDS_TOKENIZE
+    from groove_tui.engine.stages.spans import _STEM_TAIL
+
+    suffixes = [
+        "s", "es", "ies", "sses", "ss", "ed", "eed", "ing", "y", "ly", "ily", "ably", "ibly", "ality",
+        "ility", "ibility", "ability", "bility", "iviti", "ivity", "aliti", "ational", "tional", "ation",
+        "ization", "izer", "ator", "alism", "iveness", "fulness", "ousness", "ousli", "ously", "entli",
+        "ently", "eli", "ely", "alli", "ally", "enci", "ency", "anci", "ancy", "logi", "logy", "icate",
+        "ative", "alize", "iciti", "icity", "ical", "ically", "ful", "ness", "al", "ance", "ence", "er", "ic",
+        "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
+        "e", "ll", "at", "bl", "iz", "ied", "ying",
+    ]  # fmt: skip
+    roots = ["a", "ab", "con", "rel", "happ", "sens", "hop", "fizz", "y", "eye", "i", "oa", "spr", "gen"]
+    words = sorted({r + a + b for r in roots for a, b in itertools.product(["", *suffixes], repeat=2)})
+    conn = sqlean.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(x, tokenize='{WORDS_TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE wv USING fts5vocab(w, 'instance')")
+    conn.executemany("INSERT INTO w(rowid, x) VALUES (?, ?)", enumerate(words))
+    stems = dict(conn.execute("SELECT doc, term FROM wv"))
+    assert len(stems) == len(words)
+    for i, word in enumerate(words):
+        stem = stems[i]
+        assert word.startswith(stem[: max(1, len(stem) - _STEM_TAIL)]), (word, stem)
