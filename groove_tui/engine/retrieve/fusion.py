@@ -13,7 +13,6 @@ import numpy as np
 
 from groove_tui.engine.index.store import CandidateRow
 from groove_tui.engine.retrieve.candidates import Legs, _Candidate
-from groove_tui.engine.retrieve.named import _section
 from groove_tui.settings.config import FusionConfig
 
 # What fusion sums scores under: a chunk id, or with merged parts a section's (document id, first part).
@@ -25,6 +24,7 @@ SCORE_WINDOW = 50
 
 
 F32 = np.float32
+_ZERO = F32(0.0)
 
 
 def _terms(
@@ -184,6 +184,10 @@ def fuse(
     if legs.vector_share < 1.0:  # vectors pending: the leg counts as far as it has looked (see below)
         wv = F32(wv * F32(legs.vector_share))
     shares = lexical_shares(legs, f, method)
+    # Each candidate's section, looked up once (merging parts keys every leg by it).
+    unit: dict[int, FuseKey] = (
+        {cid: (r.document_id, r.chunk_index - r.part) for cid, r in rows.items()} if merge else {}
+    )
     for name, leg, weight in (
         ("vector", legs.vector, wv),
         ("fts", legs.fts, shares.get("fts", F32(0.0))),
@@ -196,13 +200,13 @@ def fuse(
         leg = _ties_by_place(leg, rows)
         if merge:
             for cid, term in zip((c for c, _ in leg), _terms(method, leg, weight, f.rrf_k, vector), strict=True):
-                part_scores[cid] = part_scores.get(cid, F32(0.0)) + term
-            leg = _best_part_per_section(leg, rows)
+                part_scores[cid] = part_scores.get(cid, _ZERO) + term
+            leg = _best_part_per_section(leg, unit)
         terms = _terms(method, leg, weight, f.rrf_k, vector)
         if explain:
             scales[f"{name}_scale"] = _scale(method, leg, vector)
         for rank, ((cid, raw), term) in enumerate(zip(leg, terms, strict=True)):
-            key = _section(rows[cid]) if merge else cid
+            key = unit[cid] if merge else cid
             terms_of.setdefault(key, {})[name] = term
             if not vector and cid in legs.unembedded:
                 awaiting_vector.add(key)
@@ -232,7 +236,7 @@ def fuse(
     if named and f.name_weight > 0:
         name_term = F32(F32(f.name_weight) * _top_term(method, f.rrf_k) * F32(_fused_weight(legs, f, method)))
         for kind, row in sorted(named, key=lambda kr: kr[0]):  # a heading before a title of the same section
-            key = _section(row) if merge else row.chunk_id
+            key = unit[row.chunk_id] if merge else row.chunk_id
             if key in name_kind:
                 continue
             name_kind[key] = "heading" if kind == 0 else "title"
@@ -241,17 +245,21 @@ def fuse(
                 part_scores.setdefault(row.chunk_id, F32(0.0))
     scores: dict[FuseKey, np.float32] = {}
     for key, found in terms_of.items():
-        score = F32(0.0)
+        score = _ZERO
         for name in TERM_ORDER:
-            if name in found:
-                score = F32(score + found[name])
+            term = found.get(name)
+            if term is not None:
+                score = score + term  # float32 + float32: float32, rounded as F32(…) would round it
         if score > 0:  # a candidate that earned nothing from any leg is not a result
             scores[key] = score
     if merge:
         parts: dict[FuseKey, list[int]] = {}
         for cid in part_scores:
-            parts.setdefault(_section(rows[cid]), []).append(cid)
-        face = {key: min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index)) for key, cids in parts.items()}
+            parts.setdefault(unit[cid], []).append(cid)
+        face = {
+            key: cids[0] if len(cids) == 1 else min(cids, key=lambda c: (-part_scores[c], rows[c].chunk_index))
+            for key, cids in parts.items()
+        }
     else:
         face = {cid: cid for cid in scores}
     # Equal scores break by path and position, never by chunk id: ids follow the edit history, so an
@@ -296,14 +304,12 @@ def _ties_by_place(leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRo
     return tuple(sorted(leg, key=lambda item: (item[1], rows[item[0]].path, rows[item[0]].chunk_index)))
 
 
-def _best_part_per_section(
-    leg: Sequence[tuple[int, float]], rows: dict[int, CandidateRow]
-) -> tuple[tuple[int, float], ...]:
-    """The leg with only the first (best) part of each section, in order."""
+def _best_part_per_section(leg: Sequence[tuple[int, float]], unit: dict[int, FuseKey]) -> tuple[tuple[int, float], ...]:
+    """The leg with only the first (best) part of each section (`unit`: each candidate's), in order."""
     seen: set[tuple[int, int]] = set()
     out = []
     for cid, raw in leg:
-        key = _section(rows[cid])
+        key = unit[cid]
         if key not in seen:
             seen.add(key)
             out.append((cid, raw))
