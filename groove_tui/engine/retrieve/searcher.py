@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import fields, replace
@@ -478,9 +478,12 @@ class Searcher:
         excluded = self._excluded_ids(pq) | bigram_excluded
         # The vector side (query embedding, then the KNN) runs on its own thread and connection while the
         # full-text legs run on this one; the model and SQLite release the GIL, so a keystroke costs
-        # max(vector side, full text) rather than their sum.
+        # max(vector side, full text) rather than their sum. The embedding mostly outlasts the full-text
+        # legs, so the vector leg takes the rows they have read (`rows`, only read there) and reads the rest.
         vector_side = (
-            self._pool.submit(self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, generation, cancel)
+            self._pool.submit(
+                self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, generation, cancel, rows
+            )
             if which != "fts" and self.store.has_vec_table()
             else None
         )
@@ -604,8 +607,10 @@ class Searcher:
         excluded: frozenset[int],
         generation: int,
         cancel: threading.Event | None,
+        known: Mapping[int, CandidateRow],
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
-        """Embed the query (cached per text) and run the vector leg, on a pool thread."""
+        """Embed the query (cached per text) and run the vector leg, on a pool thread. `known`: rows the
+        full-text legs have read so far (filled by another thread; only looked up here)."""
         t = time.perf_counter()
         vec = self.query_vector(text)
         embed_ms = _ms(t)
@@ -616,7 +621,7 @@ class Searcher:
         try:
             t = time.perf_counter()
             rows: dict[int, CandidateRow] = {}
-            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation)
+            vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation, known)
             return vector, rows, embed_ms, _ms(t)
         finally:
             if cancel is not None:
@@ -661,6 +666,7 @@ class Searcher:
         excluded: frozenset[int],
         rows: dict[int, CandidateRow],
         generation: int,
+        known: Mapping[int, CandidateRow] | None = None,
     ) -> list[tuple[int, float]]:
         narrowing = doc_filter.has_any or bool(excluded)
         cap = min(min(per_leg * 10, OVERFETCH_CAP) if narrowing else per_leg, KNN_MAX)
@@ -682,7 +688,7 @@ class Searcher:
                 asked = min(asked * 2, KNN_MAX)
                 found = nearest(asked)
             found = self._by_place(found[: _tie_end(found, k)], k)
-            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows)
+            kept, units = self._keep(found, doc_filter, per_leg, excluded, rows, known)
             if units >= per_leg or len(found) < k or k >= KNN_MAX:
                 return kept
             # Short after filters: take groove's full over-fetch, then (ours, and groove's rule for
@@ -757,6 +763,7 @@ class Searcher:
         per_leg: int,
         excluded: frozenset[int],
         rows: dict[int, CandidateRow],
+        known: Mapping[int, CandidateRow] | None = None,
     ) -> tuple[list[tuple[int, float]], int]:
         """The candidates (in leg order) that pass the exclusions and the filters, up to `per_leg` of them
         — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
@@ -764,19 +771,32 @@ class Searcher:
 
         Rows are read as far as the pool needs them: the first `per_leg`, then a few at a time. A leg
         asks for more than its pool (for filters and parts), yet mostly fills it from its first rows, and
-        reading a candidate's row, its text with it, is most of what a full-text leg costs."""
+        reading a candidate's row, its text with it, is most of what a full-text leg costs. A row in
+        `known` (another leg's) is taken from there."""
         if per_leg <= 0:
             return [], 0
         merge = self.config.search.merge_parts
         kept: list[tuple[int, float]] = []
         sections: set[tuple[int, int]] = set()
+        unfiltered = not doc_filter.has_any  # then every row passes: no check per candidate
         start, step = 0, per_leg
         while start < len(found):
             batch = found[start : start + step]
             start, step = start + step, max(8, per_leg // 4)
-            rows.update(self.store.rows_by_ids([cid for cid, _ in batch if cid not in rows and cid not in excluded]))
+            missing = []
+            for cid, _ in batch:
+                if cid in rows or cid in excluded:
+                    continue
+                row = known.get(cid) if known is not None else None
+                if row is None:
+                    missing.append(cid)
+                else:
+                    rows[cid] = row
+            rows.update(self.store.rows_by_ids(missing))
             for cid, raw in batch:
-                if cid in excluded or not self._accept(rows.get(cid), doc_filter):
+                if cid in excluded or not (
+                    rows.get(cid) is not None if unfiltered else self._accept(rows.get(cid), doc_filter)
+                ):
                     continue
                 if not merge:
                     kept.append((cid, raw))
