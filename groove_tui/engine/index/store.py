@@ -11,7 +11,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -149,7 +149,9 @@ ROW_COLUMNS = (
 ROW_JOIN = "chunks c JOIN documents d ON d.id = c.document_id"
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: `from_sql` fills a new row's __dict__ at once. A frozen dataclass's __init__ sets each of
+# its 17 fields through object.__setattr__, twice the cost, and every leg builds a row per candidate.
+@dataclass(frozen=True)
 class CandidateRow:
     chunk_id: int
     document_id: int
@@ -171,7 +173,15 @@ class CandidateRow:
 
     @classmethod
     def from_sql(cls, row: Sequence[Any]) -> CandidateRow:
-        return cls(*row[:16], tags=parse_tags(row[16]))  # type: ignore[misc]  # the 16 columns before tags, by position
+        """A row of ROW_COLUMNS: the 16 columns before tags by position, then the tags parsed."""
+        made = object.__new__(cls)
+        values = made.__dict__
+        values.update(zip(_SQL_FIELDS, row, strict=False))  # (tags, the 17th, parsed below)
+        values["tags"] = parse_tags(row[16])
+        return made
+
+
+_SQL_FIELDS = tuple(f.name for f in fields(CandidateRow))[:16]
 
 
 @lru_cache(maxsize=4096)  # a note's tags come back with every chunk of it a leg reads
