@@ -87,6 +87,31 @@ def test_a_re_run_with_another_lambda_reuses_the_fusion_and_each_search_owns_its
     assert fresh.results == again.results
 
 
+def test_forgetting_results_makes_the_next_search_run_every_stage_but_the_embedding(engine, monkeypatch):
+    """What a benchmark's cold search relies on: after `forget_results(query_vectors=False)` the legs,
+    the named-section lookup, the fusion and the spans all run again; only the query vector is kept, and
+    without `query_vectors=False` it goes too."""
+    from groove_tui.engine.retrieve import searcher as searcher_module
+
+    params = SearchParams(limit=5)
+    first = engine.search("tokio runtime", params)
+    vector = engine._searcher.query_vectors.get("tokio runtime")
+    assert vector is not None
+    ran: list[str] = []
+    for name in ("fuse", "_spans", "look_up_named"):
+        real = getattr(searcher_module, name)
+        monkeypatch.setattr(searcher_module, name, lambda *a, _n=name, _r=real, **k: ran.append(_n) or _r(*a, **k))
+    real_leg = engine._searcher._fts_leg
+    monkeypatch.setattr(engine._searcher, "_fts_leg", lambda *a, **k: ran.append("fts") or real_leg(*a, **k))
+    engine._searcher.forget_results(query_vectors=False)
+    again = engine.search("tokio runtime", params)
+    assert {"fts", "fuse", "_spans", "look_up_named"} <= set(ran), ran
+    assert again.results == first.results
+    assert engine._searcher.query_vectors.get("tokio runtime") is vector, "the query was embedded again"
+    engine._searcher.forget_results()
+    assert engine._searcher.query_vectors.get("tokio runtime") is None
+
+
 def test_response_json_has_groove_shape(engine):
     data = json.loads(engine.search("sqlite", SearchParams(limit=2)).to_json())
     assert list(data) == ["results", "low_confidence", "filter_applied"]

@@ -91,13 +91,12 @@ def load_queries(path: str | None) -> list[str]:
 # ================================================================ search mode
 
 
-def clear_caches(engine: Engine) -> None:
-    """Forget retrieval and fusion results, query vectors and match spans so the next search runs every stage."""
+def clear_caches(engine: Engine, *, query_vectors: bool = True) -> None:
+    """Forget what earlier searches found (and with `query_vectors` the query embeddings) so the next
+    search runs every stage (`Searcher.forget_results`)."""
     searcher = getattr(engine, "_searcher", None)
-    for name in ("legs_cache", "query_vectors", "spans_cache", "fused_cache", "mmr_inputs"):
-        cache = getattr(searcher, name, None)
-        if cache is not None:
-            cache.clear()
+    if searcher is not None:
+        searcher.forget_results(query_vectors=query_vectors)
 
 
 def bench_search(
@@ -191,8 +190,6 @@ def cold_searches(
     minus_embed: list[float] = []
     answers: list = []
     total_runs = repeat * len(queries)
-    searcher = getattr(engine, "_searcher", None)
-    legs_cache = getattr(searcher, "legs_cache", None)
     for r in range(repeat):
         for i, q in enumerate(queries):
             notify("search", r * len(queries) + i, total_runs)
@@ -219,8 +216,7 @@ def cold_searches(
             for s in STAGES:
                 if s in t:
                     stages[s].append(t[s])
-            if legs_cache is not None:
-                legs_cache.clear()
+            clear_caches(engine, query_vectors=False)  # every stage again, but the embedding
             minus_embed.append(engine.search(q, params).timings_ms["total"])
     if vector_first:
         return stages, minus_embed, answers

@@ -106,6 +106,22 @@ class Searcher:
         self.pruned = fulltext.PrunedFulltext()  # per-generation phrase statistics live here
         self.vectors = VectorScan(store.open_connection)  # the vector leg's exact in-memory scan (big indexes)
 
+    def forget_results(self, *, query_vectors: bool = True) -> None:
+        """Forget what earlier searches found — legs, named sections, fusions, match spans, MMR's inputs
+        and, with `query_vectors`, the query embeddings — so the next search runs every stage (a
+        benchmark's cold search). The index's own statistics held in memory stay."""
+        caches: list[LRU[Any]] = [
+            self.legs_cache,
+            self.named_cache,
+            self.fused_cache,
+            self.spans_cache,
+            self.mmr_inputs,
+        ]
+        if query_vectors:
+            caches.append(self.query_vectors)
+        for cache in caches:
+            cache.clear()
+
     def _spans(
         self,
         query: str,
@@ -746,6 +762,8 @@ class Searcher:
         tying the last one, ordered by score, then path and position. SQLite orders equal scores by chunk
         id, which follows the edit history: cut there, a tie of copies at a pool's edge would let other
         copies into the pool of an index updated in place than into a fresh build's."""
+        if len({raw for _, raw in found}) == len(found):
+            return list(found[:limit])  # no two scores equal (the common case)
         tied = {
             cid
             for i, (cid, raw) in enumerate(found)
