@@ -390,7 +390,8 @@ class DocFilter:
         quality: float,
     ) -> tuple[str, str] | None:
         """The first filter that drops a row, as (its key, why), or None when every filter passes."""
-        if self.min_quality > 0 and _f32(quality) < self.min_quality:
+        # min_quality is a float32 value and rounding is monotonic: a score at or above it passes unrounded.
+        if self.min_quality > 0 and quality < self.min_quality and _f32(quality) < self.min_quality:
             return "min_quality", f"quality score {_f32(quality):.3f} < min_quality {self.min_quality:.3f}"
         if self.category is not None and category != self.category:
             return "category", f"category {category!r} is not {self.category!r}"
