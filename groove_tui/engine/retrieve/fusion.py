@@ -247,9 +247,9 @@ def fuse(
     for key, found in terms_of.items():
         score = _ZERO
         for name in TERM_ORDER:
-            term = found.get(name)
-            if term is not None:
-                score = score + term  # float32 + float32: float32, rounded as F32(…) would round it
+            earned = found.get(name)
+            if earned is not None:
+                score = score + earned  # float32 + float32: float32, rounded as F32(…) would round it
         if score > 0:  # a candidate that earned nothing from any leg is not a result
             scores[key] = score
     if merge:
