@@ -351,3 +351,23 @@ def test_models_pull_installs_the_dictionary_from_its_wheel(tmp_path, monkeypatc
         assert word in row
     setup = japanese_analyzer()
     assert setup.analyzer is not None and "sudachidict-core==20261015" in setup.analyzer.identity
+
+
+def test_the_analyzer_reads_sudachipys_version_from_its_install_record(tmp_path, monkeypatch):
+    """The version that keys the word table's analyzer is the installed package's, read from its
+    dist-info folder's name; where no folder names it, from importlib.metadata, which says the same."""
+    import importlib.metadata
+    import sys
+
+    from groove_tui.engine.models.analyzers import _sudachipy_version
+
+    try:
+        installed = importlib.metadata.version("sudachipy")
+    except importlib.metadata.PackageNotFoundError:
+        installed = None
+    assert _sudachipy_version() == installed
+    (tmp_path / "sudachipy-9.8.7.dist-info").mkdir()
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path), *sys.path])
+    assert _sudachipy_version() == "9.8.7"
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing")])
+    assert _sudachipy_version() is None  # nothing on the path records it: not installed
