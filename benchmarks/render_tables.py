@@ -329,6 +329,12 @@ def peers(records: Records) -> str:
         f"{figures['notes']:,} notes, {figures['queries']} queries × {figures['repeat']} rounds, in-process and "
         "warm, the systems alternating."
     )
+    legs = figures["systems"]["groove-tui"].get("legs_ms")
+    if legs and legs.get("p50") is not None:
+        note += (
+            f" groove-tui's query time is a whole search; its full-text legs alone (the legs' own times summed, "
+            f"without fusion, highlight spans and hits) take p50 {legs['p50']:.2f} ms, p95 {legs['p95']:.2f} ms."
+        )
     return table(head, rows) + "\n\n" + note + "\n\n" + provenance([found])
 
 

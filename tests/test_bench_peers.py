@@ -64,12 +64,16 @@ def test_each_system_answers_every_query_and_is_measured_against_groove_tui(kb, 
         assert s["query_ms"]["n"] == 4 * 2 and s["index_bytes"] > 0 and s["index_s"] > 0
         assert set(s["ratio_to_groove_tui"]) == {"query_p50", "query_p95", "index_s", "index_bytes", "ndcg_at_10"}
     assert data["systems"]["groove-tui"]["ratio_to_groove_tui"]["ndcg_at_10"] == 1.0
+    legs = data["systems"]["groove-tui"]["legs_ms"]  # the timed rounds' legs alone, within each search's time
+    assert legs["n"] == 4 * 2 and 0 < legs["p50"] <= data["systems"]["groove-tui"]["query_ms"]["max"]
+    assert "legs_ms" not in data["systems"]["tantivy"]
     assert {p: p.read_bytes() for p in kb.rglob("*") if p.is_file()} == before  # the KB is only read
     (record,) = (tmp_path / "records").glob("*.json")
     assert json.loads(record.read_text())["figures"]["peers"]["systems"].keys() == set(peers.SYSTEMS)
     assert cli.main(argv) == 0
     text = capsys.readouterr().out
     assert "tantivy" in text and "bm25s" in text and "ratio to groove-tui" in text
+    assert "full-text legs alone" in text
 
 
 def test_the_peers_answer_what_their_own_libraries_rank_first(tmp_path):

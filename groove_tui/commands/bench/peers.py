@@ -3,7 +3,9 @@ groove-tui's full-text legs, tantivy and bm25s (the optional `bench` extra), eac
 temporary directory (the KB and its own index are only read). Per system: the full-text index's build
 time and size, each query's wall time (in-process, warm: the index open, its caches kept as in a session;
 groove-tui's retrieval caches cleared before each search so every query runs its legs), p50 / p95 over
-alternating rounds, and nDCG@10 against the golden file — each also as a ratio to groove-tui's.
+alternating rounds, and nDCG@10 against the golden file — each also as a ratio to groove-tui's. For
+groove-tui also its full-text legs alone (`legs_ms`: the legs' own times summed, each query's rows read,
+without the fusion, the highlight spans and the hits a search adds; what the peers' figures compare with).
 
 What differs between the systems, and is said beside the table (docs/performance.md):
 
@@ -54,6 +56,7 @@ class Peer:
     build: Callable[[], None]
     search: Callable[[str], list[tuple[str, str | None]]]
     size: Callable[[], int]
+    legs_ms: list[float] | None = None  # groove-tui: each search's full-text legs, summed, in order
 
 
 def _dir_bytes(path: Path) -> int:
@@ -67,9 +70,13 @@ def groove_peer(kb: Path, config: Any, root: Path) -> tuple[Peer, Callable[[], N
     engine = Engine.open(kb, config=config, index_dir=root / "groove-tui")
     params = engine.default_params(legs="fts", limit=K, reranker=None, mmr=False, parent_retriever=False, explain=False)
 
+    legs_ms: list[float] = []
+
     def search(query: str) -> list[tuple[str, str | None]]:
         clear_caches(engine)
-        return [(h.path, h.heading) for h in engine.search(query, params).results]
+        response = engine.search(query, params)
+        legs_ms.append(sum(response.timings_ms.get(leg, 0.0) for leg in ("fts", "bigram", "word")))
+        return [(h.path, h.heading) for h in response.results]
 
     def size() -> int:
         return int(index_sizes(engine)["without_vectors"])
@@ -77,7 +84,7 @@ def groove_peer(kb: Path, config: Any, root: Path) -> tuple[Peer, Callable[[], N
     def build() -> None:
         engine.index(embed=False)
 
-    return Peer(build, search, size), engine.close
+    return Peer(build, search, size, legs_ms), engine.close
 
 
 def tantivy_peer(notes: Sequence[tuple[str, str]], root: Path) -> Peer:
@@ -172,6 +179,9 @@ def run_peers(kb: Path, config: Any, args: Any, *, progress: Callable[[str, int,
                 peer.build()
                 systems[name] = {"index_s": round(time.perf_counter() - t0, 3), "index_bytes": peer.size()}
             ranked = {name: [peer.search(q.query) for q in queries] for name, peer in peers.items()}  # warm-up
+            for peer in peers.values():
+                if peer.legs_ms is not None:
+                    peer.legs_ms.clear()  # the timed rounds' only
             samples: dict[str, list[float]] = {name: [] for name in peers}
             names = list(peers)
             for r in range(repeat):  # alternating, so machine noise hits every system alike
@@ -187,6 +197,9 @@ def run_peers(kb: Path, config: Any, args: Any, *, progress: Callable[[str, int,
     for name in peers:
         ndcg = statistics.fmean(ndcg_at_k(q.expected, res, K) for q, res in zip(queries, ranked[name], strict=True))
         systems[name].update(ndcg_at_10=round(ndcg, 4), query_ms=percentiles(samples[name]))
+        legs = peers[name].legs_ms
+        if legs is not None:
+            systems[name]["legs_ms"] = percentiles(legs)
     base = systems["groove-tui"]
     for figures in systems.values():
         figures["ratio_to_groove_tui"] = {
@@ -227,5 +240,11 @@ def format_peers(peers: dict[str, Any]) -> list[str]:
         lines.append(
             f"  {name:<11} {s['ndcg_at_10']:>8.4f} {q['p50']:>8.2f} {q['p95']:>8.2f} {s['index_s']:>8.2f} "
             f"{s['index_bytes'] / 1e6:>9.1f}{ratios}"
+        )
+    legs = peers["systems"].get("groove-tui", {}).get("legs_ms")
+    if legs and legs.get("p50") is not None:
+        lines.append(
+            f"  groove-tui's full-text legs alone (no fusion, spans or hits): p50 {legs['p50']:.2f} ms, "
+            f"p95 {legs['p95']:.2f} ms"
         )
     return lines
