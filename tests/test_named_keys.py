@@ -107,3 +107,53 @@ def test_an_index_made_before_the_keys_names_as_before_then_keeps_them(eng, tmp_
         conn = writer.store.conn()
         keys = conn.execute("SELECT count(*), count(DISTINCT chunk_id || ':' || kind) FROM named_keys").fetchone()
         assert keys[0] == keys[1] > 0  # each chunk's key once
+
+
+def test_a_lookup_interrupted_by_a_cancel_raises_and_a_failing_one_names_nothing(tmp_path, monkeypatch):
+    """A cancelled search interrupts its statements: the lookup must not pass that off as "nothing is
+    named" (the searcher would remember it for the query). Any other failure of a lookup names nothing,
+    and the search goes on."""
+    import sqlean
+
+    from groove_tui.engine import Engine
+    from groove_tui.engine.analysis.query import parse_query
+    from groove_tui.engine.retrieve.named import look_up_named
+
+    scratch = sqlean.connect(":memory:")
+    scratch.set_progress_handler(lambda: 1, 1)
+    try:
+        scratch.execute("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r")
+    except sqlean.OperationalError as exc:
+        interrupted = exc
+    failing = sqlean.OperationalError("no such table: documents")
+
+    kb = write_kb(tmp_path / "kb", {"tar.md": "# tar\n\nArchive files.\n"})
+    engine = Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx")
+    engine.index()
+    store, searcher = engine.store, engine._searcher
+    real = store.conn()
+
+    class TitleFails:
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        def execute(self, sql: str, *args):
+            if "d.title COLLATE NOCASE IN" in sql:  # the title lookup only
+                raise self.error
+            return real.execute(sql, *args)
+
+    pq = parse_query("tar")
+    for error, expect_raise in ((interrupted, True), (failing, False)):
+        monkeypatch.setattr(store, "conn", lambda e=error: TitleFails(e))
+        if expect_raise:
+            with pytest.raises(sqlean.OperationalError, match="interrupted"):
+                look_up_named(
+                    store, engine.config, pq, searcher.doc_filter(SearchParams()), frozenset(), searcher._accept
+                )
+        else:
+            found = look_up_named(
+                store, engine.config, pq, searcher.doc_filter(SearchParams()), frozenset(), searcher._accept
+            )
+            assert [row.path for _kind, row in found] == ["tar.md"]  # from the keys; the title lookup failed
+    monkeypatch.undo()
+    engine.close()

@@ -102,6 +102,8 @@ def look_up_named(
         try:
             found += [(kind, r[0]) for r in conn.execute(sql, arg if isinstance(arg, tuple) else (arg,))]
         except sqlite3.OperationalError as exc:  # a lookup that cannot run names nothing; the search goes on
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_INTERRUPT":
+                raise  # the search was cancelled: nothing is looked up, and nothing may be remembered
             log.warning("named-section lookup failed for %r: %s", pq.positive_text, exc)
     if not found:
         return ()
