@@ -338,3 +338,25 @@ def test_dbsf_low_confidence_full_score_weighs_each_leg_by_its_own_weight():
     assert _fused_weight(legs(fts=hit, bigram=hit), f) == 0.5  # the bigram leg is a full-text leg
     assert _fused_weight(legs(bigram=hit), f) == 0.5
     assert _fused_weight(legs(vector=((1, 0.1),)), f) == 2.0
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    quality=st.one_of(
+        st.floats(0.0, 1.0),
+        st.sampled_from([0.3, 0.30000001192092896, 0.29999998211860657, 0.2999999999, 0.30000000001]),
+    ),
+    threshold=st.sampled_from([None, 0.0, 0.3, 0.7]),
+    tags=st.sampled_from([(), ("rust",)]),
+)
+def test_a_legs_row_check_is_the_filters_own(engine, quality, threshold, tags):
+    """The legs check each candidate with a check made once per search (no filter; the quality threshold
+    alone, at its float32 edge too; any other filter): it passes exactly the rows the filter accepts."""
+    from dataclasses import replace
+
+    searcher = engine._searcher
+    for params in (SearchParams(min_quality=threshold), SearchParams(min_quality=threshold, tags_any=["rust"])):
+        doc_filter = searcher.doc_filter(params)
+        row = replace(_row(1, 1), quality_score=quality, tags=tags)
+        assert searcher._acceptor(doc_filter)(row) == searcher._accept(row, doc_filter)
+        assert searcher._acceptor(doc_filter)(None) is False

@@ -368,6 +368,24 @@ class DocFilter:
             or self.min_quality > 0
         )
 
+    @property
+    def quality_only(self) -> bool:
+        """Whether the quality threshold is the only filter set (the default search's)."""
+        return self.min_quality > 0 and not (
+            self.matcher is not None
+            or self.tags_any
+            or self.tags_all
+            or self.date_from is not None
+            or self.date_to is not None
+            or self.category is not None
+            or self.topic is not None
+        )
+
+    def passes_quality(self, quality: float) -> bool:
+        """The quality threshold's test alone (`rejection`'s first). min_quality is a float32 value and
+        rounding is monotonic: a score at or above it passes without being rounded."""
+        return not (self.min_quality > 0 and quality < self.min_quality and _f32(quality) < self.min_quality)
+
     def accepts(
         self,
         path: str,
@@ -390,8 +408,7 @@ class DocFilter:
         quality: float,
     ) -> tuple[str, str] | None:
         """The first filter that drops a row, as (its key, why), or None when every filter passes."""
-        # min_quality is a float32 value and rounding is monotonic: a score at or above it passes unrounded.
-        if self.min_quality > 0 and quality < self.min_quality and _f32(quality) < self.min_quality:
+        if not self.passes_quality(quality):
             return "min_quality", f"quality score {_f32(quality):.3f} < min_quality {self.min_quality:.3f}"
         if self.category is not None and category != self.category:
             return "category", f"category {category!r} is not {self.category!r}"

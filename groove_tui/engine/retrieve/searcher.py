@@ -674,6 +674,16 @@ class Searcher:
             row.path, row.tags, row.date, row.category, row.topic, row.quality_score
         )
 
+    def _acceptor(self, doc_filter: DocFilter) -> Callable[[CandidateRow | None], bool]:
+        """`_accept` for one filter, the common cases without a call per check: no filter at all, or only
+        the quality threshold (the default search's)."""
+        if not doc_filter.has_any:
+            return lambda row: row is not None
+        if doc_filter.quality_only:
+            passes = doc_filter.passes_quality
+            return lambda row: row is not None and passes(row.quality_score)
+        return lambda row: self._accept(row, doc_filter)
+
     def _vector_leg(
         self,
         qvec: np.ndarray,
@@ -796,7 +806,7 @@ class Searcher:
         merge = self.config.search.merge_parts
         kept: list[tuple[int, float]] = []
         sections: set[tuple[int, int]] = set()
-        unfiltered = not doc_filter.has_any  # then every row passes: no check per candidate
+        accept = self._acceptor(doc_filter)
         start, step = 0, per_leg
         while start < len(found):
             batch = found[start : start + step]
@@ -812,9 +822,7 @@ class Searcher:
                     rows[cid] = row
             rows.update(self.store.rows_by_ids(missing))
             for cid, raw in batch:
-                if cid in excluded or not (
-                    rows.get(cid) is not None if unfiltered else self._accept(rows.get(cid), doc_filter)
-                ):
+                if cid in excluded or not accept(rows.get(cid)):
                     continue
                 if not merge:
                     kept.append((cid, raw))
