@@ -219,8 +219,30 @@ def test_snippet_window_in_bounds(content, spans, width):
     merged = render.merge_spans(spans, len(content))
     ws, we = render.snippet_window(content, merged, width)
     assert 0 <= ws <= we <= len(content)
+    assert render.snippet_window(content, merged[::-1], width) == (ws, we)
     hit = mkhit(content, spans=spans)
     render.snippet_text(hit, width, MATCH, EXP)  # never raises
+
+
+@given(
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=300),
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=40),
+    st.integers(1, 160),
+    st.integers(0, 300),
+)
+def test_a_printable_ascii_window_is_the_one_measured_cell_by_cell(content, spans, width, start):
+    """Printable ASCII is measured in offsets (one cell a character): the window is the one found by
+    asking each character's width."""
+    import unittest.mock
+
+    merged = render.merge_spans(spans, len(content))
+    fast = render.snippet_window(content, merged, width, default_start=min(start, len(content)))
+    assert render.one_cell_each(content)
+    with unittest.mock.patch.object(render, "one_cell_each", lambda _text: False):
+        slow = render.snippet_window(content, merged, width, default_start=min(start, len(content)))
+    assert fast == slow
+    # Counted by bisection over the sorted spans, or one by one when they come in another order.
+    assert render.snippet_window(content, merged[::-1], width, default_start=min(start, len(content))) == fast
 
 
 # ---------------------------------------------------------------- rows, summary, explain

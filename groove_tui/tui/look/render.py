@@ -13,7 +13,9 @@ import math
 import os
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +202,12 @@ def _cells_from_end(text: str, cells: int) -> str:
 # ---------------------------------------------------------------- snippets
 
 
+def one_cell_each(text: str) -> bool:
+    """Printable ASCII: one cell a character and no grapheme to keep whole, so cells are offsets (the
+    common case, measured without asking each character's width)."""
+    return text.isascii() and text.isprintable()
+
+
 def snippet_window(
     content: str, spans: Sequence[tuple[int, int]], width: int, *, default_start: int = 0
 ) -> tuple[int, int]:
@@ -213,9 +221,13 @@ def snippet_window(
     if n == 0 or width <= 0:
         return 0, 0
     lead = max(0, width // 5)
+    narrow = one_cell_each(content)
     candidates: list[int] = []
     if spans:
         for s, _e in spans:
+            if narrow:
+                candidates.append(max(0, s - lead))
+                continue
             ws = s
             back = 0
             while ws > 0 and back + get_character_cell_size(content[ws - 1]) <= lead:
@@ -224,15 +236,23 @@ def snippet_window(
             candidates.append(safe_start(content, ws))
     else:
         candidates.append(safe_start(content, default_start))
+    # Spans as merge_spans gives them (sorted, disjoint) are counted per window by bisection.
+    ordered = all(s <= e for s, e in spans) and all(e <= s for (_s, e), (s, _e) in pairwise(spans))
+    starts = [s for s, _e in spans]
+    ends = [e for _s, e in spans]
     best: tuple[int, int, int] | None = None  # (count, -start, start)
     best_window = (0, 0)
     for ws in candidates:
-        we = advance_cells(content, ws, width)
+        we = min(n, ws + width) if narrow else advance_cells(content, ws, width)
         if we >= n and ws > 0:  # at the end: pull the window back so it is full
-            ws = _back_cells(content, n, width)
+            ws = max(0, n - width) if narrow else _back_cells(content, n, width)
             we = n
-        count = sum(1 for s, e in spans if s >= ws and e <= we) if spans else 0
-        partial = sum(1 for s, e in spans if s < we and e > ws) if spans else 0
+        if ordered:  # starts and ends both increase: each count is a difference of two bisections
+            count = max(0, bisect_right(ends, we) - bisect_left(starts, ws))
+            partial = max(0, bisect_left(starts, we) - bisect_right(ends, ws))
+        else:
+            count = sum(1 for s, e in spans if s >= ws and e <= we)
+            partial = sum(1 for s, e in spans if s < we and e > ws)
         key = (count, partial, -ws)
         if best is None or key > best:
             best = key
