@@ -797,7 +797,8 @@ class Searcher:
         — or, merging parts, up to `per_leg` sections (every part of those found) — and how many units
         (candidates or sections) that is.
 
-        Rows are read as far as the pool needs them: the first `per_leg`, then a few at a time. A leg
+        Rows are read as far as the pool needs them: the first `per_leg`, then twice what the pool still
+        lacks (the filters mostly pass most rows), at least a few. A leg
         asks for more than its pool (for filters and parts), yet mostly fills it from its first rows, and
         reading a candidate's row, its text with it, is most of what a full-text leg costs. A row in
         `known` (another leg's) is taken from there."""
@@ -810,7 +811,7 @@ class Searcher:
         start, step = 0, per_leg
         while start < len(found):
             batch = found[start : start + step]
-            start, step = start + step, max(8, per_leg // 4)
+            start = start + step
             missing = []
             for cid, _ in batch:
                 if cid in rows or cid in excluded:
@@ -835,6 +836,7 @@ class Searcher:
                         return kept, per_leg
                     sections.add(key)
                 kept.append((cid, raw))
+            step = max(4, 2 * (per_leg - (len(sections) if merge else len(kept))))
         return kept, len(sections) if merge else len(kept)
 
     # ------------------------------------------------------------ fusion and later stages
