@@ -270,9 +270,9 @@ def _word_spans(words: Sequence[str], content: str) -> list[tuple[int, int]]:
     return [m.span() for m in _WORD.finditer(content) if m.group().lower() in matched][:_SPAN_BUDGET]
 
 
-# Porter stemming rewrites only a word's end: FTS5's stem of a word keeps all of the word but, at most,
-# its stem's last character ("happy" → "happi", "ability" → "abil"), over every English word of the
-# evaluation sets and 334,000 built from every suffix the stemmer knows. One more is allowed for margin.
+# Porter stemming rewrites only a word's end: FTS5's stem of a word keeps the word's start up to, at
+# most, the stem's last character ("happy" → "happi", "hoping" → "hope"); the tests check that on words
+# built from every suffix the stemmer rewrites. One character more is allowed for margin.
 _STEM_TAIL = 2
 
 
