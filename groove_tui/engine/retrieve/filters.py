@@ -357,21 +357,16 @@ class DocFilter:
     @property
     def has_any(self) -> bool:
         """groove's `has_any()`: any filter set, `min_quality > 0` included (it drives over-fetching)."""
-        return bool(
-            self.matcher is not None
-            or self.tags_any
-            or self.tags_all
-            or self.date_from is not None
-            or self.date_to is not None
-            or self.category is not None
-            or self.topic is not None
-            or self.min_quality > 0
-        )
+        return self._any_but_quality or self.min_quality > 0
 
     @property
     def quality_only(self) -> bool:
         """Whether the quality threshold is the only filter set (the default search's)."""
-        return self.min_quality > 0 and not (
+        return self.min_quality > 0 and not self._any_but_quality
+
+    @property
+    def _any_but_quality(self) -> bool:
+        return bool(
             self.matcher is not None
             or self.tags_any
             or self.tags_all
