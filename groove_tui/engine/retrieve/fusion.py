@@ -24,7 +24,7 @@ SCORE_WINDOW = 50
 
 
 F32 = np.float32
-_ZERO = F32(0.0)
+_ZERO = F32(0.0)  # the zero every sum of float32 terms starts from
 
 
 def _terms(
@@ -42,7 +42,7 @@ def _terms(
         span = floor - best
         if not span > 0:  # one candidate, or all equal: each is the leg's best
             return [weight] * len(leg)
-        return list(weight * np.maximum(F32(0.0), F32(1.0) - (raw - best) / span))
+        return list(weight * np.maximum(_ZERO, F32(1.0) - (raw - best) / span))
     good = _dbsf_readings(leg, vector)
     lo, span = _dbsf_bounds(good)
     if not span > 0:
@@ -137,9 +137,9 @@ def lexical_shares(legs: Legs, fusion: FusionConfig, method: str) -> dict[str, n
     ran = [name for name, leg in (("fts", legs.fts), ("bigram", legs.bigram), ("word", legs.word)) if leg]
     if method == "rrf":
         return {n: F32(F32(fusion.fts_weight) * sub[n]) for n in ran}
-    total = F32(sum((sub[n] for n in ran), F32(0.0)))
+    total = F32(sum((sub[n] for n in ran), _ZERO))
     if not total > 0:
-        return dict.fromkeys(ran, F32(0.0))
+        return dict.fromkeys(ran, _ZERO)
     return {n: F32(F32(fusion.fts_weight) * sub[n] / total) for n in ran}
 
 
@@ -190,9 +190,9 @@ def fuse(
     )
     for name, leg, weight in (
         ("vector", legs.vector, wv),
-        ("fts", legs.fts, shares.get("fts", F32(0.0))),
-        ("bigram", legs.bigram, shares.get("bigram", F32(0.0))),
-        ("word", legs.word, shares.get("word", F32(0.0))),
+        ("fts", legs.fts, shares.get("fts", _ZERO)),
+        ("bigram", legs.bigram, shares.get("bigram", _ZERO)),
+        ("word", legs.word, shares.get("word", _ZERO)),
     ):
         if not leg:
             continue
@@ -222,13 +222,13 @@ def fuse(
     # The leg's weight still follows the share of the full-text candidates it has seen: the nearest of
     # a small sample read far above the leg's window and would outvote the full text on the few chunks
     # embedded first. Nothing is imputed or scaled once every chunk has a vector.
-    lexical_weight = F32(sum(shares.values(), F32(0.0)))
+    lexical_weight = F32(sum(shares.values(), _ZERO))
     if awaiting_vector and lexical_weight > 0:
         for key in awaiting_vector:
             found = terms_of[key]
             if "vector" in found:  # merged parts: another part of the section has a vector term
                 continue
-            lexical = F32(sum((found[n] for n in LEXICAL_LEGS if n in found), F32(0.0)))
+            lexical = F32(sum((found[n] for n in LEXICAL_LEGS if n in found), _ZERO))
             found["vector"] = F32(wv * F32(lexical / lexical_weight))
             if explain:
                 traces.setdefault(key, {})["vector_imputed"] = True
@@ -242,7 +242,7 @@ def fuse(
             name_kind[key] = "heading" if kind == 0 else "title"
             terms_of.setdefault(key, {})["name"] = name_term
             if merge:
-                part_scores.setdefault(row.chunk_id, F32(0.0))
+                part_scores.setdefault(row.chunk_id, _ZERO)
     scores: dict[FuseKey, np.float32] = {}
     for key, found in terms_of.items():
         score = _ZERO
