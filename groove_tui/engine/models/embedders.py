@@ -22,6 +22,7 @@ import numpy as np
 
 from groove_tui.engine.models.catalog import (
     MANIFEST,
+    PREPARED_DIR,
     BuiltSource,
     HubSource,
     WheelSource,
@@ -164,7 +165,8 @@ class E5Int8Embedder:
         self.prepare()
         self._check(self.folder)
         try:
-            return self._e5onnx.E5OnnxRunner(self.folder, threads=self._threads)
+            prepared = self.folder.parent / PREPARED_DIR / self.folder.name  # beside the model, in the model root
+            return self._e5onnx.E5OnnxRunner(self.folder, threads=self._threads, prepared=prepared)
         except Exception as e:
             raise ModelUnavailable(f"cannot load {E5_INT8_ID} from {self.folder}: {e}") from e
 
