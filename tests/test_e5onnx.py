@@ -232,6 +232,24 @@ def test_a_built_folder_loads_and_embeds(tiny, tmp_path: Path) -> None:
     assert emb.embed_query("hello").shape == (64,)
 
 
+def test_the_optimised_graph_is_saved_once_and_read_back_with_the_same_vectors(tiny, tmp_path: Path) -> None:
+    from groove_tui.engine.models.prepared import GRAPH_DATA_FILE, GRAPH_FILE, INFO_FILE
+
+    _install_tiny(tiny, tmp_path)
+    texts = ["hello world", "ab " * 30, "東京は"]
+    first = E5Int8Embedder(root=tmp_path, threads=1).embed_passages(texts)
+    graphs = list((tmp_path / ".prepared" / E5_INT8_ID).glob(f"*/{GRAPH_FILE}"))
+    assert len(graphs) == 1 and (graphs[0].parent / GRAPH_DATA_FILE).is_file()
+    assert (graphs[0].parent / INFO_FILE).is_file()
+    saved = graphs[0].stat().st_mtime_ns
+    again = E5Int8Embedder(root=tmp_path, threads=1)
+    np.testing.assert_array_equal(again.embed_passages(texts), first)
+    assert graphs[0].stat().st_mtime_ns == saved  # read back, not optimised again
+    graphs[0].write_bytes(b"not an onnx graph")
+    np.testing.assert_array_equal(E5Int8Embedder(root=tmp_path, threads=1).embed_passages(texts), first)
+    assert graphs[0].read_bytes() != b"not an onnx graph"  # a damaged one is prepared again
+
+
 def test_passage_lengths_count_the_tokens_the_model_is_handed(tiny, tmp_path: Path) -> None:
     _install_tiny(tiny, tmp_path)
     emb = E5Int8Embedder(root=tmp_path, threads=1)

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from groove_tui.engine.models.embedders import FastEmbedEmbedder, load_embedder
-from groove_tui.engine.models.prepared import GRAPH_FILE, INFO_FILE, PREPARED_DIR, PreparedOnnxEmbedder
+from groove_tui.engine.models.prepared import (
+    GRAPH_DATA_FILE,
+    GRAPH_FILE,
+    INFO_FILE,
+    PREPARED_DIR,
+    PreparedOnnxEmbedder,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers import assert_quiet_session
@@ -53,6 +59,7 @@ def test_a_pulled_folder_gives_fastembeds_vectors_without_fastembed(tiny_dir, tm
     assert_quiet_session(ours._load()[1])
     prepared = list((tmp_path / "models" / PREPARED_DIR / "bge-small-en").iterdir())
     assert len(prepared) == 1 and (prepared[0] / GRAPH_FILE).is_file() and (prepared[0] / INFO_FILE).is_file()
+    assert (prepared[0] / GRAPH_DATA_FILE).stat().st_size > 0  # the weights beside the graph, not inside it
 
 
 _CHILD = """
@@ -95,6 +102,18 @@ def test_a_damaged_prepared_graph_is_prepared_again(tiny_dir, tmp_path, monkeypa
     again = load_embedder("bge-small-en")
     np.testing.assert_array_equal(again.embed_passages(TEXTS), expected)
     assert (prepared / GRAPH_FILE).read_bytes() != b"not an onnx graph"
+
+
+def test_what_an_older_format_prepared_is_removed_once_the_current_one_is_made(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    folder = _pulled(tiny_dir, tmp_path / "models", pooling="mean")
+    old = tmp_path / "models" / PREPARED_DIR / folder.name / "older"
+    old.mkdir(parents=True)
+    (old / INFO_FILE).write_text(json.dumps({"format": 1}))
+    (old / GRAPH_FILE).write_bytes(b"an older graph")
+    load_embedder("bge-small-en").embed_query("the cat")
+    [current] = (tmp_path / "models" / PREPARED_DIR / folder.name).iterdir()
+    assert current.name != "older" and (current / GRAPH_FILE).is_file()
 
 
 def test_another_model_file_runtime_or_processor_gets_its_own_prepared_folder(tiny_dir, tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ import platform
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,8 +36,11 @@ from groove_tui.engine.models.runtime import quiet
 
 TOKENIZER_FILE = "tokenizer.json"
 GRAPH_FILE = "model.optimized.onnx"
+# The optimised graph's weights, in a file of their own: ONNX Runtime reads them without parsing them as
+# protobuf, which for a 34-98 MB model is most of what loading it costs.
+GRAPH_DATA_FILE = "model.optimized.data"
 INFO_FILE = "prepared.json"
-PREPARED_FORMAT = 1  # bump when what is saved, or how it is read back, changes
+PREPARED_FORMAT = 2  # bump when what is saved, or how it is read back, changes
 
 
 def processor_key() -> str:
@@ -52,6 +55,85 @@ def processor_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def prepared_key(digest: str) -> str:
+    """The folder name for what loading a model file of this SHA-256 prepared, on this runtime and processor."""
+    import onnxruntime as ort
+
+    return hashlib.sha256(f"{PREPARED_FORMAT}|{digest}|{ort.__version__}|{processor_key()}".encode()).hexdigest()[:20]
+
+
+def onnx_session(
+    ort: Any,
+    path: Path,
+    *,
+    optimised: bool,
+    threads: int | None = None,
+    inter_threads: int | None = None,
+    save_to: Path | None = None,
+) -> Any:
+    """A quiet CPU session. ``optimised``: the graph is one this processor's ONNX Runtime already optimised;
+    else it is optimised now and, with ``save_to``, saved there with its weights beside it."""
+    options = quiet(ort.SessionOptions())
+    if threads:
+        options.intra_op_num_threads = threads
+    if inter_threads:
+        options.inter_op_num_threads = inter_threads
+    if optimised:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    else:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if save_to is not None:
+            options.optimized_model_filepath = str(save_to)
+            options.add_session_config_entry("session.optimized_model_external_initializers_file_name", GRAPH_DATA_FILE)
+            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+            options.log_severity_level = 3  # not the warning that the graph suits this machine: it is keyed so
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def read_back(prepared: Path, open_graph: Callable[[Path | None], Any]) -> Any | None:
+    """``open_graph`` of what was prepared: its optimised graph, or None when only the rest was saved (a model
+    with external data is optimised anew each time). None when nothing was prepared or it cannot be read
+    (then it is removed, to be prepared again)."""
+    if not (prepared / INFO_FILE).is_file():
+        return None
+    graph = prepared / GRAPH_FILE
+    try:
+        return open_graph(graph if graph.is_file() else None)
+    except Exception:  # damaged or from elsewhere
+        shutil.rmtree(prepared, ignore_errors=True)
+        return None
+
+
+def prepare(prepared: Path, build: Callable[[Path | None], Any], info: dict[str, Any]) -> Any:
+    """Run ``build(folder)``, which optimises the graph and saves what it prepares into ``folder``, in a hidden
+    sibling of ``prepared`` renamed into place when done; returns what ``build`` returned. A model root that
+    cannot be written gets ``build(None)``: the graph is optimised and nothing saved."""
+    parent = prepared.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".partial-", dir=parent))
+    except OSError:  # a read-only model root: run without saving
+        return build(None)
+    try:
+        result = build(work)
+        (work / INFO_FILE).write_text(json.dumps({"format": PREPARED_FORMAT, **info}), encoding="utf-8")
+        with contextlib.suppress(OSError):  # another process prepared it first: theirs stays
+            os.replace(work, prepared)
+        _remove_older_formats(parent)
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _remove_older_formats(parent: Path) -> None:
+    """What an earlier version prepared for this model: the current format never reads it."""
+    for sibling in parent.iterdir():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            info = json.loads((sibling / INFO_FILE).read_text(encoding="utf-8"))
+            if int(info.get("format", 0)) < PREPARED_FORMAT:
+                shutil.rmtree(sibling, ignore_errors=True)
+
+
 class PreparedOnnxEmbedder:
     """An embedder for a model folder with a manifest (pooling, normalisation, prefixes), run as the
     module docstring says. Loads lazily: the first embedding builds or reads the prepared files."""
@@ -64,12 +146,7 @@ class PreparedOnnxEmbedder:
         self._model_file, extra = onnx_dir_files(folder, "[embedding] model")
         self._external_data = bool(extra)  # a graph with external data is optimised anew each time
         digest = manifest.files.get(self._model_file) or _sha256(folder / self._model_file)
-        import onnxruntime as ort
-
-        key = hashlib.sha256(f"{PREPARED_FORMAT}|{digest}|{ort.__version__}|{processor_key()}".encode()).hexdigest()[
-            :20
-        ]
-        self.prepared = folder.parent / PREPARED_DIR / folder.name / key  # beside the model, in the model root
+        self.prepared = folder.parent / PREPARED_DIR / folder.name / prepared_key(digest)  # in the model root
         self._threads = threads
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, frozenset[str]] | None = None
@@ -90,20 +167,18 @@ class PreparedOnnxEmbedder:
         from tokenizers import Tokenizer
 
         try:
-            if (self.prepared / INFO_FILE).is_file():
-                try:
-                    tokenizer = Tokenizer.from_file(str(self.prepared / TOKENIZER_FILE))
-                    graph = self.prepared / GRAPH_FILE
-                    session = (
-                        self._session(ort, graph, optimised=True)
-                        if graph.is_file()
-                        else self._session(ort, self.folder / self._model_file, optimised=False)
-                    )
-                    return tokenizer, session, frozenset(i.name for i in session.get_inputs())
-                except Exception:  # damaged or from elsewhere: prepared again below
-                    shutil.rmtree(self.prepared, ignore_errors=True)
-            tokenizer = self._configured_tokenizer()
-            session = self._prepare(ort, tokenizer)
+
+            def open_prepared(graph: Path | None) -> tuple[Any, Any]:
+                tokenizer = Tokenizer.from_file(str(self.prepared / TOKENIZER_FILE))
+                if graph is None:
+                    return tokenizer, self._session(ort, self.folder / self._model_file, optimised=False)
+                return tokenizer, self._session(ort, graph, optimised=True)
+
+            loaded = read_back(self.prepared, open_prepared)
+            if loaded is None:
+                tokenizer = self._configured_tokenizer()
+                loaded = tokenizer, self._prepare(ort, tokenizer)
+            tokenizer, session = loaded
             return tokenizer, session, frozenset(i.name for i in session.get_inputs())
         except ModelUnavailable:
             raise
@@ -111,18 +186,8 @@ class PreparedOnnxEmbedder:
             raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r} from {self.folder}: {e}") from e
 
     def _session(self, ort: Any, path: Path, *, optimised: bool, save_to: Path | None = None) -> Any:
-        options = quiet(ort.SessionOptions())
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-            options.inter_op_num_threads = self._threads
-        if optimised:  # by an earlier load, on this processor
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        else:
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            if save_to is not None:
-                options.optimized_model_filepath = str(save_to)
-                options.log_severity_level = 3  # not the warning that the graph suits this machine: it is keyed so
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        threads = self._threads
+        return onnx_session(ort, path, optimised=optimised, threads=threads, inter_threads=threads, save_to=save_to)
 
     def _configured_tokenizer(self) -> Any:
         """The tokenizer exactly as fastembed sets it up for this folder (imported this once)."""
@@ -133,23 +198,15 @@ class PreparedOnnxEmbedder:
 
     def _prepare(self, ort: Any, tokenizer: Any) -> Any:
         """Optimise the graph, saving it and the configured tokenizer for the next process."""
-        parent = self.prepared.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-            work = Path(tempfile.mkdtemp(prefix=".partial-", dir=parent))
-        except OSError:  # a read-only model root: run without saving
-            return self._session(ort, self.folder / self._model_file, optimised=False)
-        try:
-            save_to = None if self._external_data else work / GRAPH_FILE
+
+        def build(work: Path | None) -> Any:
+            save_to = None if work is None or self._external_data else work / GRAPH_FILE
             session = self._session(ort, self.folder / self._model_file, optimised=False, save_to=save_to)
-            tokenizer.save(str(work / TOKENIZER_FILE))
-            info = {"format": PREPARED_FORMAT, "model": self.model_id, "onnxruntime": ort.__version__}
-            (work / INFO_FILE).write_text(json.dumps(info), encoding="utf-8")
-            with contextlib.suppress(OSError):  # another process prepared it first: theirs stays
-                os.replace(work, self.prepared)
+            if work is not None:
+                tokenizer.save(str(work / TOKENIZER_FILE))
             return session
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+
+        return prepare(self.prepared, build, {"model": self.model_id, "onnxruntime": ort.__version__})
 
     # ---------------------------------------------------------------- running
 
