@@ -45,13 +45,15 @@ PREPARED_FORMAT = 2  # bump when what is saved, or how it is read back, changes
 
 def processor_key() -> str:
     """What an optimised graph may depend on: the machine, and the processor's model and flags."""
-    parts = [platform.machine(), platform.processor()]
-    with contextlib.suppress(OSError):
+    parts = [platform.machine()]
+    try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith(("model name", "flags")):
                 parts.append(line)
             if line.strip() == "":  # the first processor says it for all
                 break
+    except OSError:  # no /proc: the platform's name for the processor (which runs `uname -p`, ~5 ms)
+        parts.append(platform.processor())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -169,10 +171,17 @@ class PreparedOnnxEmbedder:
         try:
 
             def open_prepared(graph: Path | None) -> tuple[Any, Any]:
-                tokenizer = Tokenizer.from_file(str(self.prepared / TOKENIZER_FILE))
-                if graph is None:
-                    return tokenizer, self._session(ort, self.folder / self._model_file, optimised=False)
-                return tokenizer, self._session(ort, graph, optimised=True)
+                from concurrent.futures import ThreadPoolExecutor
+
+                # Both read a file and build in native code: the tokenizer's JSON parses while ONNX Runtime,
+                # which lets go of the interpreter, opens the graph.
+                with ThreadPoolExecutor(1, thread_name_prefix="groove-tokenizer") as pool:
+                    tokenizer = pool.submit(Tokenizer.from_file, str(self.prepared / TOKENIZER_FILE))
+                    if graph is None:
+                        session = self._session(ort, self.folder / self._model_file, optimised=False)
+                    else:
+                        session = self._session(ort, graph, optimised=True)
+                    return tokenizer.result(), session
 
             loaded = read_back(self.prepared, open_prepared)
             if loaded is None:
