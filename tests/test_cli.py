@@ -61,6 +61,19 @@ def test_a_search_loads_the_model_beside_the_full_text_only_when_it_will_embed(c
     assert not any(t.name == "groove-tui-warm-up" for t in threading.enumerate())
 
 
+def test_a_one_shot_search_never_reads_every_vector_into_memory(cli, kb, monkeypatch):
+    from groove_tui.engine.retrieve.vector_scan import VectorScan
+
+    asked: list[int] = []
+    real = VectorScan.knn
+    monkeypatch.setattr(VectorScan, "knn", lambda self, *a, **k: asked.append(1) or real(self, *a, **k))
+    cli("index", str(kb), "--model", "hashing", "--quiet")
+    code, out, err = cli("search", str(kb), "tokio", "--model", "hashing", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["results"]
+    assert asked == []  # sqlite-vec answers: the matrix would only serve a second search
+
+
 def test_search_json_is_groove_shaped(cli, kb):
     cli("index", str(kb), "--model", "hashing", "--quiet")
     code, out, err = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--format", "json", "--limit", "2")

@@ -6,16 +6,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from groove_tui.commands.common import UsageError, load_engine, params_for, require_index
+from groove_tui.commands.common import UsageError, config_for, load_engine, params_for, require_index
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     check_query(args.query)
-    with load_engine(args, readonly=True) as engine:
+    config = config_for(args)
+    # One search: the vector leg's in-memory scan would read every vector in the background for a second
+    # search that never comes, on the cores the first one needs. sqlite-vec gives the same rows.
+    config = replace(config, search=replace(config.search, vector_scan=False))
+    with load_engine(args, readonly=True, config=config) as engine:
         require_index(engine, args)
         params = params_for(engine, args)
-        from dataclasses import replace
-
         params = replace(params, explain=args.explain)
         if getattr(args, "why", None):
             return _why(engine, args, params)
