@@ -107,12 +107,14 @@ def test_a_built_folder_segments_a_query_without_building_the_librarys_tokenizer
     reference = E5Tokenizer.from_q4(read_q4(tiny[0]))
     tok = E5Tokenizer.from_dir(folder, prepared=prepared)
     assert [tok.encode_batch([t])[0] for t in TRICKY] == reference.encode_batch(TRICKY)
-    assert tok._library is None  # a few texts never built the trie
+    assert tok._library is None  # short texts never built the trie
     (saved,) = prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")
     again = E5Tokenizer.from_dir(folder, prepared=prepared)
     assert again.encode_batch(TRICKY[:3]) == reference.encode_batch(TRICKY[:3])
     assert list(prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")) == [saved]  # read back, not made again
-    assert tok.encode_batch(TRICKY) == reference.encode_batch(TRICKY) and tok._library is not None  # a batch
+    assert tok.encode_batch(TRICKY) == reference.encode_batch(TRICKY) and tok._library is None  # a short batch
+    long = [t * 400 for t in TRICKY if t]  # past what is segmented without the library's tokenizer
+    assert tok.encode_batch(long) == reference.encode_batch(long) and tok._library is not None
 
 
 def test_a_damaged_prepared_vocabulary_is_made_again(tiny, tmp_path: Path) -> None:

@@ -386,10 +386,12 @@ class E5Tokenizer:
     word-start marker, then a unigram Viterbi over the vocabulary (the ``tokenizers`` library's).
 
     Read from a built folder, the library's tokenizer is built on the first batch that needs it: building
-    its trie of 250,002 pieces takes most of a second. A few texts (a query) are segmented before that from
-    the sorted vocabulary prepared beside the model (engine/models/unigram.py), with the same ids."""
+    its trie of 250,002 pieces takes most of a second, all of it holding the interpreter (an explorer would
+    freeze). A short call (a query, the sections of a note just saved) is segmented before that from the
+    sorted vocabulary prepared beside the model (engine/models/unigram.py), with the same ids, in Python;
+    an index run's batches build the library's tokenizer, which is faster from then on."""
 
-    FEW = 4  # texts a call may hold to be segmented without the library's tokenizer
+    FEW_CHARS = 20_000  # characters a call may hold to be segmented without the library's tokenizer
 
     def __init__(
         self,
@@ -463,8 +465,8 @@ class E5Tokenizer:
                     self._library = self._make_library()
         return self._library
 
-    def _few(self, count: int) -> SortedVocabulary | None:
-        if self._library is not None or count > self.FEW or self._make_sorted is None:
+    def _few(self, texts: Sequence[str]) -> SortedVocabulary | None:
+        if self._library is not None or self._make_sorted is None or sum(map(len, texts)) > self.FEW_CHARS:
             return None
         if self._sorted is None:
             with self._lock:
@@ -491,7 +493,7 @@ class E5Tokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Content token ids (no <s>/</s>) of each text, as e5.c's tok_content."""
         normalized = [self.normalize(t) for t in texts]
-        few = self._few(len(normalized))
+        few = self._few(normalized)
         if few is not None:
             return [few.segment(t) for t in normalized]
         out: list[list[int]] = []
