@@ -514,9 +514,9 @@ VOCABULARY_FORMAT = 1  # bump when the sorted vocabulary's layout changes
 
 def prepared_vocabulary(tokenizer_json: Path, prepared: Path, digest: str = "") -> SortedVocabulary | None:
     """The sorted vocabulary of a saved unigram tokenizer: read from ``prepared``/<key>/, else made from the
-    tokenizer file and saved there (once per tokenizer: the key is the file's SHA-256 ``digest`` where known,
-    its size and mtime, and the format). None if the tokenizer file cannot be read as one; a folder that
-    cannot be written costs only the saving."""
+    tokenizer file and saved there (once per tokenizer: the key is the format and the file's SHA-256
+    ``digest``, or its size and mtime where none is known). None if the tokenizer file cannot be read as
+    one; a folder that cannot be written costs only the saving."""
     import os
     import tempfile
 
@@ -524,7 +524,7 @@ def prepared_vocabulary(tokenizer_json: Path, prepared: Path, digest: str = "") 
         st = tokenizer_json.stat()
     except OSError:
         return None
-    identity = f"{VOCABULARY_FORMAT}|{digest}|{st.st_size}|{st.st_mtime_ns}"
+    identity = f"{VOCABULARY_FORMAT}|{digest or f'{st.st_size}|{st.st_mtime_ns}'}"
     key = hashlib.sha256(identity.encode()).hexdigest()[:20]
     path = prepared / key / VOCABULARY_FILE
     with contextlib.suppress(OSError, ValueError):
