@@ -112,6 +112,24 @@ def test_forgetting_results_makes_the_next_search_run_every_stage_but_the_embedd
     assert engine._searcher.query_vectors.get("tokio runtime") is None
 
 
+def test_with_the_query_vector_at_hand_the_vector_leg_runs_after_the_full_text_on_one_thread(engine, monkeypatch):
+    import threading
+
+    params = SearchParams(limit=5)
+    first = engine.search("tokio runtime", params)  # embedded: the vector side on a pool thread
+    threads: list[str] = []
+    real = engine._searcher._vector_side
+    monkeypatch.setattr(
+        engine._searcher,
+        "_vector_side",
+        lambda *a, **k: threads.append(threading.current_thread().name) or real(*a, **k),
+    )
+    engine._searcher.forget_results(query_vectors=False)
+    again = engine.search("tokio runtime", params)
+    assert threads == [threading.current_thread().name]
+    assert again.results == first.results and [h.score for h in again.results] == [h.score for h in first.results]
+
+
 def test_response_json_has_groove_shape(engine):
     data = json.loads(engine.search("sqlite", SearchParams(limit=2)).to_json())
     assert list(data) == ["results", "low_confidence", "filter_applied"]

@@ -496,11 +496,15 @@ class Searcher:
         # full-text legs run on this one; the model and SQLite release the GIL, so a keystroke costs
         # max(vector side, full text) rather than their sum. The embedding mostly outlasts the full-text
         # legs, so the vector leg takes the rows they have read (`rows`, only read there) and reads the rest.
+        wants_vector = which != "fts" and self.store.has_vec_table()
+        # With the query's vector at hand the vector leg is a short scan: run after the full-text legs, on
+        # this thread, it takes the rows they read instead of racing them for the interpreter.
+        vector_inline = wants_vector and self.query_vectors.get(pq.positive_text) is not None
         vector_side = (
             self._pool.submit(
                 self._vector_side, pq.positive_text, doc_filter, per_leg, excluded, generation, cancel, rows
             )
-            if which != "fts" and self.store.has_vec_table()
+            if wants_vector and not vector_inline
             else None
         )
         # The word leg too, on its own connection, where its statements are SQLite's work: they and the
@@ -542,9 +546,15 @@ class Searcher:
         elif word_side is not None:
             word, word_rows, word_ms = _await(word_side, cancel)
             rows.update(word_rows)
-        vector, embed_ms, vector_ms = (), 0.0, 0.0
+        vector: Sequence[tuple[int, float]] = ()
+        embed_ms, vector_ms = 0.0, 0.0
         if vector_side is not None:
             vector, vector_rows, embed_ms, vector_ms = _await(vector_side, cancel)
+            rows.update(vector_rows)
+        elif vector_inline:
+            vector, vector_rows, embed_ms, vector_ms = self._vector_side(
+                pq.positive_text, doc_filter, per_leg, excluded, generation, cancel, rows
+            )
             rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram, word) for cid, _ in leg}
         rows = {cid: row for cid, row in rows.items() if cid in kept}
