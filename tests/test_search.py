@@ -124,10 +124,29 @@ def test_with_the_query_vector_at_hand_the_vector_leg_runs_after_the_full_text_o
         "_vector_side",
         lambda *a, **k: threads.append(threading.current_thread().name) or real(*a, **k),
     )
+    handlers: list[object] = []  # the search thread's progress handlers: cancellation holds to the end
+
+    class Recording:
+        def __init__(self, conn):
+            self._conn = conn
+
+        def set_progress_handler(self, handler, n):
+            handlers.append(handler)
+            return self._conn.set_progress_handler(handler, n)
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    real_conn = engine.store.conn
+    main = threading.current_thread()
+    monkeypatch.setattr(
+        engine.store, "conn", lambda: Recording(real_conn()) if threading.current_thread() is main else real_conn()
+    )
     engine._searcher.forget_results(query_vectors=False)
-    again = engine.search("tokio runtime", params)
+    again = engine.search("tokio runtime", params, cancel=threading.Event())
     assert threads == [threading.current_thread().name]
     assert again.results == first.results and [h.score for h in again.results] == [h.score for h in first.results]
+    assert handlers and handlers[-1] is None and all(h is not None for h in handlers[:-1]), handlers
 
 
 def test_response_json_has_groove_shape(engine):

@@ -553,7 +553,7 @@ class Searcher:
             rows.update(vector_rows)
         elif vector_inline:
             vector, vector_rows, embed_ms, vector_ms = self._vector_side(
-                pq.positive_text, doc_filter, per_leg, excluded, generation, cancel, rows
+                pq.positive_text, doc_filter, per_leg, excluded, generation, cancel, rows, inline=True
             )
             rows.update(vector_rows)
         kept = {cid for leg in (vector, fts, bigram, word) for cid, _ in leg}
@@ -634,15 +634,18 @@ class Searcher:
         generation: int,
         cancel: threading.Event | None,
         known: Mapping[int, CandidateRow],
+        inline: bool = False,
     ) -> tuple[list[tuple[int, float]], dict[int, CandidateRow], float, float]:
-        """Embed the query (cached per text) and run the vector leg, on a pool thread. `known`: rows the
-        full-text legs have read so far (filled by another thread; only looked up here)."""
+        """Embed the query (cached per text) and run the vector leg, on a pool thread (its connection
+        answers `cancel` meanwhile) or, with `inline`, on the search's own, whose connection already does.
+        `known`: rows the full-text legs have read so far (filled by another thread; only looked up here)."""
         t = time.perf_counter()
         vec = self.query_vector(text)
         embed_ms = _ms(t)
         _check(cancel)
         conn = self.store.conn()
-        if cancel is not None:
+        watch = cancel is not None and not inline
+        if cancel is not None and watch:
             conn.set_progress_handler(lambda: 1 if cancel.is_set() else 0, 2000)
         try:
             t = time.perf_counter()
@@ -650,7 +653,7 @@ class Searcher:
             vector = self._vector_leg(vec, doc_filter, per_leg, excluded, rows, generation, known)
             return vector, rows, embed_ms, _ms(t)
         finally:
-            if cancel is not None:
+            if watch:
                 conn.set_progress_handler(None, 0)
 
     def query_vector(self, text: str) -> np.ndarray:
