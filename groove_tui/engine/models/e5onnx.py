@@ -701,7 +701,7 @@ QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 
 def _session(ort: Any, folder: Path, threads: int | None, prepared: Path | None) -> Any:
     """The model's session: from the graph an earlier load optimised and saved in ``prepared`` (its weights
-    read without parsing them: ~3x faster to open), else optimised now and saved there for the next process."""
+    read without parsing them), else optimised now and saved there for the next process."""
     from groove_tui.engine.models import prepared as saved
 
     model = folder / MODEL_FILE
@@ -723,11 +723,9 @@ def _session(ort: Any, folder: Path, threads: int | None, prepared: Path | None)
         return saved.onnx_session(ort, model, optimised=False, threads=threads, inter_threads=1, save_to=save_to)
 
     session = saved.read_back(where, open_graph)
-    return (
-        session
-        if session is not None
-        else saved.prepare(where, build, {"model": folder.name, "onnxruntime": ort.__version__})
-    )
+    if session is None:
+        session = saved.prepare(where, build, {"model": folder.name, "onnxruntime": ort.__version__})
+    return session
 
 
 class E5OnnxRunner:
