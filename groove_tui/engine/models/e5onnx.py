@@ -33,14 +33,17 @@ import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
+from groove_tui.engine.models.lazy import Lazy
 from groove_tui.engine.models.unigram import SortedVocabulary
 
 MAGIC = b"E5S1"
+TOKENIZER_FILE = "tokenizer.json"
 QK = 32  # weights per Q4_0 block
 _BLOCK_BYTES = 2 + QK // 2
 META = "\u2581"  # SentencePiece's word-start marker
@@ -402,11 +405,9 @@ class E5Tokenizer:
     ) -> None:
         self._table = dict(normalizer)
         self.unk = unk
-        self._make_library = library
-        self._library: Any = None
-        self._make_sorted = sorted_vocabulary
-        self._sorted: SortedVocabulary | None = None
-        self._lock = threading.Lock()
+        self._library = Lazy(library)
+        # (vocabulary,): a vocabulary that could be neither read nor made is None, remembered as such
+        self._sorted = None if sorted_vocabulary is None else Lazy(lambda: (sorted_vocabulary(),))
 
     @classmethod
     def from_vocabulary(
@@ -433,51 +434,35 @@ class E5Tokenizer:
     def from_dir(cls, folder: Path, *, prepared: Path | None = None) -> E5Tokenizer:
         """The tokenizer of a built folder. ``prepared``: where its sorted vocabulary is kept (made there on
         first use); None segments every text with the library's tokenizer."""
+        tokenizer_file = folder / TOKENIZER_FILE
         norm = json.loads((folder / "normalizer.json").read_text(encoding="utf-8"))
         try:
             unk = int(json.loads((folder / "config.json").read_text(encoding="utf-8"))["unk_token_id"])
         except (OSError, KeyError):  # a tokenizer saved on its own: its file names the unknown piece
-            unk = int(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["unk_id"])
+            unk = int(json.loads(tokenizer_file.read_text(encoding="utf-8"))["model"]["unk_id"])
 
         def library() -> Any:
             from tokenizers import Tokenizer
 
-            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+            return Tokenizer.from_file(str(tokenizer_file))
 
-        def sorted_vocabulary() -> SortedVocabulary | None:
-            if prepared is None:
-                return None
-            from groove_tui.engine.models.catalog import read_manifest
-
-            with contextlib.suppress(ValueError):  # a manifest names the file by its SHA-256 (checked on load)
-                manifest = read_manifest(folder)
-                if manifest is not None and "tokenizer.json" in manifest.files:
-                    return prepared_vocabulary(folder / "tokenizer.json", prepared, manifest.files["tokenizer.json"])
-            return prepared_vocabulary(folder / "tokenizer.json", prepared)
-
+        digest = _manifest_digest(folder, TOKENIZER_FILE)
+        sorted_vocabulary = None if prepared is None else partial(prepared_vocabulary, tokenizer_file, prepared, digest)
         return cls({int(k): v for k, v in norm["map"].items()}, unk, library, sorted_vocabulary)
 
     def library(self) -> Any:
         """The ``tokenizers`` library's tokenizer, built on first use."""
-        if self._library is None:
-            with self._lock:
-                if self._library is None:
-                    self._library = self._make_library()
-        return self._library
+        return self._library.get()
 
     def _few(self, texts: Sequence[str]) -> SortedVocabulary | None:
-        if self._library is not None or self._make_sorted is None or sum(map(len, texts)) > self.FEW_CHARS:
+        """The sorted vocabulary, for a call short enough to segment with it while the library's tokenizer
+        is not built; None otherwise (or when it could be neither read nor made)."""
+        if self._library.loaded or self._sorted is None or sum(map(len, texts)) > self.FEW_CHARS:
             return None
-        if self._sorted is None:
-            with self._lock:
-                if self._sorted is None and self._make_sorted is not None:
-                    self._sorted = self._make_sorted()
-                    if self._sorted is None:
-                        self._make_sorted = None  # none could be read or made: the library's from now on
-        return self._sorted
+        return cast(SortedVocabulary | None, self._sorted.get()[0])
 
     def save(self, folder: Path) -> None:
-        self.library().save(str(folder / "tokenizer.json"), pretty=False)
+        self.library().save(str(folder / TOKENIZER_FILE), pretty=False)
         norm = {
             "about": "e5.c's per-code-point normalisation; runs of spaces collapse after it",
             "map": {str(cp): out for cp, out in sorted(self._table.items())},
@@ -506,6 +491,18 @@ class E5Tokenizer:
                 ids = expanded
             out.append(ids)
         return out
+
+
+def _manifest_digest(folder: Path, name: str) -> str:
+    """The SHA-256 a built folder's manifest records for one of its files ("" where none is recorded); the
+    folder is checked against it before it is loaded."""
+    from groove_tui.engine.models.catalog import read_manifest
+
+    with contextlib.suppress(ValueError):
+        manifest = read_manifest(folder)
+        if manifest is not None:
+            return manifest.files.get(name, "")
+    return ""
 
 
 VOCABULARY_FILE = "vocabulary.bin"
@@ -552,7 +549,7 @@ def prepared_vocabulary(tokenizer_json: Path, prepared: Path, digest: str = "") 
 # --------------------------------------------------------------------------- building the folder
 
 MODEL_FILE = "model.onnx"
-BUILT_FILES = (MODEL_FILE, "tokenizer.json", "normalizer.json", "config.json")
+BUILT_FILES = (MODEL_FILE, TOKENIZER_FILE, "normalizer.json", "config.json")
 
 
 def sha256_file(path: Path) -> str:
@@ -707,13 +704,7 @@ def _session(ort: Any, folder: Path, threads: int | None, prepared: Path | None)
     model = folder / MODEL_FILE
     if prepared is None:
         return saved.onnx_session(ort, model, optimised=False, threads=threads, inter_threads=1)
-    digest = ""
-    with contextlib.suppress(ValueError):
-        from groove_tui.engine.models.catalog import read_manifest
-
-        manifest = read_manifest(folder)
-        digest = manifest.files.get(MODEL_FILE, "") if manifest is not None else ""
-    where = prepared / saved.prepared_key(digest or sha256_file(model))
+    where = prepared / saved.prepared_key(_manifest_digest(folder, MODEL_FILE) or sha256_file(model))
 
     def open_graph(graph: Path | None) -> Any:
         return saved.onnx_session(ort, graph or model, optimised=graph is not None, threads=threads, inter_threads=1)

