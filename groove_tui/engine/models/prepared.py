@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from groove_tui.engine.models.catalog import PREPARED_DIR, Manifest
+from groove_tui.engine.models.catalog import PREPARED_DIR, Manifest, sha256_of
 from groove_tui.engine.models.offline import ModelUnavailable, _config_hidden_size, onnx_dir_files
 from groove_tui.engine.models.runtime import quiet
 
@@ -147,7 +147,7 @@ class PreparedOnnxEmbedder:
         self._pooling, self._normalize = manifest.pooling, manifest.normalize
         self._model_file, extra = onnx_dir_files(folder, "[embedding] model")
         self._external_data = bool(extra)  # a graph with external data is optimised anew each time
-        digest = manifest.files.get(self._model_file) or _sha256(folder / self._model_file)
+        digest = manifest.files.get(self._model_file) or sha256_of(folder / self._model_file)
         self.prepared = folder.parent / PREPARED_DIR / folder.name / prepared_key(digest)  # in the model root
         self._threads = threads
         self._lock = threading.Lock()
@@ -251,11 +251,3 @@ class PreparedOnnxEmbedder:
         """Model tokens of each passage, as the model is handed it (truncated; padding aside)."""
         tokenizer = self._load()[0]
         return [sum(e.attention_mask) for e in tokenizer.encode_batch([self.passage_prefix + t for t in texts])]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
