@@ -50,6 +50,30 @@ async def _watching(app: TestApp, pilot) -> None:
     await pilot.pause(0.5)  # the OS watch is set up within its first timeout
 
 
+async def test_a_saved_note_stays_marked_new_when_its_vectors_land_after_it(tmp_path: Path) -> None:
+    """The batch that indexes a note and the later write of its vectors each re-run the query; the second
+    marks against the list before the note, not against the first re-run's, so "new" stays."""
+    app = watched_app(tmp_path, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await search(app, pilot, "tokio runtime")
+        (app.kb_path / "new.md").write_text("# New\n\n## Tokio\n\ntokio runtime tokio runtime tokio\n", "utf-8")
+        app._engine.index()
+        pane = app.screen.query_one("#pane-left", ResultsPane)
+
+        def new_marker():
+            rows = {r.hit.path: r.marker for r in pane.rows if not r.gone}
+            return rows.get("new.md")
+
+        app.rerun_after_update()  # the batch: the note is found
+        await wait_until(pilot, lambda: "new.md" in paths(app), what="the re-run after the batch")
+        await settle(app, pilot)
+        assert new_marker() is not None and new_marker().kind == "new"
+        app.rerun_after_update(vectors_only=True)  # its vectors written: the same list again
+        await settle(app, pilot)
+        assert new_marker() is not None and new_marker().kind == "new"
+
+
 async def test_a_saved_note_is_found_and_marked_without_reopening(tmp_path: Path) -> None:
     app = watched_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:

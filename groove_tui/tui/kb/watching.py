@@ -64,6 +64,9 @@ class KbWatching(_AppPart):
         self._watch_before: dict[str, tuple[SearchResponse, int]] = {}
         # side -> (serial, markers, hits that left) of the re-run that answered after an update
         self.watch_marks: dict[str, tuple[int, tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]]] = {}
+        # side -> the response those marks compare with: the vectors of the same notes, written after
+        # them, re-run the query against it again, so the notes' marks stay until the next edit
+        self._marked_against: dict[str, SearchResponse] = {}
 
     def start_watching(self, held: threading.Event | None = None) -> None:
         """Called once the index is open (main thread): current, or being indexed by this app while
@@ -112,7 +115,7 @@ class KbWatching(_AppPart):
             self.rescore_golden()  # the metrics shown were scored on the index as it was
         elif ev.kind == "embedded":
             # The vectors of notes saved earlier are written: what was found without them ranks anew.
-            self.rerun_after_update()
+            self.rerun_after_update(vectors_only=True)
             self._read_index_counts()
             self.rescore_golden()
         elif ev.kind == "watching":
@@ -132,14 +135,18 @@ class KbWatching(_AppPart):
             self.notify(ev.message, severity="error", markup=False, timeout=10)
         self.header_signal.publish("index")
 
-    def rerun_after_update(self) -> None:
-        """The current query again on every side shown, remembering what each showed before."""
+    def rerun_after_update(self, *, vectors_only: bool = False) -> None:
+        """The current query again on every side shown, remembering what each showed before. `vectors_only`:
+        the update wrote vectors of notes already indexed; a side still showing the marks of those notes'
+        update is marked against what it showed before that update, so a saved note stays marked new."""
         if not self.query_text.strip():
             return
         for side in self.active_sides:
             if self._debounce_timers.get(side) is not None:
                 continue  # being typed: the search it schedules sees the updated index
             before = self.responses[side]
+            if vectors_only and self.shown_update_marks(side) is not None and side in self._marked_against:
+                before = self._marked_against[side]
             if before is not None:
                 self._watch_before[side] = (before, self.requested[side])
             self.schedule_search(side, 0)
@@ -155,8 +162,10 @@ class KbWatching(_AppPart):
         marks, left = update_marks(response, before)
         if any(m is not None for m in marks) or left:
             self.watch_marks[side] = (serial, marks, left)
+            self._marked_against[side] = before
         else:
             self.watch_marks.pop(side, None)
+            self._marked_against.pop(side, None)
 
     def shown_update_marks(self, side: str) -> tuple[tuple[Marker | None, ...], tuple[tuple[Hit, int], ...]] | None:
         """The marks to paint with the side's current response (only the re-run's own response)."""
