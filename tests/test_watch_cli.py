@@ -124,3 +124,24 @@ def test_a_batch_line_names_every_skipped_file_up_to_three_then_counts_the_rest(
     assert "3 skipped (a.md: reason 0; b.md: reason 1; c.md: reason 2) · " in line("a.md", "b.md", "c.md")
     five = line("a.md", "b.md", "c.md", "d.md", "e.md")
     assert "5 skipped (a.md: reason 0; b.md: reason 1; c.md: reason 2; and 2 more) · " in five
+
+
+def test_watch_events_from_two_threads_never_share_a_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from groove_tui.commands.index import watch_event_printer
+    from groove_tui.engine.index.watch import WatchEvent
+
+    write = watch_event_printer()
+    messages = {name: WatchEvent(kind="error", message=f"from the {name} thread") for name in ("watch", "embed")}
+
+    def many(event: WatchEvent) -> None:
+        for _ in range(5000):
+            write(event)
+
+    threads = [threading.Thread(target=many, args=(event,)) for event in messages.values()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 10000
+    assert {line.split(" ", 1)[1] for line in lines} == {event.message for event in messages.values()}

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from groove_tui.commands.common import CLIError, load_engine
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from groove_tui.engine import Engine
     from groove_tui.engine.index.watch import WatchEvent
     from groove_tui.engine.types import FileIssue
@@ -112,6 +114,23 @@ def _skipped_names(issues: tuple[FileIssue, ...]) -> str:
     return "; ".join(named)
 
 
+def watch_event_printer() -> Callable[[WatchEvent], None]:
+    """A callback that writes each watch event as one line on stderr. Events come from the watcher's thread
+    and from the embedding behind it, and print writes the text and its newline apart: the lock keeps two
+    events at once from sharing a line."""
+    import threading
+
+    one_at_a_time = threading.Lock()
+
+    def write(event: WatchEvent) -> None:
+        line = format_watch_event(event) + "\n"
+        with one_at_a_time:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    return write
+
+
 def _watch(engine: Engine, debounce_ms: int | None, polling: bool | None) -> None:
     """Follow edits until ctrl+c (or SIGTERM): the signal only sets the stop event, so the batch in flight
     ends with its documents committed whole, or cancelled between two of them; then exit 0."""
@@ -126,7 +145,7 @@ def _watch(engine: Engine, debounce_ms: int | None, polling: bool | None) -> Non
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         engine.watch(
-            lambda event: print(format_watch_event(event), file=sys.stderr, flush=True),
+            watch_event_printer(),
             stop,
             debounce_ms=debounce_ms,
             polling=polling,

@@ -78,15 +78,12 @@ def _serve(
 ) -> int:
     import anyio
 
-    from groove_tui.commands.index import format_watch_event
+    from groove_tui.commands.index import watch_event_printer
     from groove_tui.server import app
     from groove_tui.server.kb import KbService
 
     service = KbService(engine)
     server = app.build_server(service)
-
-    def on_event(event: Any) -> None:
-        print(format_watch_event(event), file=sys.stderr, flush=True)
 
     async def main() -> None:
         if bind is None:
@@ -100,7 +97,7 @@ def _serve(
                 lambda port, _stop: print(http_line(bind[0], port, token), file=sys.stderr, flush=True),
             )
 
-    watching = app.Watching(service, on_event, debounce_ms) if watch else contextlib.nullcontext()
+    watching = app.Watching(service, watch_event_printer(), debounce_ms) if watch else contextlib.nullcontext()
     # ctrl+c is how a terminal user stops a server, SIGTERM how a service manager does: both stop it the
     # same way (uvicorn hands either back once it has shut down), and neither is a failure
     with _sigterm_as_interrupt(), watching, contextlib.suppress(KeyboardInterrupt):
