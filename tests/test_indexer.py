@@ -222,6 +222,20 @@ def test_needs_index_tracks_changes(engine, kb):
     assert engine.needs_index()
 
 
+def test_a_file_touched_but_unchanged_is_current_after_one_run(engine, kb):
+    """A checkout or a copy gives every file a new mtime and the same bytes: one run records the new
+    stat, so the cheap check finds the index current again instead of at every later start."""
+    note = next(kb.rglob("*.md"))
+    stat = note.stat()
+    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    assert engine.needs_index()
+    generation = engine.store.generation()
+    report = engine.index()
+    assert (report.added, report.updated, report.unchanged) == (0, 0, 4)
+    assert not engine.needs_index()
+    assert engine.store.generation() == generation  # nothing a search reads changed
+
+
 KILL_SCRIPT = textwrap.dedent(
     """
     import sys, time

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlean
 
@@ -137,6 +137,15 @@ class _Counts:
     skipped: list[FileIssue] = field(default_factory=list)
     degraded: list[FileIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+class _Indexed(NamedTuple):
+    """A document as the index holds it: what tells whether its file changed."""
+
+    id: int
+    content_hash: str
+    size: int | None
+    mtime_ns: int | None
 
 
 class _WriteBatch:
@@ -544,7 +553,7 @@ class Indexer:
                 report.skipped.append(result)
                 skipped_paths.add(rel)
             else:
-                if not force and rel in stored and stored[rel][1] == result.content_hash:
+                if not force and rel in stored and stored[rel].content_hash == result.content_hash:
                     result.raw = None  # unchanged: no need to keep the bytes
                 disk[rel] = result
             if n % 200 == 0:
@@ -563,6 +572,10 @@ class Indexer:
         changing: set[str] = set()  # read again while still changing
         n = 0
         batch = _WriteBatch(self.store)
+        # Unchanged notes whose size or mtime moved (a checkout, a copy, a save of the same bytes): their
+        # new stat is recorded, or the cheap staleness check (`Engine.needs_index`) would find the index
+        # stale at every start and have every file read and hashed again.
+        restat: list[tuple[int, int, int]] = []
         while work:
             with batch:  # committed before anything else writes, waits, or the loop ends
                 for rel, f in work:
@@ -573,13 +586,15 @@ class Indexer:
                     existing = stored.get(rel)
                     if (
                         existing is not None
-                        and existing[1] == f.content_hash
+                        and existing.content_hash == f.content_hash
                         and not force
                         and not rechunk
                         and rel not in reparse
                     ):
                         if rel not in renamed_to:
                             report.unchanged += 1
+                        if (existing.size, existing.mtime_ns) != (f.size, f.mtime_ns):
+                            restat.append((f.size, f.mtime_ns, existing.id))
                         continue
                     if f.raw is None:  # renamed in static mode, or unchanged bytes dropped: read again
                         again = read_file(self.kb, rel)
@@ -618,11 +633,11 @@ class Indexer:
                         report.skipped.append(FileIssue(rel, "no text to index"))
                         if existing is not None:
                             batch.commit()  # (a transaction of its own)
-                            self._delete_documents([existing[0]])
+                            self._delete_documents([existing.id])
                             report.deleted += 1
                         skipped_paths.add(rel)
                         continue
-                    outcome = self._write_document(doc, f, existing[0] if existing else None, contextual, batch)
+                    outcome = self._write_document(doc, f, existing.id if existing else None, contextual, batch)
                     if outcome == "added":
                         report.added += 1
                     elif rel in renamed_to:
@@ -637,7 +652,10 @@ class Indexer:
         if rechunk:  # only now are all chunks cut with the new cap (a run stopped before cuts again)
             self.store.set_meta(CHUNK_CAP_KEY, str(self.config.chunking.max_chunk_bytes))
 
-        gone = [i for p, (i, _h) in stored.items() if p not in disk and p not in skipped_paths]
+        if restat:  # (nothing a search reads changed: no new generation)
+            with self.store.transaction() as conn:
+                conn.executemany("UPDATE documents SET size_bytes = ?, mtime_ns = ? WHERE id = ?", restat)
+        gone = [doc.id for p, doc in stored.items() if p not in disk and p not in skipped_paths]
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
@@ -694,20 +712,21 @@ class Indexer:
         return again
 
     @staticmethod
-    def _stored(conn: sqlite3.Connection, scope: frozenset[str] | None) -> dict[str, tuple[int, str]]:
-        """Indexed documents (path -> id, hash), all of them or those at or under `scope` (found through
-        the path index: a watched edit in a KB of 100k notes costs no scan of them all)."""
+    def _stored(conn: sqlite3.Connection, scope: frozenset[str] | None) -> dict[str, _Indexed]:
+        """Indexed documents by path, all of them or those at or under `scope` (found through the path
+        index: a watched edit in a KB of 100k notes costs no scan of them all)."""
+        columns = "id, path, content_hash, size_bytes, mtime_ns"
         if scope is None or "" in scope:
-            rows = conn.execute("SELECT id, path, content_hash FROM documents").fetchall()
+            rows = conn.execute(f"SELECT {columns} FROM documents").fetchall()
         else:
             rows = []
             for s in scope:  # the path itself and every path under it, "s/" ≤ path < "s0" ("0" follows "/")
                 rows += conn.execute(
-                    "SELECT id, path, content_hash FROM documents WHERE path = ? "
-                    "UNION ALL SELECT id, path, content_hash FROM documents WHERE path >= ? AND path < ?",
+                    f"SELECT {columns} FROM documents WHERE path = ? "
+                    f"UNION ALL SELECT {columns} FROM documents WHERE path >= ? AND path < ?",
                     (s, s + "/", s + "0"),
                 ).fetchall()
-        return {p: (i, h) for i, p, h in rows}
+        return {p: _Indexed(i, h, size, mtime) for i, p, h, size, mtime in rows}
 
     def _chunk_cap_changed(self, conn: sqlite3.Connection, force: bool, report: _Counts) -> bool:
         """Whether every document must be cut again: `[chunking] max_chunk_bytes` differs from the cap the
@@ -737,7 +756,7 @@ class Indexer:
 
     def _detect_renames(
         self,
-        stored: dict[str, tuple[int, str]],
+        stored: dict[str, _Indexed],
         disk: dict[str, DiskFile],
         skipped: set[str],
         report: _Counts,
@@ -751,7 +770,7 @@ class Indexer:
                 new_by_hash.setdefault(disk[rel].content_hash, []).append(rel)
         moves: list[tuple[int, str]] = []
         for old in vanished:
-            doc_id, digest = stored[old]
+            doc_id, digest = stored[old].id, stored[old].content_hash
             candidates = new_by_hash.get(digest)
             if candidates:
                 moves.append((doc_id, candidates.pop(0)))
