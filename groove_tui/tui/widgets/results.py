@@ -92,6 +92,9 @@ class ResultsList(OptionList):
     }
     DEFAULT_CSS = """
     ResultsList, ResultsList:focus { height: 1fr; border: none; padding: 0; background: transparent; }
+    /* Each row is laid out to the list's width already: no wrapping pass at every paint, and a line that
+       would not fit ends in an ellipsis instead of folding onto a third line. */
+    ResultsList { text-wrap: nowrap; text-overflow: ellipsis; }
     ResultsList > .result--match { background: $match-background; color: $match-foreground; text-style: bold; }
     ResultsList > .result--expanded { background: $expanded-background; }
     ResultsList > .rank--up { color: $rank-up; text-style: bold; }
