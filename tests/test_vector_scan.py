@@ -169,6 +169,28 @@ def test_engine_results_do_not_change_with_the_scan(tmp_path):
         assert scan._generation != now and scan._deltas.get(now) is not None
 
 
+def test_a_query_asked_again_for_more_rows_is_bounded_once(tmp_path, monkeypatch):
+    """A tie across the k-th place makes the vector leg ask again for more rows of the same query: the
+    second answer comes from the first one's bounds, and both are sqlite-vec's."""
+    with _scanned(tmp_path) as (_kb_path, eng, plain, scan):
+        computed = []
+        real = vs.bounds
+
+        def counted(*args, **kwargs):
+            computed.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(vs, "bounds", counted)
+        generation = eng.store.generation()
+        q, other = (np.asarray(eng.embedder().embed_query(t), np.float32) for t in ("rust tokio", "banana"))
+        for k in (2, 4, 9, 30):
+            assert scan.knn(q, k, generation) == plain._searcher.knn(q, k, generation)
+        assert len(computed) == 1
+        assert scan.knn(other, 3, generation) == plain._searcher.knn(other, 3, generation)
+        assert scan.knn(q, 5, generation) == plain._searcher.knn(q, 5, generation)
+        assert len(computed) == 3  # another query in between: computed again
+
+
 def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, monkeypatch):
     kb = _kb(tmp_path)
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:

@@ -40,11 +40,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import sqlean as sqlite3
 
-__all__ = ["MIN_ROWS", "VectorScan", "calibrated", "candidates", "distances", "nearest", "read_vectors", "row_norms"]
+__all__ = [
+    "MIN_ROWS",
+    "Bounds",
+    "VectorScan",
+    "bounds",
+    "calibrated",
+    "candidates",
+    "distances",
+    "nearest",
+    "read_vectors",
+    "row_norms",
+]
 
 # Below this sqlite-vec's own scan costs about what the matrix's exact scan of every row does (~1.5 ms);
 # from it the matrix wins (scifact's 5,281 vectors: 4.5 ms → ~0.6 ms a search, for 8 MB held).
@@ -111,31 +123,58 @@ def row_norms(matrix_t: np.ndarray) -> np.ndarray:
     return np.sqrt(acc)
 
 
-def candidates(
-    matrix_t: np.ndarray, norms: np.ndarray, query: np.ndarray, k: int, removed: np.ndarray | None = None
-) -> np.ndarray:
-    """Ascending column indices that hold every row of the exact k nearest and every row tying the k-th
-    (removed rows left out), found without the exact per-dimension scan: squared distances from one
-    float32 matrix-vector product, ‖a‖² − 2a·q + ‖q‖², each within `slack` of the float32 sum sqlite-vec
-    computes — both are sums of `dim` float32 roundings, each at most 2⁻²⁴ of (‖a‖ + ‖q‖)², with margin.
-    At least k rows lie at or under U, the k-th smallest `approx + slack`; a row whose `approx − slack`
-    exceeds U lies farther than all of them, so only the rows under it need their exact distance."""
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Every column's squared distance to one query within [lower, upper] (see `candidates`), removed
+    columns above every bound; None for both when no bound holds (an overflow): every live column is
+    then scanned. A search asks again with a larger k when a tie crosses the k-th place (copies of one
+    note have one vector), and the same bounds answer it without another pass over the matrix."""
+
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    keep: np.ndarray  # the live columns
+
+
+def bounds(matrix_t: np.ndarray, norms: np.ndarray, query: np.ndarray, removed: np.ndarray | None = None) -> Bounds:
+    """Squared distances from one float32 matrix-vector product, ‖a‖² − 2a·q + ‖q‖², each within `slack`
+    of the float32 sum sqlite-vec computes — both are sums of `dim` float32 roundings, each at most 2⁻²⁴
+    of (‖a‖ + ‖q‖)², with margin."""
     n, dim = matrix_t.shape[1], matrix_t.shape[0]
     keep = np.ones(n, bool) if removed is None else ~removed
-    live = int(keep.sum())
-    if k >= live or n <= CANDIDATE_FLOOR:
-        return np.flatnonzero(keep)
     q64 = query.astype(np.float64)
     q_norm = float(np.sqrt(q64 @ q64))
     approx = norms * norms - 2.0 * (query @ matrix_t).astype(np.float64) + q_norm * q_norm
     slack = (4.0 * (dim + 4) * 2.0**-24) * (norms + q_norm) ** 2
     if not np.isfinite(approx[keep]).all():
-        return np.flatnonzero(keep)  # (an overflow: no bound holds, every row is scanned)
+        return Bounds(None, None, keep)
     upper = approx + slack
     if removed is not None:
         upper[removed] = np.inf
-    bound = np.partition(upper, k - 1)[k - 1]
-    return np.flatnonzero((approx - slack <= bound) & keep)
+    return Bounds(approx - slack, upper, keep)
+
+
+def candidates(
+    matrix_t: np.ndarray,
+    norms: np.ndarray,
+    query: np.ndarray,
+    k: int,
+    removed: np.ndarray | None = None,
+    known: Callable[[], Bounds] | None = None,
+) -> np.ndarray:
+    """Ascending column indices that hold every row of the exact k nearest and every row tying the k-th
+    (removed rows left out), found without the exact per-dimension scan: at least k rows lie at or under
+    U, the k-th smallest upper bound (`bounds`); a row whose lower bound exceeds U lies farther than all
+    of them, so only the rows under it need their exact distance. `known` gives this query's bounds
+    when they were computed already."""
+    n = matrix_t.shape[1]
+    live = n if removed is None else n - int(removed.sum())
+    if k >= live or n <= CANDIDATE_FLOOR:
+        return np.flatnonzero(np.ones(n, bool) if removed is None else ~removed)
+    b = known() if known is not None else bounds(matrix_t, norms, query, removed)
+    if b.lower is None or b.upper is None:
+        return np.flatnonzero(b.keep)  # (an overflow: no bound holds, every row is scanned)
+    bound = np.partition(b.upper, k - 1)[k - 1]
+    return np.flatnonzero((b.lower <= bound) & b.keep)
 
 
 def _rows(found: list[tuple[int, bytes, int, int]]) -> _Rows | None:
@@ -227,6 +266,15 @@ def _calibrate(conn: sqlite3.Connection) -> bool:
     return True
 
 
+class _LastQuery(threading.local):
+    """Per thread (searches run on several), the last query scanned and its bounds over the matrix."""
+
+    base: _Rows | None = None
+    delta: _Delta | None = None
+    query: bytes = b""
+    bounds: Bounds | None = None
+
+
 class VectorScan:
     """One generation's vectors (in sqlite-vec's scan order, a dimension-major float32 matrix) and KNN,
     for that generation and, through its delta, for the later ones (module docstring).
@@ -246,6 +294,7 @@ class VectorScan:
         self._reader: threading.Thread | None = None
         self._closed = False
         self._by_id: tuple[_Rows, np.ndarray, np.ndarray] | None = None  # a matrix, its ids sorted, their rows
+        self._last = _LastQuery()
 
     def knn(self, query: np.ndarray, k: int, generation: int) -> list[tuple[int, float]] | None:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
@@ -273,7 +322,16 @@ class VectorScan:
         q = np.asarray(query, np.float32)
         if base.matrix_t.shape[0] != len(q):
             return None
-        return _nearest_with(base, delta, q, k)
+        return _nearest_with(base, delta, q, k, partial(self._bounds, base, delta, q))
+
+    def _bounds(self, base: _Rows, delta: _Delta, q: np.ndarray) -> Bounds:
+        """The query's bounds over the matrix, computed once for the thread's last query (`Bounds`)."""
+        last = self._last
+        key = q.tobytes()
+        if last.base is not base or last.delta is not delta or last.query != key or last.bounds is None:
+            last.base, last.delta, last.query = base, delta, key
+            last.bounds = bounds(base.matrix_t, base.norms, q, delta.removed)
+        return last.bounds
 
     def vectors(self, ids: list[int], generation: int) -> dict[int, np.ndarray] | None:
         """The stored vectors of `ids` in `generation` (an id with none is absent), copied from the matrix
@@ -418,12 +476,15 @@ def _read_delta(conn: sqlite3.Connection, base: _Rows, mark: int) -> _Delta | No
     return _Delta(removed if removed.any() else None, added, len(named))
 
 
-def _nearest_with(base: _Rows, delta: _Delta, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+def _nearest_with(
+    base: _Rows, delta: _Delta, q: np.ndarray, k: int, known: Callable[[], Bounds] | None = None
+) -> list[tuple[int, float]]:
     """`nearest` over the matrix with the delta applied: its removed rows masked, its added rows scanned
-    beside it, both merged in sqlite-vec's order (distance, storage chunk, offset descending)."""
+    beside it, both merged in sqlite-vec's order (distance, storage chunk, offset descending). `known`:
+    the query's bounds over the matrix, when at hand (`candidates`)."""
     if k <= 0:
         return []
-    cand = candidates(base.matrix_t, base.norms, q, k, delta.removed)
+    cand = candidates(base.matrix_t, base.norms, q, k, delta.removed, known)
     if delta.added is None:  # rows in the matrix's order, which is sqlite-vec's: ties cut in it
         return nearest(base.ids[cand], distances(np.ascontiguousarray(base.matrix_t[:, cand]), q), k)
     a = delta.added
