@@ -465,19 +465,33 @@ class PrunedFulltext:
         taken: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         scorer = _Scorer(conn, table, phrases, weights, avgdl, taken, word_rows)
         theta = 0.0
+        # θ from the pool's sums is brought up to date only where it is read: a run of cheap lists is
+        # taken whatever it is, and the sums only grow, so the k-th of the latest sums is the θ each
+        # update on the way would have reached (a partition of every row in the pool per list, at 100k).
+        stale = False
+
+        def fresh_theta() -> float:
+            nonlocal theta, stale
+            if stale:
+                sums = acc[acc > 0.0]  # (partitioning the zeros too is many times slower)
+                if len(sums) >= limit:
+                    theta = max(theta, _kth(sums, limit))
+                stale = False
+            return theta
+
         j = 0
         for j, phrase in enumerate(order):
-            # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
-            safe = len(taken) > 0 and rest[j] < theta and phrase.scorable
             cached = self.impacts_cache.get((table, phrase.key, weights, gen))
             # A list in memory or in the index database costs little to take, and a phrase taken is
             # one no row has to be scored for from its text: such lists are taken to the end.
             cheap = cached is not None or phrase.key in stored
-            if safe and not cheap and rest[j] < TIGHT * theta:
+            # Without the tokenizer's rules (the bigram table) every term comes from FTS5: take all.
+            safe = not cheap and len(taken) > 0 and phrase.scorable and rest[j] < fresh_theta()
+            if safe and rest[j] < TIGHT * theta:
                 break
             # A list costs a walk of its phrase's trigram doclists, a row scored from text far less:
             # an uncached list is fetched only while it would leave many rows to score.
-            if safe and not cheap and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
+            if safe and np.count_nonzero(acc + rest[j] >= theta) <= TEXT_ROWS:
                 break
             rows, terms = (
                 cached[0]
@@ -491,18 +505,16 @@ class PrunedFulltext:
                 return None  # one snapshot, but never index out of bounds
             acc[rows] += terms
             taken[phrase.slot] = (rows, terms)
-            sums = acc[acc > 0.0]  # (partitioning the zeros too is many times slower)
-            if len(sums) >= limit:
-                theta = max(theta, _kth(sums, limit))
+            stale = True
             nxt = order[j + 1] if j + 1 < len(order) else None
             if (
                 nxt is not None
                 and nxt.scorable
-                and rest[j + 1] >= theta
-                and len(sums) >= limit
                 and len(scorer.exact) < 2 * limit
                 and nxt.key not in stored
                 and self.impacts_cache.get((table, nxt.key, weights, gen)) is None
+                and rest[j + 1] >= fresh_theta()
+                and np.count_nonzero(acc) >= limit
             ):
                 # The rows' full scores are far above their partial sums (the common phrases add up):
                 # scoring the most promising ones from their text raises θ, so fewer phrases need a walk
@@ -512,6 +524,7 @@ class PrunedFulltext:
                 theta = max(theta, _kth(np.fromiter((-v for v in scorer.exact.values()), dtype=np.float64), limit))
         else:
             j = len(order)
+        fresh_theta()
         if j == len(order) and rest[j] >= theta:
             theta = 0.0  # never safe before every phrase was taken: the pool is every matching row
         left = rest[j]
