@@ -108,6 +108,7 @@ async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int)
     from groove_tui.tui.widgets.results import ResultsPane
 
     engine, cfg = open_engine(kb, index_dir, model)
+    chunks = engine.status().chunks
     queries = [q.query for q in load_golden(golden).queries if len(q.query) > 2][:n]
     configured_debounce = cfg.tui.debounce_ms
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,6 +162,7 @@ async def keystrokes(kb: Path, golden: Path, index_dir: str, model: str, n: int)
                         stages.setdefault(stage, []).append(float(ms))
         engine.close()
     return {
+        "chunks": chunks,
         "n": len(times),
         "p50": statistics.median(times),
         "p95": percentile(times, 95),
@@ -239,7 +241,13 @@ def main() -> None:
     ap.add_argument("--no-pruning", action="store_true", help="rank the full-text leg with the plain statement")
     ap.add_argument("--no-vector-scan", action="store_true", help="the vector leg from sqlite-vec's own KNN")
     ap.add_argument("--max-chunk-bytes", type=int, help="the chunk cap the index was built with (else 3000)")
+    ap.add_argument("--record", metavar="DIR", help="write a measurement record into DIR")
     args = ap.parse_args()
+    from groove_tui.output import records
+
+    recording = records.begin(
+        args.record, "bench", sys.argv[1:], kb=args.kb, program="python -m tests.tui.bench_keystroke"
+    )
     global PRUNING, VECTOR_SCAN, CHUNK_CAP
     PRUNING, VECTOR_SCAN, CHUNK_CAP = not args.no_pruning, not args.no_vector_scan, args.max_chunk_bytes
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -262,6 +270,7 @@ def main() -> None:
         f"debounce 0 here, configured {ks['debounce_configured_ms']} ms"
     )
     print("  engine stages p50: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ks["stages_p50"].items()))
+    cs = None
     if args.cold:
         cs = cold_start(args.kb, index_dir, args.model, args.cold)
         print(
@@ -269,6 +278,8 @@ def main() -> None:
             f"({', '.join(f'{s:.2f}' for s in cs['all'])})"
         )
     tmp.cleanup()
+    result = {"mode": "keystroke", "model": args.model, "kb": str(args.kb), "keystroke": ks, "cold_start": cs}
+    records.record_bench(recording, result, argparse.Namespace(kb=args.kb, queries=args.golden))
 
 
 if __name__ == "__main__":
