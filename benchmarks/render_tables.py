@@ -97,6 +97,7 @@ def command_for_docs(command: str) -> str:
     command = re.sub(r"--scale-dir \S+ ?", "", command)  # where the copy was kept: the same figures without
     command = re.sub(r"(?<![\w$])/\S*/(?=groove_tui/demo/kb)", "", command)  # the handbook, from the checkout
     command = re.sub(r"(?<=bench )/\S+/kb(?=\s)", "COPY/kb", command)  # a KB copy a bench kept (--scale-dir COPY)
+    command = re.sub(r"(?<=--kb )/\S+/kb(?=\s)", "COPY/kb", command)  # the same, given to the explorer's bench
     command = re.sub(r"--(?:out|record) \S+", "--record benchmarks/results", command)
     command = re.sub(r"^(?:\S+/)?\.venv/bin/", "", command)
     return command.strip()
@@ -486,6 +487,40 @@ def one_shot_search(records: Records) -> str:
     return table(header, rows) + "\n\n" + provenance(used)
 
 
+def keystroke(records: Records) -> str:
+    """The explorer from a keystroke to its results painted, and from its start to the first paint."""
+    used, rows = [], []
+    for kb, model, label in (
+        ("scifact", "bge-small-en", "scifact, bge-small-en"),
+        ("watch100k", "hashing-384", "scifact replicated, hashing-384"),
+    ):
+        name, rec = records.get(Want("bench", kb, model, "keystroke"))
+        used.append((name, rec))
+        ks = rec["figures"]["keystroke"]
+        cold = rec["figures"].get("cold_start")
+        rows.append(
+            [
+                label,
+                f"{ks['chunks']:,}",
+                str(ks["n"]),
+                f"**{_ms(ks['p50'])}** / {_ms(ks['p95'])}",
+                f"{_ms(ks['engine_p50'])} / {_ms(ks['engine_p95'])}",
+                f"{_ms(ks['ui_p50'])} / {_ms(ks['ui_p95'])}",
+                "–" if not cold else f"{cold['median']:.2f}",
+            ]
+        )
+    header = [
+        "KB, embedder",
+        "chunks",
+        "keystrokes",
+        "keystroke → results painted, p50 / p95 ms",
+        "its search (Engine.search), ms",
+        "the rest: key, worker, message, render, ms",
+        "start → first paint, median s",
+    ]
+    return table(header, rows) + "\n\n" + provenance(used)
+
+
 def readers(records: Records) -> str:
     name, rec = records.get(Want("bench", "scifact", "use-multilingual", "readers"))
     r = rec["figures"]["readers"]
@@ -831,6 +866,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "search-latency": search_latency,
     "one-shot-search": one_shot_search,
     "readers": readers,
+    "keystroke": keystroke,
     "scale": scale,
     "serve-overhead": serve_overhead,
     "word-leg": word_leg,
