@@ -182,13 +182,22 @@ def test_a_query_asked_again_for_more_rows_is_bounded_once(tmp_path, monkeypatch
 
         monkeypatch.setattr(vs, "bounds", counted)
         generation = eng.store.generation()
-        q, other = (np.asarray(eng.embedder().embed_query(t), np.float32) for t in ("rust tokio", "banana"))
+        q, other, third = (
+            np.asarray(eng.embedder().embed_query(t), np.float32) for t in ("rust tokio", "banana", "protein cells")
+        )
         for k in (2, 4, 9, 30):
             assert scan.knn(q, k, generation) == plain._searcher.knn(q, k, generation)
         assert len(computed) == 1
         assert scan.knn(other, 3, generation) == plain._searcher.knn(other, 3, generation)
         assert scan.knn(q, 5, generation) == plain._searcher.knn(q, 5, generation)
-        assert len(computed) == 3  # another query in between: computed again
+        assert len(computed) == 2  # the other side's query does not push it out
+        assert scan.knn(third, 3, generation) == plain._searcher.knn(third, 3, generation)
+        assert scan.knn(other, 7, generation) == plain._searcher.knn(other, 7, generation)
+        assert scan.knn(q, 6, generation) == plain._searcher.knn(q, 6, generation)
+        assert len(computed) == 4  # two other queries since: computed again
+        # a matrix read again drops what was kept of the one before
+        scan._load()
+        assert scan._recent == []
 
 
 def test_vectors_still_being_written_or_a_small_table_hold_no_matrix(tmp_path, monkeypatch):

@@ -66,6 +66,7 @@ REREAD_ROWS = 256  # (and at least this many: a small index's deltas are cheap w
 DELTA_MAX_SHARE = 0.05  # past this a delta is not served (sqlite-vec answers until the read is done)
 _ACCUMULATE_COLUMNS = 256  # up to this many columns `distances` sums by add.accumulate (measured)
 CANDIDATE_FLOOR = 2_048  # up to this many rows, every row's exact distance is cheaper than narrowing
+RECENT_QUERIES = 2  # queries whose bounds are kept: the explorer searches two sides at once
 
 
 def distances(matrix_t: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -266,15 +267,6 @@ def _calibrate(conn: sqlite3.Connection) -> bool:
     return True
 
 
-class _LastQuery(threading.local):
-    """Per thread (searches run on several), the last query scanned and its bounds over the matrix."""
-
-    base: _Rows | None = None
-    delta: _Delta | None = None
-    query: bytes = b""
-    bounds: Bounds | None = None
-
-
 class VectorScan:
     """One generation's vectors (in sqlite-vec's scan order, a dimension-major float32 matrix) and KNN,
     for that generation and, through its delta, for the later ones (module docstring).
@@ -294,7 +286,8 @@ class VectorScan:
         self._reader: threading.Thread | None = None
         self._closed = False
         self._by_id: tuple[_Rows, np.ndarray, np.ndarray] | None = None  # a matrix, its ids sorted, their rows
-        self._last = _LastQuery()
+        # The bounds of the latest queries (one per side the explorer shows), dropped with their matrix.
+        self._recent: list[tuple[_Rows, _Delta, bytes, Bounds]] = []
 
     def knn(self, query: np.ndarray, k: int, generation: int) -> list[tuple[int, float]] | None:
         """sqlite-vec's `MATCH query AND k = k ORDER BY distance` rows, or None when this generation has
@@ -325,13 +318,18 @@ class VectorScan:
         return _nearest_with(base, delta, q, k, partial(self._bounds, base, delta, q))
 
     def _bounds(self, base: _Rows, delta: _Delta, q: np.ndarray) -> Bounds:
-        """The query's bounds over the matrix, computed once for the thread's last query (`Bounds`)."""
-        last = self._last
+        """The query's bounds over the matrix and delta (`Bounds`), computed once while it is among the
+        latest queries."""
         key = q.tobytes()
-        if last.base is not base or last.delta is not delta or last.query != key or last.bounds is None:
-            last.base, last.delta, last.query = base, delta, key
-            last.bounds = bounds(base.matrix_t, base.norms, q, delta.removed)
-        return last.bounds
+        with self._lock:
+            for held, held_delta, held_key, found in self._recent:
+                if held is base and held_delta is delta and held_key == key:
+                    return found
+        found = bounds(base.matrix_t, base.norms, q, delta.removed)
+        with self._lock:
+            if self._base is base:  # (not for a matrix replaced meanwhile: that one is let go)
+                self._recent = [(base, delta, key, found), *self._recent[: RECENT_QUERIES - 1]]
+        return found
 
     def vectors(self, ids: list[int], generation: int) -> dict[int, np.ndarray] | None:
         """The stored vectors of `ids` in `generation` (an id with none is absent), copied from the matrix
@@ -412,6 +410,7 @@ class VectorScan:
             with self._lock:
                 if not self._closed:
                     self._generation, self._base, self._mark, self._deltas = generation, read, mark, {}
+                    self._recent = []
         except sqlite3.Error:
             pass  # the next search asks again; sqlite-vec answers meanwhile
         finally:
@@ -430,6 +429,7 @@ class VectorScan:
             self._closed = True
             self._generation, self._base, self._mark, self._deltas = None, None, None, {}
             self._by_id = None
+            self._recent = []
 
 
 def _generation_of(conn: sqlite3.Connection) -> int:
