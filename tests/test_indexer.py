@@ -111,16 +111,16 @@ def test_unreadable_file_is_skipped(tmp_path, monkeypatch):
     kb = write_kb(
         tmp_path / "kb", {"a.md": "## A\n\nreadable text that is long enough to index.\n", "b.md": "## B\n\nsecret\n"}
     )
-    import builtins
+    from groove_tui.engine.index import walk
 
-    real_open = builtins.open
+    real_open = walk._open_nonblocking
 
-    def guarded(file, *args, **kw):  # root reads any mode, so simulate EACCES
-        if str(file).endswith("b.md"):
+    def guarded(path: str, flags: int) -> int:  # root reads any mode, so simulate EACCES
+        if str(path).endswith("b.md"):
             raise PermissionError(13, "Permission denied")
-        return real_open(file, *args, **kw)
+        return real_open(path, flags)
 
-    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(walk, "_open_nonblocking", guarded)
     with open_engine(kb, tmp_path) as eng:
         r = eng.index()
     assert [(s.path, s.reason) for s in r.skipped] == [("b.md", "unreadable: Permission denied")]
