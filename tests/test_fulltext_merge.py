@@ -3,6 +3,7 @@ cancel before it loses nothing."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import pytest
@@ -118,3 +119,81 @@ def test_cancelling_before_the_merge_keeps_the_index_and_the_next_run_merges(tmp
         eng.index()
         assert calls == [True] and eng.store.get_meta(UNMERGED_KEY) == "0"
         assert _results(eng) == before
+
+
+def _automerge_seen_by_inserts(monkeypatch) -> list[bool]:
+    """Whether FTS5's incremental merging was on at each batch of full-text rows written."""
+    seen: list[bool] = []
+    real = Store.insert_fulltext
+
+    def spying(self, rows, conn):
+        seen.append(self.automerge(conn))
+        return real(self, rows, conn)
+
+    monkeypatch.setattr(Store, "insert_fulltext", spying)
+    return seen
+
+
+def _automerge_settings(eng: Engine) -> dict[str, object]:
+    conn = eng.store.conn()
+    return {
+        t: (conn.execute(f"SELECT v FROM {t}_config WHERE k = 'automerge'").fetchone() or [None])[0]
+        for t in ("fts_chunks", "fts_bigram", "fts_words")
+    }
+
+
+def test_a_run_that_ends_in_a_merge_writes_without_automerge_and_turns_it_back_on(tmp_path, monkeypatch):
+    kb = _kb(tmp_path)
+    seen = _automerge_seen_by_inserts(monkeypatch)
+    with _engine(kb, tmp_path) as eng:
+        eng.index()  # a bulk index: the optimize at its end merges every segment
+        assert seen and not any(seen)
+        assert eng.store.automerge(eng.store.conn())
+        assert set(_automerge_settings(eng).values()) == {4}, "every table back at FTS5's default"
+        seen.clear()
+        (kb / "n01.md").write_text("# Note 1\n\nRewritten about gardening.\n")
+        eng.index()  # 1 of 20: no merge at the end, so FTS5 keeps merging as it writes
+        assert seen == [True]
+
+
+def test_a_run_cancelled_in_the_full_text_phase_leaves_automerge_on(tmp_path):
+    kb = _kb(tmp_path)
+    cancel = threading.Event()
+
+    def progress(p) -> None:
+        if p.phase == "fulltext" and p.done >= 5:
+            cancel.set()
+
+    with _engine(kb, tmp_path) as eng:
+        with pytest.raises(IndexCancelled):
+            eng.index(progress=progress, cancel=cancel)
+        assert eng.store.automerge(eng.store.conn())
+        assert 0 < eng.store.counts()[0] < 20, "stopped partway, the notes written before it kept"
+
+
+def test_a_batch_whose_full_text_rows_fail_is_rolled_back_and_the_index_stays_writable(tmp_path, monkeypatch):
+    kb = _kb(tmp_path)
+    real = Store.insert_fulltext
+
+    def failing(self, rows, conn):
+        real(self, rows, conn)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with _engine(kb, tmp_path) as eng:
+        monkeypatch.setattr(Store, "insert_fulltext", failing)
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+            eng.index()
+        assert not eng.store.conn().in_transaction
+        assert eng.store.counts()[0] == 0, "no note without its full-text rows"
+        monkeypatch.undo()
+        eng.index()
+        assert eng.store.counts()[0] == 20 and eng.store.automerge(eng.store.conn())
+
+
+def test_a_run_after_one_killed_without_automerge_turns_it_on(tmp_path):
+    kb = _kb(tmp_path)
+    with _engine(kb, tmp_path) as eng:
+        eng.index()
+        eng.store.set_automerge(False)  # as a process killed mid-phase leaves it
+        eng.index()  # nothing changed
+        assert eng.store.automerge(eng.store.conn())

@@ -199,9 +199,16 @@ class _WriteBatch:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             rows, self._fulltext = self._fulltext, []
-            if rows:
-                self.store.insert_fulltext(rows, conn)
-            conn.execute("COMMIT")
+            try:
+                if rows:
+                    self.store.insert_fulltext(rows, conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                # Not left open: the connection's next transaction would fail ("within a transaction").
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error, sqlean.Error):
+                        conn.execute("ROLLBACK")
+                raise
 
     def __enter__(self) -> _WriteBatch:
         return self
@@ -270,7 +277,11 @@ class Indexer:
             self._migrate_words(notify, cancel)
             self._migrate_names(cancel)
         contextual = self._resolve_context_mode(force)
-        self._fulltext_phase(report, notify, cancel, force, contextual, scope)
+        try:
+            self._fulltext_phase(report, notify, cancel, force, contextual, scope)
+        finally:
+            with contextlib.suppress(sqlite3.Error, sqlean.Error):  # (then the next run turns it on)
+                self._automerge_on()
         self._compact_fulltext(report.added + report.updated + report.deleted, cancel)
         if follow_statistics:
             self.follow_phrase_statistics()
@@ -489,8 +500,8 @@ class Indexer:
         crosses the threshold. An index that has never been merged counts as entirely changed."""
         docs = self.store.counts()[0]
         recorded = self.store.get_meta(UNMERGED_KEY)
-        pending = (int(recorded) if recorded and recorded.isdigit() else docs) + changed
-        if docs and pending * 10 >= docs:
+        pending = self._unmerged(recorded, docs) + changed
+        if self._merge_due(pending, docs):
             if cancel is not None and cancel.is_set():  # the merge itself cannot be interrupted
                 raise IndexCancelled("indexing cancelled before merging the full-text index")
             self.store.optimize_fulltext()
@@ -571,6 +582,8 @@ class Indexer:
         settled: set[str] = set()  # read again once still: what they hold now is what they hold
         changing: set[str] = set()  # read again while still changing
         n = 0
+        if scope is None and self._ends_in_merge(work, stored, disk, skipped_paths, force or rechunk, reparse):
+            self.store.set_automerge(False)  # (on again when the phase ends, before the merge)
         batch = _WriteBatch(self.store)
         # Unchanged notes whose size or mtime moved (a checkout, a copy, a save of the same bytes): their
         # new stat is recorded, or the cheap staleness check (`Engine.needs_index`) would find the index
@@ -659,6 +672,42 @@ class Indexer:
         if gone:
             self._delete_documents(gone)
             report.deleted += len(gone)
+
+    @staticmethod
+    def _unmerged(recorded: str | None, docs: int) -> int:
+        """Documents changed since the full text was last merged (all of them if it never was)."""
+        return int(recorded) if recorded and recorded.isdigit() else docs
+
+    @staticmethod
+    def _merge_due(pending: int, docs: int) -> bool:
+        """Whether the full-text merge is due: once a tenth of the documents changed since the last one."""
+        return docs > 0 and pending * 10 >= docs
+
+    def _ends_in_merge(
+        self,
+        work: list[tuple[str, DiskFile]],
+        stored: dict[str, _Indexed],
+        disk: dict[str, DiskFile],
+        skipped: set[str],
+        rewrite_all: bool,
+        reparse: set[str],
+    ) -> bool:
+        """Whether a whole-KB run will end in the full-text merge (`_compact_fulltext`), judged before it
+        writes: the notes it will write (new, changed, or all) and delete, against the notes it leaves."""
+        writes = sum(
+            1
+            for rel, f in work
+            if rewrite_all or rel in reparse or rel not in stored or stored[rel].content_hash != f.content_hash
+        )
+        deletes = sum(1 for p in stored if p not in disk and p not in skipped)
+        docs = len(disk)
+        return self._merge_due(self._unmerged(self.store.get_meta(UNMERGED_KEY), docs) + writes + deletes, docs)
+
+    def _automerge_on(self) -> None:
+        """FTS5's incremental merging back on, after a phase that turned it off (or a run killed in one):
+        the small edits that follow rely on it to bound the segments they leave."""
+        if not self.store.automerge(self.store.conn()):
+            self.store.set_automerge(True)
 
     def _read_once_still(
         self,

@@ -100,6 +100,10 @@ FULLTEXT_VERSION = "2"
 # Moved by every write to a full-text table (and carried past a forced rebuild): what the full-text legs'
 # per-phrase lists are kept by, so that vectors landing do not drop them.
 FULLTEXT_GENERATION = "fulltext_generation"
+
+FULLTEXT_TABLES = ("fts_chunks", "fts_bigram", "fts_words")
+FTS5_AUTOMERGE = 4  # FTS5's default 'automerge' setting
+
 FTS_DDL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_chunks USING fts5(
     heading, context, content,
@@ -722,6 +726,23 @@ class Store:
         )
         return rows
 
+    def automerge(self, conn: sqlite3.Connection) -> bool:
+        """Whether FTS5 merges the full-text tables' segments as writes add them (its default)."""
+        row = conn.execute("SELECT v FROM fts_chunks_config WHERE k = 'automerge'").fetchone()
+        return row is None or int(row[0]) != 0
+
+    def set_automerge(self, on: bool) -> None:
+        """Turn FTS5's incremental merging of the full-text tables on (at its default) or off.
+
+        Off for a run that ends in an 'optimize': the merges it would make along the way are undone by
+        the optimize, which merges every segment anyway (about a tenth of the full-text phase). Search
+        results do not depend on it."""
+        with self.transaction() as conn:
+            for table in FULLTEXT_TABLES:
+                conn.execute(
+                    f"INSERT INTO {table}({table}, rank) VALUES ('automerge', ?)", (FTS5_AUTOMERGE if on else 0,)
+                )
+
     def optimize_fulltext(self) -> None:
         """Merge each full-text table's segments into one b-tree (FTS5 'optimize'); results do not change.
 
@@ -729,7 +750,7 @@ class Store:
         index this takes about a quarter off the full-text statement (docs/performance.md). One
         transaction, not interruptible: 0.4 s for scifact's 7.6k chunks, 5 s at 100k."""
         with self.transaction() as conn:
-            for table in ("fts_chunks", "fts_bigram", "fts_words"):
+            for table in FULLTEXT_TABLES:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
     def counts(self) -> tuple[int, int, int]:
