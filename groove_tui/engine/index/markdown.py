@@ -55,6 +55,7 @@ BOILERPLATE = (
 )  # fmt: skip
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _BOILERPLATE_KEYS = frozenset(b.translate(_ASCII_LOWER) for b in BOILERPLATE)
+_BOILERPLATE_LONGEST = max(map(len, _BOILERPLATE_KEYS))
 _BOILERPLATE_TAIL = ".。、, \t"
 
 
@@ -305,6 +306,8 @@ def quality_score(content: str) -> float:
 
 def _is_boilerplate(trimmed: str) -> bool:
     normalized = trimmed.rstrip(_BOILERPLATE_TAIL).lstrip(_WS)
+    if len(normalized) > _BOILERPLATE_LONGEST:  # (lower-casing keeps the length: no text this long is one)
+        return False
     return bool(normalized) and normalized.translate(_ASCII_LOWER) in _BOILERPLATE_KEYS
 
 
@@ -393,7 +396,8 @@ def _cut_sections(body: str, first_lineno: int, excludes: Sequence[str]) -> list
             if not excluded:
                 buf.append(_Line(raw, lineno, fence_id))
             continue
-        found = _heading(trimmed)
+        first = trimmed[:1]  # (most lines open neither a heading nor a fence: two calls spared)
+        found = _heading(trimmed) if first == "#" else None
         if found is not None:
             flush()
             buf = []
@@ -406,7 +410,7 @@ def _cut_sections(body: str, first_lineno: int, excludes: Sequence[str]) -> list
             heading, ancestry = (None, ()) if excluded else (found, parents)
             heading_line = lineno
             continue
-        fence = _fence_open(trimmed)
+        fence = _fence_open(trimmed) if first in ("`", "~") else None
         if fence is not None:
             fence_id += 1
         if not excluded:
@@ -570,8 +574,10 @@ def _cut_long_lines(lines: list[_Line], cap: int) -> list[_Line]:
 
 def _split(lines: list[_Line], cap: int) -> list[tuple[int, int]]:
     """Line ranges of the pieces of a section (one range when it is within the cap)."""
+    if cap <= 0 or not lines or 4 * (sum(len(line.text) for line in lines) + len(lines) - 1) <= cap:
+        return [(0, len(lines))]  # (a character is at most 4 bytes: within the cap without counting them)
     size = _Sizer(lines)
-    if cap <= 0 or not lines or size(0, len(lines)) <= cap:
+    if size(0, len(lines)) <= cap:
         return [(0, len(lines))]
     units: list[_Unit] = []
     for para in _paragraphs(lines):
