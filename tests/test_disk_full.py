@@ -84,12 +84,12 @@ def test_a_write_failing_with_disk_full_mid_run_keeps_every_earlier_document(tmp
     real = indexer.Indexer._write_rows
     calls = []
 
-    def write(self, doc, f, doc_id, contextual, conn, fulltext):
+    def write(self, doc, f, doc_id, contextual, conn, fulltext, now):
         calls.append(doc.path)
         if len(calls) == 3:  # a write inside the document's transaction, then the disk is full
             conn.execute("INSERT INTO documents(path, content_hash, last_indexed) VALUES ('half.md', 'h', 'now')")
             raise sqlite3.OperationalError("database or disk is full")
-        return real(self, doc, f, doc_id, contextual, conn, fulltext)
+        return real(self, doc, f, doc_id, contextual, conn, fulltext, now)
 
     monkeypatch.setattr(indexer.Indexer, "_write_rows", write)
     with Engine.open(kb, config=hashing_config(), index_dir=tmp_path / "idx") as eng:

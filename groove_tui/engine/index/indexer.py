@@ -161,12 +161,14 @@ class _WriteBatch:
         self._docs = 0
         self._opened = 0.0
         self._fulltext: list[tuple[int, str | None, str | None, str]] = []
+        self.now = _now()  # the batch's documents' last_indexed: when its transaction began
 
     def connection(self) -> sqlean.Connection:
         if self._conn is None:
             conn = self.store.conn()
             conn.execute("BEGIN IMMEDIATE")
             self._conn, self._docs, self._opened = conn, 0, time.monotonic()
+            self.now = _now()
         return self._conn
 
     @contextlib.contextmanager
@@ -202,6 +204,8 @@ class _WriteBatch:
             try:
                 if rows:
                     self.store.insert_fulltext(rows, conn)
+                if self._docs:  # once for the batch: readers see its documents together
+                    self.store.bump_generation(conn)
                 conn.execute("COMMIT")
             except BaseException:
                 # Not left open: the connection's next transaction would fail ("within a transaction").
@@ -844,7 +848,7 @@ class Indexer:
     ) -> str:
         """One document's rows, inside a batch's transaction; its full-text rows go with the batch's."""
         with batch.document() as conn:
-            return self._write_rows(doc, f, doc_id, contextual, conn, batch.add_fulltext)
+            return self._write_rows(doc, f, doc_id, contextual, conn, batch.add_fulltext, batch.now)
 
     def _write_rows(
         self,
@@ -854,7 +858,10 @@ class Indexer:
         contextual: bool,
         conn: sqlean.Connection,
         fulltext: Callable[[tuple[int, str | None, str | None, str]], None],
+        now: str,
     ) -> str:
+        """One document's rows, its full-text rows handed to `fulltext`; the caller's transaction moves
+        the generation once for all it writes."""
         tags = json.dumps(list(doc.tags), ensure_ascii=False)
         meta = (
             doc.title,
@@ -864,7 +871,7 @@ class Indexer:
             tags,
             doc.date,
             f.content_hash,
-            _now(),
+            now,
             f.size,
             f.mtime_ns,
         )
@@ -891,7 +898,6 @@ class Indexer:
                     "UPDATE chunks SET line = ?, part = ?, level = ?, quality_score = ? WHERE id = ?",
                     [(c.line, c.part, c.level, c.quality_score, o[0]) for o, c in zip(old, doc.chunks, strict=True)],
                 )
-                self.store.bump_generation(conn)
                 return "metadata"
             # Keep vectors of chunks whose embedding input did not change: editing one section of a
             # long note re-embeds that section only.
@@ -932,7 +938,6 @@ class Indexer:
             fulltext((cid, c.heading, context, c.content))
             if blob is not None:
                 conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, blob))
-        self.store.bump_generation(conn)
         return outcome
 
     def _delete_documents(self, doc_ids: list[int]) -> None:
