@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import Engine, ModelMismatch
+from groove_tui.engine.index.indexer import BATCH_DOCS
 from groove_tui.engine.types import IndexProgress
 
 from helpers import hashing_config, write_kb
@@ -294,7 +295,7 @@ def test_killed_during_phase_one_leaves_no_half_document(tmp_path):
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\nfrom helpers import hashing_config\n"
         f"eng = Engine.open({str(kb)!r}, config=hashing_config(), index_dir={str(idx)!r})\n"
         "def progress(p):\n"
-        "    if p.phase == 'fulltext' and p.done == 500: print('HALF', flush=True)\n"
+        f"    if p.phase == 'fulltext' and p.done == {BATCH_DOCS * 3 // 2}: print('HALF', flush=True)\n"
         "eng.index(progress=progress)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
