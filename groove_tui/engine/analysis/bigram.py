@@ -68,6 +68,8 @@ def cjk_runs(text: str) -> Iterator[re.Match[str]]:
 
 def without_cjk(text: str) -> str:
     """`text` NFKC-normalised with each CJK run replaced by a space."""
+    if text.isascii():  # (ASCII is NFKC and holds no CJK: most English text, at a fraction of the scan)
+        return text
     return _CJK_RUN.sub(" ", nfkc(text))
 
 
@@ -81,8 +83,8 @@ def _index_tokens(run: str) -> str:
 
 def segment(text: str | None) -> str | None:
     """The copy of `text` the bigram table indexes (None stays None: an absent heading or context)."""
-    if text is None:
-        return None
+    if text is None or text.isascii():
+        return text
     return _CJK_RUN.sub(lambda m: f" {_index_tokens(m.group())} ", nfkc(text))
 
 
