@@ -305,6 +305,29 @@ def index_size(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance(used)
 
 
+def fulltext_phase(records: Records) -> str:
+    """A fresh full-text phase with the code of a record's commit against another revision's, on the
+    same copies of the same KBs, alternating (benchmarks/fulltext_phase.py)."""
+    found = records.get(Want("bench", None, "hashing-384", "fulltext-phase"))
+    figures = found[1]["figures"]
+    against, now = figures["against"], found[1]["commit"]
+    rows = [
+        [
+            f"{kb} ({k['documents']:,} notes, {k['chunks']:,} chunks)",
+            f"{k['against_median_s']:.2f}",
+            f"{k['now_median_s']:.2f}",
+            f"**{k['ratio_median']:.2f}×**",
+            ", ".join(f"{r:.2f}" for r in k["ratios"]),
+        ]
+        for kb, k in figures["kbs"].items()
+    ]
+    head = ["KB", f"`{against}`, s (median)", f"`{now}`, s (median)", "× (per round, median)", "each round"]
+    intro = (
+        f"{figures['rounds']} rounds, each code in a process of its own, the two alternating and taking turns first."
+    )
+    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([found])
+
+
 def peers(records: Records) -> str:
     """groove-tui's full-text legs beside tantivy and bm25s on scifact (bench --mode peers)."""
     found = records.get(Want("bench", "scifact", None, "peers"))
@@ -863,6 +886,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "embedder-throughput": embedder_throughput,
     "embedder-batching": embedder_batching,
     "index-size": index_size,
+    "fulltext-phase": fulltext_phase,
     "search-latency": search_latency,
     "one-shot-search": one_shot_search,
     "readers": readers,
