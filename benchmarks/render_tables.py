@@ -305,6 +305,36 @@ def index_size(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance(used)
 
 
+def trigram_detail(records: Records) -> str:
+    """The trigram table at FTS5's three detail levels: its size, the index's with it, and the golden
+    queries each answers (benchmarks/trigram_detail.py)."""
+    found = records.get(Want("bench", "scifact", "hashing-384", "trigram-detail"))
+    figures = found[1]["figures"]
+    text = figures["text_bytes"]
+    rows = [
+        [
+            f"`detail={level}`",
+            f"{f['bytes'] / 1e6:.1f} ({f['ratio_to_text']:.2f}×)",
+            f"{f['index_bytes_without_vectors'] / 1e6:.1f} (**{f['index_ratio_to_text']:.2f}×**)",
+            f"{f['answered']:,} of {f['answered'] + f['refused']:,}",
+            f"“{f['first_error']}”" if f["first_error"] else "–",
+        ]
+        for level, f in figures["levels"].items()
+    ]
+    head = [
+        "trigram table",
+        "MB (× text)",
+        "index, vectors aside, MB (× text)",
+        "golden queries answered",
+        "refused with",
+    ]
+    intro = (
+        f"scifact: {figures['chunks']:,} chunks, {text / 1e6:.1f} MB of text; the {figures['queries']:,} queries of "
+        "its golden file compiled as search compiles them."
+    )
+    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([found])
+
+
 def fulltext_phase(records: Records) -> str:
     """A fresh full-text phase with the code of a record's commit against another revision's, on the
     same copies of the same KBs, alternating (benchmarks/fulltext_phase.py)."""
@@ -887,6 +917,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "embedder-batching": embedder_batching,
     "index-size": index_size,
     "fulltext-phase": fulltext_phase,
+    "trigram-detail": trigram_detail,
     "search-latency": search_latency,
     "one-shot-search": one_shot_search,
     "readers": readers,
