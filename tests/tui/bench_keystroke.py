@@ -34,6 +34,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import groove_tui.tui  # noqa: F401  (before Textual, as the explorer is started: it sets the frame rate)
+
 
 def percentile(values: list[float], p: float) -> float:
     s = sorted(values)
