@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+from groove_tui.engine.types import IndexProgress, IndexReport
+from groove_tui.tui.app import GrooveApp
 from groove_tui.tui.widgets.metrics import MetricsBar
 from groove_tui.tui.widgets.results import ResultsPane
 from groove_tui.tui.widgets.status import IndexStatusBar
@@ -43,6 +45,37 @@ async def test_a_query_on_a_new_index_says_it_waits_for_the_full_text_phase_and_
         )
         assert paths(app) == ["rust/ownership.md"]
         assert {q for q, _ in eng.calls} == {"borrow"}
+        gate.set()
+        await settle(app, pilot)
+
+
+async def test_a_burst_of_file_reports_is_shown_a_few_times_a_second_and_ends_on_the_last(tmp_path, monkeypatch):
+    """Thousands of files reported at once reach the screen as a few messages, not one each (their
+    repaints would hold the interpreter the indexer needs), and what stays shown is the last report."""
+    reports, gate = 5000, threading.Event()
+    eng = FakeEngine(stale=True, fresh=True)
+
+    def index(progress=None, force=False, cancel=None) -> IndexReport:
+        for i in range(reports + 1):
+            progress(IndexProgress("fulltext", i, reports))
+        gate.wait(60)  # the phase's last report stays the latest until the test has looked
+        return IndexReport()
+
+    eng.index = index
+    received: list[int] = []
+    real = GrooveApp.on_index_progressed
+    monkeypatch.setattr(
+        GrooveApp, "on_index_progressed", lambda self, msg: received.append(msg.progress.done) or real(self, msg)
+    )
+    app = make_app(tmp_path, eng)
+    async with app.run_test(size=SIZE) as pilot:
+        app.set_query("borrow")
+        await wait_until(
+            pilot,
+            lambda: "waiting for the full-text index: 5,000 / 5,000 files (100 %)" in summary(app),
+            what="the last report shown",
+        )
+        assert 1 <= len(received) < 50, f"{len(received)} messages for {reports + 1} reports"
         gate.set()
         await settle(app, pilot)
 

@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from groove_tui.engine.index.throughput import format_rate
 from groove_tui.engine.index.watch import queued_message
-from groove_tui.engine.types import IndexReport, SearchParams
+from groove_tui.engine.types import IndexProgress, IndexReport, SearchParams
 from groove_tui.output.progress import embed_speed
 from groove_tui.tui.look.render import one_line as render_one_line
 from groove_tui.tui.messages import EngineReady, IndexFinished, IndexProgressed
 from groove_tui.tui.search.runconfig import SIDES, RunConfig
+
+# How often the index's progress is shown while it runs (the latest report, at the end of each interval).
+# Shown at every file's report, the repaints held the interpreter most of the time, and the indexer, which
+# needs it between SQLite calls, waited: the tldr pages' full-text phase took over ten times as long in
+# the explorer as in `groove-tui index`.
+PROGRESS_EVERY_S = 0.1
 
 if TYPE_CHECKING:
     from groove_tui.tui.shell import AppShell as _AppPart
@@ -38,6 +46,12 @@ class KbIndexing(_AppPart):
     def _init_kb_indexing(self) -> None:
         self._engine_ready = threading.Event()
         self._searchable = threading.Event()
+        self._progress_shown = 0.0  # when the index's progress was last shown (monotonic)
+        self._progress_repaint: Timer | None = None  # the next showing, when one is due
+        # The indexer's latest report, and whether a message about it is on its way: one at a time, so a
+        # run of thousands of files posts a message per showing, not per file.
+        self._progress_latest: IndexProgress | None = None
+        self._progress_posted = threading.Event()
         self._open_error: BaseException | None = None
         self.index_progress = None
         self.index_report: IndexReport | None = None
@@ -102,7 +116,8 @@ class KbIndexing(_AppPart):
             pending, held = 0, 0
         if not needs or held:
             # An index that already holds documents answers while it is brought up to date: each document
-            # is written in its own transaction, so a search sees every file either as it was or as it is.
+            # is written whole (a savepoint in its batch's transaction), so a search sees every file either
+            # as it was or as it is.
             # A new index waits for its full-text phase: a part of it would answer with whole folders
             # missing (files go in path order) and no word that they are, and the golden metrics scored
             # on it would be wrong; the wait says how far along the phase is (`waiting_for_index`).
@@ -122,7 +137,10 @@ class KbIndexing(_AppPart):
                     self._searchable.set()
                     if first:
                         self.call_from_thread(self.search_now)
-                self.post_message(IndexProgressed(p))
+                self._progress_latest = p
+                if not self._progress_posted.is_set():  # else the showing on its way reads this one
+                    self._progress_posted.set()
+                    self.post_message(IndexProgressed(p))
 
             try:
                 report = eng.index(progress=progress, force=False, cancel=worker.cancelled_event)
@@ -155,6 +173,21 @@ class KbIndexing(_AppPart):
 
     def on_index_progressed(self, msg: IndexProgressed) -> None:
         self.index_progress = msg.progress
+        if self._progress_repaint is not None:
+            return  # (the repaint on its way shows this one)
+        wait = self._progress_shown + PROGRESS_EVERY_S - time.monotonic()
+        if wait > 0:
+            self._progress_repaint = self.set_timer(wait, self._show_index_progress)
+        else:
+            self._show_index_progress()
+
+    def _show_index_progress(self) -> None:
+        self._progress_repaint = None
+        self._progress_shown = time.monotonic()
+        self._progress_posted.clear()  # the indexer's next report is posted again
+        if self.index_progress is None:
+            return  # finished meanwhile: the report is shown instead
+        self.index_progress = self._progress_latest or self.index_progress
         self.show_index_state(None)
         self.header_signal.publish("index")
         if not self._searchable.is_set():
