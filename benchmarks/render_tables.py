@@ -305,6 +305,25 @@ def index_size(records: Records) -> str:
     return table(head, rows) + "\n\n" + provenance(used)
 
 
+def explorer_first_index(records: Records) -> str:
+    """The full-text phase of a first index as the explorer runs it, against another revision's code
+    (benchmarks/explorer_first_index.py)."""
+    found = records.get(Want("bench", None, "hashing-384", "explorer-first-index"))
+    f = found[1]["figures"]
+    rows = [
+        [
+            f"{f['kb']} ({f['documents']:,} notes)",
+            f"{f['against_median_s']:.2f}",
+            f"{f['now_median_s']:.2f}",
+            f"**{f['ratio_median']:.1f}×**",
+            ", ".join(f"{r:.1f}" for r in f["ratios"]),
+        ]
+    ]
+    head = ["KB", f"`{f['against']}`, s (median)", f"`{found[1]['commit']}`, s (median)", "× (per round)", "each round"]
+    intro = f"{f['rounds']} rounds, each code in a process of its own, the two alternating and taking turns first."
+    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([found])
+
+
 def trigram_detail(records: Records) -> str:
     """The trigram table at FTS5's three detail levels: its size, the index's with it, and the golden
     queries each answers (benchmarks/trigram_detail.py)."""
@@ -918,6 +937,7 @@ TABLES: dict[str, Callable[[Records], str]] = {
     "index-size": index_size,
     "fulltext-phase": fulltext_phase,
     "trigram-detail": trigram_detail,
+    "explorer-first-index": explorer_first_index,
     "search-latency": search_latency,
     "one-shot-search": one_shot_search,
     "readers": readers,
