@@ -310,17 +310,28 @@ def explorer_first_index(records: Records) -> str:
     (benchmarks/explorer_first_index.py)."""
     found = records.get(Want("bench", None, "hashing-384", "explorer-first-index"))
     f = found[1]["figures"]
+    return against_revision(found, {f"{f['kb']} ({f['documents']:,} notes)": f}, digits=1)
+
+
+def against_revision(found: tuple[str, dict[str, Any]], rows_by_label: dict[str, dict[str, Any]], digits: int) -> str:
+    """A table of seconds with another revision's code and with the record's, per KB, and their ratios per
+    round (records of benchmarks/fulltext_phase.py and explorer_first_index.py)."""
+    figures = found[1]["figures"]
     rows = [
         [
-            f"{f['kb']} ({f['documents']:,} notes)",
-            f"{f['against_median_s']:.2f}",
-            f"{f['now_median_s']:.2f}",
-            f"**{f['ratio_median']:.1f}×**",
-            ", ".join(f"{r:.1f}" for r in f["ratios"]),
+            label,
+            f"{k['against_median_s']:.2f}",
+            f"{k['now_median_s']:.2f}",
+            f"**{k['ratio_median']:.{digits}f}×**",
+            ", ".join(f"{r:.{digits}f}" for r in k["ratios"]),
         ]
+        for label, k in rows_by_label.items()
     ]
-    head = ["KB", f"`{f['against']}`, s (median)", f"`{found[1]['commit']}`, s (median)", "× (per round)", "each round"]
-    intro = f"{f['rounds']} rounds, each code in a process of its own, the two alternating and taking turns first."
+    head = ["KB", f"`{figures['against']}`, s (median)", f"`{found[1]['commit']}`, s (median)"]
+    head += ["× (per round, median)", "each round"]
+    intro = (
+        f"{figures['rounds']} rounds, each code in a process of its own, the two alternating and taking turns first."
+    )
     return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([found])
 
 
@@ -358,23 +369,9 @@ def fulltext_phase(records: Records) -> str:
     """A fresh full-text phase with the code of a record's commit against another revision's, on the
     same copies of the same KBs, alternating (benchmarks/fulltext_phase.py)."""
     found = records.get(Want("bench", None, "hashing-384", "fulltext-phase"))
-    figures = found[1]["figures"]
-    against, now = figures["against"], found[1]["commit"]
-    rows = [
-        [
-            f"{kb} ({k['documents']:,} notes, {k['chunks']:,} chunks)",
-            f"{k['against_median_s']:.2f}",
-            f"{k['now_median_s']:.2f}",
-            f"**{k['ratio_median']:.2f}×**",
-            ", ".join(f"{r:.2f}" for r in k["ratios"]),
-        ]
-        for kb, k in figures["kbs"].items()
-    ]
-    head = ["KB", f"`{against}`, s (median)", f"`{now}`, s (median)", "× (per round, median)", "each round"]
-    intro = (
-        f"{figures['rounds']} rounds, each code in a process of its own, the two alternating and taking turns first."
-    )
-    return intro + "\n\n" + table(head, rows) + "\n\n" + provenance([found])
+    kbs = found[1]["figures"]["kbs"]
+    labels = {f"{kb} ({k['documents']:,} notes, {k['chunks']:,} chunks)": k for kb, k in kbs.items()}
+    return against_revision(found, labels, digits=2)
 
 
 def peers(records: Records) -> str:
