@@ -172,7 +172,8 @@ class KbIndexing(_AppPart):
             self.search_now()
 
     def on_index_progressed(self, msg: IndexProgressed) -> None:
-        self.index_progress = msg.progress
+        # The latest report, not the message's: one posted earlier can arrive after a newer one was read.
+        self.index_progress = self._progress_latest or msg.progress
         if self._progress_repaint is not None:
             return  # (the repaint on its way shows this one)
         wait = self._progress_shown + PROGRESS_EVERY_S - time.monotonic()
