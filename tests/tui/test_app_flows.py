@@ -398,8 +398,11 @@ async def test_index_progress_both_phases_and_search_during_embedding(tmp_path):
         app.set_query("borrow")
         await wait_until(pilot, lambda: app.responses["left"] is not None, what="a search during phase two")
         bar = app.screen.query_one(IndexStatusBar)
-        assert bar.has_class("-active")
-        assert "Embedding" in str(bar.query_one("#index-label").content)
+        await wait_until(  # (the progress shown follows the indexer by up to a tenth of a second)
+            pilot,
+            lambda: bar.has_class("-active") and "Embedding" in str(bar.query_one("#index-label").content),
+            what="the embedding phase shown",
+        )
         assert paths(app) == ["rust/ownership.md"]  # search works after phase one
         gate.set()
         await settle(app, pilot)
