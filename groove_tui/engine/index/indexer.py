@@ -603,13 +603,7 @@ class Indexer:
                     notify(IndexProgress("fulltext", min(n, total), total, rel))
                     n += 1
                     existing = stored.get(rel)
-                    if (
-                        existing is not None
-                        and existing.content_hash == f.content_hash
-                        and not force
-                        and not rechunk
-                        and rel not in reparse
-                    ):
+                    if existing is not None and self._unchanged(existing, f, force or rechunk, rel in reparse):
                         if rel not in renamed_to:
                             report.unchanged += 1
                         if (existing.size, existing.mtime_ns) != (f.size, f.mtime_ns):
@@ -680,6 +674,12 @@ class Indexer:
             report.deleted += len(gone)
 
     @staticmethod
+    def _unchanged(existing: _Indexed | None, f: DiskFile, rewrite_all: bool, reparse: bool) -> bool:
+        """Whether a note on disk is left as the index holds it (its bytes the same, and nothing asks for
+        every note, or this one, to be cut again)."""
+        return existing is not None and existing.content_hash == f.content_hash and not rewrite_all and not reparse
+
+    @staticmethod
     def _unmerged(recorded: str | None, docs: int) -> int:
         """Documents changed since the full text was last merged (all of them if it never was)."""
         return int(recorded) if recorded and recorded.isdigit() else docs
@@ -700,11 +700,7 @@ class Indexer:
     ) -> bool:
         """Whether a whole-KB run will end in the full-text merge (`_compact_fulltext`), judged before it
         writes: the notes it will write (new, changed, or all) and delete, against the notes it leaves."""
-        writes = sum(
-            1
-            for rel, f in work
-            if rewrite_all or rel in reparse or rel not in stored or stored[rel].content_hash != f.content_hash
-        )
+        writes = sum(1 for rel, f in work if not self._unchanged(stored.get(rel), f, rewrite_all, rel in reparse))
         deletes = sum(1 for p in stored if p not in disk and p not in skipped)
         docs = len(disk)
         return self._merge_due(self._unmerged(self.store.get_meta(UNMERGED_KEY), docs) + writes + deletes, docs)
