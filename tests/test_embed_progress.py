@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from groove_tui.engine import Engine
-from groove_tui.engine.index import throughput
 from groove_tui.engine.index.indexer import IndexCancelled, Indexer
 from groove_tui.engine.index.throughput import RateMeter, chunk_work, format_eta, format_rate, pending_in_order
 from groove_tui.engine.types import IndexProgress, IndexReport
@@ -227,42 +226,27 @@ def test_an_interrupted_run_resumes_in_the_same_order_and_ends_with_the_same_vec
             assert _vectors(eng) == resumed
 
 
-class Counted(Recorder):
-    """A recorder whose embedder counts passage lengths its own way (here: the number of words)."""
-
-    def passage_lengths(self, texts):
-        return [len(t.split()) for t in texts]
-
-
-def test_the_queue_is_embedded_a_window_at_a_time_in_batches_of_similar_length(tmp_path, monkeypatch):
-    notes = {f"n{i:02}.md": f"# Note {i}\n\n" + " ".join(["word"] * ((i * 37) % 50 + 1)) + "\n" for i in range(24)}
+def test_the_queue_is_embedded_in_its_order_in_batches_of_the_configured_size(tmp_path):
+    notes = {f"n{i:02}.md": f"# Note {i}\n\n" + " ".join(["word"] * ((i * 37) % 50 + 1)) + "\n" for i in range(23)}
     kb = write_kb(tmp_path / "kb", notes)
-    monkeypatch.setattr(throughput, "SORT_WINDOW_BATCHES", 3)  # windows of 3 batches of 2: six chunks
-    for recorder, length in ((Recorder, lambda t: len(t.encode())), (Counted, lambda t: len(t.split()))):
-        index_dir = tmp_path / f"idx-{recorder.__name__}"
-        with Engine.open(kb, config=small_batches(), index_dir=index_dir) as eng:
-            eng.index(embed=False)
-            planned = _texts_in_order(eng)
-            rec = recorder(eng.embedder())
-            eng._embedder = rec
-            eng.index()
-            vectors = _vectors(eng)
-            text_of = {
-                label: content
-                for label, content in eng.store.conn().execute(
-                    "SELECT d.path || '#' || c.chunk_index, c.content FROM chunks c "
-                    "JOIN documents d ON d.id = c.document_id"
-                )
-            }
-        assert rec.seen != planned  # sorted: the queue as it comes mixes lengths
-        assert all(len(b) == 2 for b in rec.batches)
-        for w in range(0, len(planned), 6):  # each window: the queue's next six chunks, shortest first
-            window = planned[w : w + 6]
-            assert sorted(rec.seen[w : w + 6]) == sorted(window)
-            assert rec.seen[w : w + 6] == sorted(window, key=length)
-        hashing = rec.inner
-        for label, blob in vectors.items():  # each vector is its own text's, whatever its batch
-            assert blob == hashing.embed_passages([text_of[label]])[0].astype("float32").tobytes()
+    with Engine.open(kb, config=small_batches(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)
+        planned = _texts_in_order(eng)
+        rec = Recorder(eng.embedder())
+        eng._embedder = rec
+        eng.index()
+        vectors = _vectors(eng)
+        text_of = {
+            label: content
+            for label, content in eng.store.conn().execute(
+                "SELECT d.path || '#' || c.chunk_index, c.content FROM chunks c "
+                "JOIN documents d ON d.id = c.document_id"
+            )
+        }
+    assert rec.seen == planned  # no reordering: the queue's order is the order of likely searches
+    assert [len(b) for b in rec.batches] == [2] * (len(planned) // 2) + [1] * (len(planned) % 2)
+    for label, blob in vectors.items():  # each vector is its own text's, whatever its batch
+        assert blob == rec.inner.embed_passages([text_of[label]])[0].astype("float32").tobytes()
 
 
 def _vectors(eng: Engine) -> dict[str, bytes]:

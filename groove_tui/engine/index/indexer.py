@@ -30,13 +30,7 @@ from groove_tui.engine.errors import EngineError, IndexBusy
 from groove_tui.engine.index import phrase_stats
 from groove_tui.engine.index.markdown import parse_markdown
 from groove_tui.engine.index.store import BIGRAM_DDL, WORDS_DDL, Store, to_blob
-from groove_tui.engine.index.throughput import (
-    RateMeter,
-    length_sorted_batches,
-    passage_lengths_of,
-    pending_in_order,
-    queue_windows,
-)
+from groove_tui.engine.index.throughput import RateMeter, pending_in_order
 from groove_tui.engine.index.walk import (
     NOT_UTF8_NAME,
     DiskFile,
@@ -970,9 +964,11 @@ class Indexer:
             notify(IndexProgress("embed", 0, total))
         last = self.clock()
         done = 0
-        lengths_of = passage_lengths_of(embedder)
-        for window in queue_windows(pending, batch_size):
-            ids = [p.id for p in window]
+        for start in range(0, total, batch_size):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
+            queued = pending[start : start + batch_size]
+            ids = [p.id for p in queued]
             marks = ",".join("?" * len(ids))
             found = {
                 r[0]: r
@@ -980,14 +976,9 @@ class Indexer:
                     f"SELECT id, content, context_text FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids
                 )
             }
-            rows = [found[i] for i in ids if i in found]
-            texts = [embedding_input(r[1], r[2], contextual) for r in rows]
-            work = {p.id: p.work for p in window}
-            for positions in length_sorted_batches(lengths_of(texts), batch_size):
-                if cancel is not None and cancel.is_set():
-                    raise IndexCancelled("indexing cancelled during embedding; run it again to resume")
-                batch = [rows[i] for i in positions]
-                vectors = embedder.embed_passages([texts[i] for i in positions])
+            batch = [found[i] for i in ids if i in found]  # less: embedded or deleted since the queue was read
+            if batch:
+                vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in batch])
                 with self.store.transaction() as wconn:
                     for (cid, _content, _ctx), vec in zip(batch, vectors, strict=True):
                         wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
@@ -995,19 +986,15 @@ class Indexer:
                     wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in batch])
                     self.store.bump_generation(wconn)
                 report.embedded += len(batch)
-                now = self.clock()
-                batch_work = sum(work[r[0]] for r in batch)
-                remaining -= batch_work
+            now = self.clock()
+            batch_work = sum(p.work for p in queued if p.id in found)
+            remaining -= sum(p.work for p in queued)
+            if batch:
                 meter.add(len(batch), batch_work, now - last)
                 report.embed_batch_seconds += now - last
-                last = now
-                done += len(batch)
-                notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
-            skipped = len(window) - len(rows)  # embedded or deleted since the queue was read
-            if skipped:
-                done += skipped
-                remaining -= sum(p.work for p in window if p.id not in found)
-                notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
+            last = now
+            done += len(queued)
+            notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
 
     def embed_beside(
         self,

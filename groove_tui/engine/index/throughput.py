@@ -23,25 +23,19 @@ is deterministic, and a run that is stopped and resumed embeds the rest in the s
 would have; since each chunk's vector depends only on its own text, a fully embedded KB holds exactly
 the vectors any other order would give.
 
-Batches: the queue is taken `SORT_WINDOW_BATCHES` batches at a time, and each window is cut into
-batches of passages of similar length (`length_sorted_batches`). A model pads every passage of a batch
-to the batch's longest, so batches cut from the queue as it comes (a short note beside a long one) pad
-away a third of their work on scifact; sorted by the model's own token counts, about 2 %. The
-queue's order holds from one window to the next.
+Batches group the writes and the progress reports only: every passage runs through the model alone
+(engine/models), so none is padded to a longer neighbour and each vector depends on its text alone.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 SHORT_DOCUMENT_CHUNKS = 3
 TIME_CONSTANT_S = 30.0  # how fast older batches fade from the rate (e-folding time)
 PASSAGE_OVERHEAD = 8  # tokens a passage costs beyond its text (special tokens, e5's "passage: " prefix)
-SORT_WINDOW_BATCHES = 32  # the queue is sorted by length this many batches at a time
 MAX_WORK_BYTES = 4 * 8192  # models are handed at most 8,192 characters (indexer.MODEL_INPUT_MAX_CHARS)
 
 
@@ -74,29 +68,6 @@ def pending_in_order(conn: sqlite3.Connection, contextual: bool) -> list[Pending
     return [
         PendingChunk(cid, chunk_work(size or 0)) for cid, size in conn.execute(_PENDING_SQL, {"contextual": contextual})
     ]
-
-
-def queue_windows(pending: Sequence[PendingChunk], batch_size: int) -> Iterator[Sequence[PendingChunk]]:
-    """The pending queue in windows of `SORT_WINDOW_BATCHES` batches, in queue order."""
-    window = batch_size * SORT_WINDOW_BATCHES
-    for start in range(0, len(pending), window):
-        yield pending[start : start + window]
-
-
-def passage_lengths_of(embedder: object) -> Callable[[Sequence[str]], Sequence[float]]:
-    """How a window's passages are measured for sorting: the embedder's own token counts where it
-    offers them (`passage_lengths`, one fast tokenizer pass), else each passage's estimated work."""
-    counted = getattr(embedder, "passage_lengths", None)
-    if callable(counted):
-        return cast(Callable[[Sequence[str]], Sequence[float]], counted)
-    return lambda texts: [chunk_work(len(t.encode("utf-8"))) for t in texts]
-
-
-def length_sorted_batches(lengths: Sequence[float], batch_size: int) -> list[list[int]]:
-    """Positions 0..len(lengths)-1 cut into batches of `batch_size` by length, shortest first; equal
-    lengths keep their order (module docstring)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def format_rate(chunks_per_second: float) -> str:

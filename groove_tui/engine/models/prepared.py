@@ -242,12 +242,9 @@ class PreparedOnnxEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return self._embed([self.passage_prefix + t for t in texts])
+        # One passage per run, as a query runs: an int8 model quantizes each run's activations with one
+        # scale, so a passage batched with others would get a vector that depends on its neighbours.
+        return np.concatenate([self._embed([self.passage_prefix + t]) for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
         return cast(np.ndarray, self._embed([self.query_prefix + text])[0])
-
-    def passage_lengths(self, texts: Sequence[str]) -> list[int]:
-        """Model tokens of each passage, as the model is handed it (truncated; padding aside)."""
-        tokenizer = self._load()[0]
-        return [sum(e.attention_mask) for e in tokenizer.encode_batch([self.passage_prefix + t for t in texts])]
