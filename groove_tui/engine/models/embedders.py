@@ -323,9 +323,7 @@ class FastEmbedEmbedder:
     """A fastembed ``TextEmbedding``: a catalog name (pulled into the model directory, or in fastembed's
     own cache) or a local ONNX directory, which may declare its pooling and prefixes (catalog.Manifest)."""
 
-    def __init__(
-        self, name: str, *, threads: int | None = None, model_id: str | None = None
-    ) -> None:
+    def __init__(self, name: str, *, threads: int | None = None, model_id: str | None = None) -> None:
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
