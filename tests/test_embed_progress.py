@@ -274,6 +274,19 @@ def test_a_run_of_more_than_one_batch_lets_the_embedder_prepare_first_and_an_edi
         assert rec.prepared_at == [0] and len(rec.seen) == 6  # one chunk: one batch, nothing to prepare
 
 
+def test_embedding_beside_edits_prepares_for_a_burst_and_not_for_one_note(tmp_path):
+    notes = {f"n{i:02}.md": f"# Note {i}\n\nwords of note {i}\n" for i in range(5)}
+    kb = write_kb(tmp_path / "kb", notes)
+    with Engine.open(kb, config=small_batches(), index_dir=tmp_path / "idx") as eng:
+        eng.index(embed=False)
+        rec = Bulk(eng.embedder())
+        eng._embedder = rec
+        assert eng.embed_pending() == 5 and rec.prepared_at == [0]
+        (kb / "n00.md").write_text("# Note 0\n\nother words\n", encoding="utf-8")
+        eng.index(embed=False)
+        assert eng.embed_pending() == 1 and rec.prepared_at == [0]
+
+
 def _vectors(eng: Engine) -> dict[str, bytes]:
     return dict(
         eng.store.conn().execute(

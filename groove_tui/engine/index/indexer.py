@@ -1012,11 +1012,18 @@ class Indexer:
         or re-cut meanwhile is not written (chunk ids are never reused). Returns how many were embedded."""
         done = 0
         batch_size = self.config.embedding.batch_size
+        prepared = False
         while cancel is None or not cancel.is_set():
             conn = self.store.conn()
-            ids = [p.id for p in pending_in_order(conn, contextual)[:batch_size]]
+            queue = pending_in_order(conn, contextual)
+            ids = [p.id for p in queue[:batch_size]]
             if not ids:
                 return done
+            if not prepared and len(queue) > batch_size:  # a burst of edits: as a long index run, prepare first
+                prepared = True
+                bulk = getattr(self._load_embedder(), "prepare_for_bulk", None)
+                if callable(bulk):
+                    bulk()
             marks = ",".join("?" * len(ids))
             found = {
                 r[0]: r
