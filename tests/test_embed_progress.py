@@ -260,31 +260,21 @@ class Bulk(Recorder):
         self.prepared_at.append(len(self.seen))
 
 
-def test_a_run_of_more_than_one_batch_lets_the_embedder_prepare_first_and_an_edit_does_not(tmp_path):
+@pytest.mark.parametrize("path", ["index run", "embedding beside edits"])
+def test_more_than_a_batch_waiting_lets_the_embedder_prepare_first_and_one_edit_does_not(tmp_path, path):
     notes = {f"n{i:02}.md": f"# Note {i}\n\nwords of note {i}\n" for i in range(5)}
     kb = write_kb(tmp_path / "kb", notes)
     with Engine.open(kb, config=small_batches(), index_dir=tmp_path / "idx") as eng:
         eng.index(embed=False)
         rec = Bulk(eng.embedder())
         eng._embedder = rec
-        eng.index()
+        embed = eng.index if path == "index run" else eng.embed_pending
+        embed()
         assert rec.prepared_at == [0] and len(rec.seen) == 5  # once, before the first batch
         (kb / "n00.md").write_text("# Note 0\n\nother words\n", encoding="utf-8")
-        eng.index()
-        assert rec.prepared_at == [0] and len(rec.seen) == 6  # one chunk: one batch, nothing to prepare
-
-
-def test_embedding_beside_edits_prepares_for_a_burst_and_not_for_one_note(tmp_path):
-    notes = {f"n{i:02}.md": f"# Note {i}\n\nwords of note {i}\n" for i in range(5)}
-    kb = write_kb(tmp_path / "kb", notes)
-    with Engine.open(kb, config=small_batches(), index_dir=tmp_path / "idx") as eng:
         eng.index(embed=False)
-        rec = Bulk(eng.embedder())
-        eng._embedder = rec
-        assert eng.embed_pending() == 5 and rec.prepared_at == [0]
-        (kb / "n00.md").write_text("# Note 0\n\nother words\n", encoding="utf-8")
-        eng.index(embed=False)
-        assert eng.embed_pending() == 1 and rec.prepared_at == [0]
+        embed()
+        assert rec.prepared_at == [0] and len(rec.seen) == 6  # one chunk, one batch: nothing to prepare
 
 
 def _vectors(eng: Engine) -> dict[str, bytes]:
