@@ -45,6 +45,8 @@ from groove_tui.engine.types import FileIssue, IndexProgress, IndexReport, Parse
 from groove_tui.settings.config import Config
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from groove_tui.engine.types import Embedder
 
 log = logging.getLogger(__name__)
@@ -962,9 +964,8 @@ class Indexer:
             built.prepare()
             notify(IndexProgress("building model", 1, 1, built.build_notice))
             notify(IndexProgress("embed", 0, total))
-        bulk = getattr(embedder, "prepare_for_bulk", None)
-        if callable(bulk) and total > batch_size:  # more than one batch: what speeds a long run is built first
-            bulk()
+        if total > batch_size:
+            _prepare_for_bulk(embedder)
         last = self.clock()
         done = 0
         for start in range(0, total, batch_size):
@@ -983,11 +984,7 @@ class Indexer:
             if batch:
                 vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in batch])
                 with self.store.transaction() as wconn:
-                    for (cid, _content, _ctx), vec in zip(batch, vectors, strict=True):
-                        wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
-                        wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
-                    wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(r[0],) for r in batch])
-                    self.store.bump_generation(wconn)
+                    self._write_vectors(wconn, [(r[0], vec) for r, vec in zip(batch, vectors, strict=True)])
                 report.embedded += len(batch)
             now = self.clock()
             batch_work = sum(p.work for p in queued if p.id in found)
@@ -998,6 +995,16 @@ class Indexer:
             last = now
             done += len(queued)
             notify(IndexProgress("embed", done, total, rate=meter.rate, eta_seconds=meter.eta(remaining)))
+
+    def _write_vectors(self, conn: sqlean.Connection, vectors: list[tuple[int, np.ndarray]]) -> None:
+        """Store each chunk's vector and mark it embedded, inside the caller's transaction."""
+        if not vectors:
+            return
+        for cid, vec in vectors:
+            conn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+            conn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
+        conn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(cid,) for cid, _ in vectors])
+        self.store.bump_generation(conn)
 
     def embed_beside(
         self,
@@ -1021,9 +1028,7 @@ class Indexer:
                 return done
             if not prepared and len(queue) > batch_size:  # a burst of edits: as a long index run, prepare first
                 prepared = True
-                bulk = getattr(self._load_embedder(), "prepare_for_bulk", None)
-                if callable(bulk):
-                    bulk()
+                _prepare_for_bulk(self._load_embedder())
             marks = ",".join("?" * len(ids))
             found = {
                 r[0]: r
@@ -1040,14 +1045,16 @@ class Indexer:
                     r[0] for r in wconn.execute(f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids)
                 }
                 written = [(r[0], vec) for r, vec in zip(rows, vectors, strict=True) if r[0] in still]
-                for cid, vec in written:
-                    wconn.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
-                    wconn.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)", (cid, to_blob(vec)))
-                wconn.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(cid,) for cid, _ in written])
-                if written:
-                    self.store.bump_generation(wconn)
+                self._write_vectors(wconn, written)
             done += len(written)
         return done
+
+
+def _prepare_for_bulk(embedder: object) -> None:
+    """Let an embedder build what speeds a long run (`prepare_for_bulk`, where it has one)."""
+    prepare = getattr(embedder, "prepare_for_bulk", None)
+    if callable(prepare):
+        prepare()
 
 
 def _path_category_topic(rel: str) -> tuple[str | None, str | None]:
