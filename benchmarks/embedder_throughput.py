@@ -90,7 +90,8 @@ def batched_run(emb, texts: list[str]) -> np.ndarray:
         for a in range(0, max(len(ids), 1), runner.window)
     ]
     length = max(len(w) for _, w in windows) + 2
-    input_ids = np.full((len(windows), length), runner._pad, np.int64)
+    pad = int(json.loads((emb.folder / "config.json").read_text(encoding="utf-8"))["pad_token_id"])
+    input_ids = np.full((len(windows), length), pad, np.int64)
     mask = np.zeros_like(input_ids)
     for row, (_, w) in enumerate(windows):
         input_ids[row, : len(w) + 2] = [runner._bos, *w, runner._eos]

@@ -725,7 +725,7 @@ class E5OnnxRunner:
         self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
         self._session = _session(ort, folder, threads, prepared)
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        self._bos, self._eos, self._pad = (int(cfg[k]) for k in ("bos_token_id", "eos_token_id", "pad_token_id"))
+        self._bos, self._eos = int(cfg["bos_token_id"]), int(cfg["eos_token_id"])
         self.window = int(cfg["max_position_embeddings"]) - 2  # content tokens per window: <s>, </s> take two
         self.dim = int(self._session.get_outputs()[0].shape[1])
         self._lock = threading.Lock()  # one run at a time: both cores already go to one window
