@@ -79,8 +79,8 @@ def test_the_weight_a_page_is_measured_against_follows_the_share_of_vectors():
     # A flat page whose best hit stands out of the legs the half-embedded index can read is not flagged
     # (against the whole vector weight it would be).
     scores = [1.6, 1.5, 1.5]
-    assert not _dbsf_low_confidence(scores, _fused_weight(legs, fusion), 1.5)
-    assert _dbsf_low_confidence(scores, fusion.vector_weight + fusion.fts_weight, 1.5)
+    assert not _dbsf_low_confidence(scores, _fused_weight(legs, fusion), 2, 1.5)
+    assert _dbsf_low_confidence(scores, fusion.vector_weight + fusion.fts_weight, 2, 1.5)
 
 
 TOPICS = ["garden soil compost", "tokio runtime tasks", "sqlite full text", "vector search knn", "bread dough yeast"]

@@ -235,20 +235,49 @@ def test_low_confidence_at_exactly_the_ratio_is_not_low():
     assert _low_confidence([3.0, 1.0], 1.4999999) is False
 
 
-def test_dbsf_low_confidence_needs_a_flat_page_and_a_best_hit_that_does_not_stand_out():
-    # two legs of weight 1: a hit at mean + 3 sd in both scores 2.0, the line between sure and unsure
-    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 1.5) is True  # flat, and nothing stands out
-    assert _dbsf_low_confidence([1.7, 2.1, 1.0], 2.0, 1.5) is False  # max, not the first (MMR reorders)
-    assert _dbsf_low_confidence([2.0, 1.9], 2.0, 1.5) is False  # exactly at the top of the range is sure
+def test_dbsf_low_confidence_needs_a_flat_page_a_best_hit_that_does_not_stand_out_and_a_near_tie():
+    # two families of weight 1: a hit at mean + 3 sd in both scores 2.0, the line between sure and unsure;
+    # one sd of a family's window is 1/6
+    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 2, 1.5) is True  # flat, nothing stands out, a near tie
+    assert _dbsf_low_confidence([1.7, 2.1, 1.0], 2.0, 2, 1.5) is False  # max, not the first (MMR reorders)
+    assert _dbsf_low_confidence([2.0, 1.9], 2.0, 2, 1.5) is False  # exactly at the top of the range is sure
     # groove's max/mean calls this page flat (2.2 / 2.03 < 1.5), but its best hit is far above its windows
     assert _low_confidence([2.2, 2.0, 1.9], 1.5) is True
-    assert _dbsf_low_confidence([2.2, 2.0, 1.9], 2.0, 1.5) is False
+    assert _dbsf_low_confidence([2.2, 2.0, 1.9], 2.0, 2, 1.5) is False
     # under the top of the range, yet the page is not flat: one hit leads the rest by far
     assert _low_confidence([1.8, 0.3, 0.2], 1.5) is False
-    assert _dbsf_low_confidence([1.8, 0.3, 0.2], 2.0, 1.5) is False
-    assert _dbsf_low_confidence([0.3, 0.2], 2.0, 0.0) is False  # ratio 0 turns the flag off everywhere
-    assert _dbsf_low_confidence([0.3], 2.0, 1.5) is False  # one hit: nothing to compare with
-    assert _dbsf_low_confidence([0.3, 0.2], 0.0, 1.5) is False  # no leg returned anything
+    assert _dbsf_low_confidence([1.8, 0.3, 0.2], 2.0, 2, 1.5) is False
+    # flat and under the top, but the first leads the second by more than one sd: not a tie
+    assert _low_confidence([1.9, 1.7, 1.5, 1.5], 1.5) is True
+    assert _dbsf_low_confidence([1.9, 1.7, 1.5, 1.5], 2.0, 2, 1.5) is False
+    assert _dbsf_low_confidence([1.9, 1.75, 1.5, 1.5], 2.0, 2, 1.5) is True  # a lead of .15 < 1/6
+    # the sd is a family's: with one family answering (full 1.0) a lead of .15 is under 1/6 too, .2 is not
+    assert _dbsf_low_confidence([0.9, 0.75, 0.7], 1.0, 1, 1.5) is True
+    assert _dbsf_low_confidence([0.95, 0.75, 0.7], 1.0, 1, 1.5) is False
+    # and with both families answering at weight 0.5 (full 1.0, one sd 1/12), a lead of .1 is no tie
+    assert _dbsf_low_confidence([0.9, 0.8, 0.75], 1.0, 2, 1.5) is False
+    assert _dbsf_low_confidence([0.3, 0.2], 2.0, 2, 0.0) is False  # ratio 0 turns the flag off everywhere
+    assert _dbsf_low_confidence([0.3], 2.0, 2, 1.5) is False  # one hit: nothing to compare with
+    assert _dbsf_low_confidence([0.3, 0.2], 0.0, 0, 1.5) is False  # no leg returned anything
+
+
+def test_answering_families_count_the_full_text_legs_once_and_skip_a_zero_weight():
+    from groove_tui.engine.retrieve.candidates import Legs
+    from groove_tui.engine.retrieve.fusion import _answering_families
+    from groove_tui.settings.config import FusionConfig
+
+    hit = ((1, -1.0),)
+
+    def legs(vector=(), fts=(), bigram=(), word=()):
+        return Legs(vector=vector, fts=fts, rows={}, embed_ms=0.0, vector_ms=0.0, fts_ms=0.0, bigram=bigram, word=word)
+
+    f = FusionConfig()
+    assert _answering_families(legs(vector=((1, 0.1),), fts=hit, bigram=hit, word=hit), f) == 2
+    assert _answering_families(legs(fts=hit, word=hit), f) == 1
+    assert _answering_families(legs(vector=((1, 0.1),)), f) == 1
+    assert _answering_families(legs(), f) == 0
+    assert _answering_families(legs(vector=((1, 0.1),), fts=hit), FusionConfig(vector_weight=0.0)) == 1
+    assert _answering_families(legs(vector=((1, 0.1),), fts=hit), FusionConfig(fts_weight=0.0)) == 1
 
 
 def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tmp_path):

@@ -98,13 +98,26 @@ def _top_term(method: str, rrf_k: float) -> np.float32:
     return F32(1.0) / (F32(rrf_k) + F32(1.0)) if method == "rrf" else F32(1.0)
 
 
-def _dbsf_low_confidence(scores: Sequence[float], full: float, ratio: float) -> bool:
-    """Ours, for dbsf: groove's flat page (max/mean under `ratio`) *and* a best hit that does not stand
-    out of the legs' windows — its fused score under `full`, i.e. on average over the legs below mean +
-    3 sd, where dbsf maps a window's top. Either alone, when it fires, finds the first hit right more
-    often than wrong on one of scifact, jsquad and tldr pages; together they fire mostly when it is
-    wrong, on all three (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd is dbsf's own scale."""
-    if not full > 0.0 or not max(scores, default=0.0) < full:
+def _answering_families(legs: Legs, fusion: FusionConfig, method: str = "dbsf") -> int:
+    """How many families (the vector leg; the full-text legs as one) returned candidates at a weight
+    above 0: the terms `_fused_weight` sums."""
+    vector = fusion.vector_weight * legs.vector_share > 0 and bool(legs.vector)
+    lexical = any(float(w) > 0 for w in lexical_shares(legs, fusion, method).values())
+    return int(vector) + int(lexical)
+
+
+def _dbsf_low_confidence(scores: Sequence[float], full: float, families: int, ratio: float) -> bool:
+    """Ours, for dbsf: groove's flat page (max/mean under `ratio`), a best hit that does not stand out of
+    the legs' windows — its fused score under `full`, i.e. on average over the legs below mean + 3 sd,
+    where dbsf maps a window's top — *and* a best hit that leads the next by less than one standard
+    deviation of a family's window (dbsf maps 6 sd to a family's weight: `full / (6 · families)`).
+    The first two alone fire on many pages whose first hit is right; the lead is what tells a near tie
+    from a page that is merely flat (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd and
+    1 sd are dbsf's own scale."""
+    if not full > 0.0 or families < 1 or len(scores) < 2:
+        return False
+    first, second = sorted(scores, reverse=True)[:2]  # MMR may order the page by its picks
+    if not first < full or not first - second < full / (6.0 * families):
         return False
     return _low_confidence(scores, ratio)
 

@@ -35,7 +35,14 @@ from groove_tui.engine.index.store import CandidateRow, Store, to_blob
 from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
 from groove_tui.engine.retrieve.filters import DocFilter
-from groove_tui.engine.retrieve.fusion import F32, _dbsf_low_confidence, _fused_weight, _low_confidence, fuse
+from groove_tui.engine.retrieve.fusion import (
+    F32,
+    _answering_families,
+    _dbsf_low_confidence,
+    _fused_weight,
+    _low_confidence,
+    fuse,
+)
 from groove_tui.engine.retrieve.named import _section, look_up_named
 from groove_tui.engine.retrieve.params import (
     KNN_MAX,
@@ -267,8 +274,9 @@ class Searcher:
                 rerank_skipped = first.rerank_failed
 
             if method == "dbsf" and not reranked:
-                full = _fused_weight(legs, self.config.search.fusion)
-                low_confidence = _dbsf_low_confidence([c.score for c in fused], full, ratio)
+                fusion = self.config.search.fusion
+                full, families = _fused_weight(legs, fusion), _answering_families(legs, fusion)
+                low_confidence = _dbsf_low_confidence([c.score for c in fused], full, families, ratio)
             else:
                 low_confidence = _low_confidence([c.score for c in fused], ratio)
 
