@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from groove_tui.engine import Engine
+from groove_tui.engine.errors import IndexNotReady
 from groove_tui.engine.evaluate.golden import load_golden, validate_query
 from groove_tui.engine.evaluate.metrics import eval_limit, eval_params, is_hit
 from groove_tui.engine.types import SearchParams
@@ -74,7 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     params = eval_params(
         SearchParams(fusion=args.fusion), limit=eval_limit(K_VALUES), legs="hybrid", reranker_given=False
     )
-    with Engine.open(args.kb, config=config, index_dir=args.index_dir) as engine:
+    try:
+        engine = Engine.open(args.kb, config=config, index_dir=args.index_dir, readonly=True)
+    except IndexNotReady as exc:
+        print(
+            f"confidence: no index of {args.kb} to read ({exc.db_path}, {exc.reason}): index it first", file=sys.stderr
+        )
+        return 2
+    with engine:
         figures = measure(engine, golden, params)
     figures["fusion"] = args.fusion or config.search.fusion.method
     figures["seconds"] = round(time.time() - started, 1)
