@@ -118,8 +118,18 @@ def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
     assert re.fullmatch(
         r"fusion:   dbsf — vector cosine \S+ → 0, \S+ → 1; fts bm25 \S+ → 0, \S+ → 1; word bm25 \S+ → 0, \S+ → 1", line
     ), line
+    lines = out.splitlines()
+    verdict = lines.index(next(ln for ln in lines if ln.startswith("low confidence: ")))
+    assert re.fullmatch(
+        r"low confidence: (yes \(all three tests hold\)|no \(it takes all three tests\))", lines[verdict]
+    )
+    assert [ln.split(":")[0] for ln in lines[verdict + 1 : verdict + 4]] == ["  flat", "  under the top", "  near tie"]
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
     assert "fusion:   rrf\n" in out and "scale" not in out
+    assert re.search(r"^low confidence: (yes|no)\n  flat: max/mean \S+ [<≥] 1\.5\n---", out, re.M)
+    _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--format", "json")
+    confidence = json.loads(out)["explain"]["confidence"]
+    assert confidence["rule"] == "dbsf" and confidence["low"] is json.loads(out)["low_confidence"]
 
 
 def test_errors_go_to_stderr_with_nonzero_exit(cli, kb, tmp_path):

@@ -280,6 +280,32 @@ def test_answering_families_count_the_full_text_legs_once_and_skip_a_zero_weight
     assert _answering_families(legs(vector=((1, 0.1),), fts=hit), FusionConfig(fts_weight=0.0)) == 1
 
 
+def test_the_confidence_reading_shows_each_test_and_its_line():
+    from groove_tui.engine.retrieve.fusion import confidence_reading
+
+    tie = confidence_reading([1.9, 1.75, 1.5, 1.5], 1.5, 2.0, 2)
+    assert (tie.rule, tie.low, tie.is_flat, tie.under_full, tie.near_tie) == ("dbsf", True, True, True, True)
+    assert tie.best == 1.9 and tie.full == 2.0 and tie.tie_line == pytest.approx(1 / 6)
+    assert tie.lead == pytest.approx(0.15) and tie.flat == pytest.approx(1.9 / 1.6625, rel=1e-6)
+    lead = confidence_reading([1.9, 1.7, 1.5, 1.5], 1.5, 2.0, 2)  # flat and under the top, but no tie
+    assert (lead.low, lead.is_flat, lead.under_full, lead.near_tie) == (False, True, True, False)
+    shuffled = confidence_reading([1.7, 1.9, 1.5], 1.5, 2.0, 2)  # MMR's order: the best two, wherever they are
+    assert shuffled.best == 1.9 and shuffled.lead == pytest.approx(0.2)
+    groove = confidence_reading([0.3] * 4, 1.5)
+    assert (groove.rule, groove.low, groove.is_flat, groove.flat) == ("groove", True, True, 1.0)
+    assert groove.best is None and groove.to_json() == {
+        "rule": "groove",
+        "low": True,
+        "ratio": 1.5,
+        "flat": 1.0,
+        "is_flat": True,
+    }
+    lonely = confidence_reading([0.3], 1.5, 2.0, 2)
+    assert lonely.low is False and lonely.flat is None and lonely.lead is None
+    silent = confidence_reading([0.3, 0.2], 1.5, 0.0, 0)
+    assert silent.low is False and silent.tie_line is None and not silent.under_full
+
+
 def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tmp_path):
     """tldr-like short pages: a how-to shared by twenty look-alike pages has no right first hit; the one
     page that names a rare tool does. Under RRF groove's rule is kept as it is."""
@@ -304,6 +330,16 @@ def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tm
         assert unique.results[0].path == "tools/zebra.md" and unique.low_confidence is False
         rrf = eng.search("Display the help of the tool", SearchParams(limit=10, fusion="rrf"))
         assert rrf.low_confidence is _low_confidence([h.score for h in rrf.results], 1.5)
+        # the reading behind each verdict is the response's own: its tests, on its scores
+        for resp in (shared, unique):
+            c = resp.confidence
+            assert c is not None and c.rule == "dbsf" and c.low is resp.low_confidence
+            assert c.low is (c.is_flat and c.under_full and c.near_tie)
+            scores = sorted((h.score for h in resp.results), reverse=True)
+            assert c.best == scores[0] and c.lead == scores[0] - scores[1]
+        assert shared.confidence.near_tie and not unique.confidence.under_full
+        assert rrf.confidence is not None and rrf.confidence.rule == "groove"
+        assert rrf.confidence.low is rrf.low_confidence
     finally:
         eng.close()
 

@@ -397,6 +397,34 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfidenceReading:
+    """Why a page is (or is not) flagged `low_confidence`: each test's reading, its line and whether it
+    holds. groove's rule ("groove": RRF, min-max and reranked pages) is the flat test alone; under dbsf
+    ("dbsf") all three must hold. A reading is None where the page has too little to read (under two
+    hits, a mean score of 0, no leg answered)."""
+
+    rule: str  # "groove" or "dbsf"
+    low: bool
+    ratio: float  # min_confidence_ratio; 0 turns the flag off
+    flat: float | None  # the page's max / mean score, in f32 ...
+    is_flat: bool  # ... under `ratio`
+    best: float | None = None  # dbsf: the best score on the page ...
+    full: float | None = None  # ... against what sitting at the top of every family's window earns
+    under_full: bool = False
+    lead: float | None = None  # dbsf: the best score minus the second ...
+    tie_line: float | None = None  # ... against one sd of a family's window: full / (6 · families)
+    near_tie: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "low": self.low, "ratio": self.ratio}
+        out.update(flat=self.flat, is_flat=self.is_flat)
+        if self.rule == "dbsf":
+            out.update(best=self.best, full=self.full, under_full=self.under_full)
+            out.update(lead=self.lead, tie_line=self.tie_line, near_tie=self.near_tie)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class QueryInfo:
     """The compiled query, as the explain views show it."""
 
@@ -424,6 +452,7 @@ class SearchResponse:
     rerank_skipped: str | None = None  # why a requested reranker did not run (unavailable, language, failure)
     warnings: tuple[str, ...] = ()
     explain: bool = False
+    confidence: ConfidenceReading | None = None  # the readings behind `low_confidence` (None: no search ran)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -448,6 +477,7 @@ class SearchResponse:
                 "reranked": self.reranked,
                 "rerank_skipped": self.rerank_skipped,
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+                "confidence": self.confidence.to_json() if self.confidence is not None else None,
                 "hits": [
                     {
                         "path": h.path,

@@ -12,7 +12,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from groove_tui.engine.index.throughput import format_rate
-from groove_tui.engine.types import FileIssue, Hit, HitTrace, IndexReport, SearchResponse, Span, WhyReport
+from groove_tui.engine.types import (
+    ConfidenceReading,
+    FileIssue,
+    Hit,
+    HitTrace,
+    IndexReport,
+    SearchResponse,
+    Span,
+    WhyReport,
+)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 BOLD_MATCH = "\x1b[1;33m"
@@ -149,6 +158,10 @@ def format_response(
                     "embedded, the others' vector terms are their full-text readings)"
                 )
             lines.append(f"fusion:   {trace.fusion}" + (" — " + "; ".join(legs) if legs else ""))
+        if resp.confidence is not None:
+            (_, verdict), *tests = confidence_tests(resp.confidence)
+            lines.append(f"low confidence: {verdict}")
+            lines += [f"  {label}: {value}" for label, value in tests]
     if not resp.results:
         lines.append("no results")
     blocks = ["\n".join(lines)] if lines else []
@@ -177,6 +190,34 @@ def format_response(
             head = [DIM + h + RESET if i else h for i, h in enumerate(head)]
         blocks.append("\n".join(head) + "\n\n" + body)
     return "\n---\n".join(blocks) + "\n"
+
+
+def confidence_tests(c: ConfidenceReading) -> list[tuple[str, str]]:
+    """The low-confidence verdict and each test behind it, as (label, reading) pairs: what the explain
+    views show under "Page"."""
+    if c.ratio == 0.0:
+        return [("low confidence", "off (min_confidence_ratio 0)")]
+    verdict = "yes" if c.low else "no"
+    if c.rule == "dbsf":
+        verdict += " (all three tests hold)" if c.low else " (it takes all three tests)"
+    rows = [("low confidence", verdict)]
+    if c.flat is None:
+        rows.append(("flat", "too few hits to tell"))
+    else:
+        rows.append(("flat", f"max/mean {c.flat:.4f} {'<' if c.is_flat else '≥'} {c.ratio:g}"))
+    if c.rule != "dbsf":
+        return rows
+    if c.best is None or c.full is None or not c.full > 0:
+        rows.append(("under the top", "no leg answered"))
+    else:
+        sign = "<" if c.under_full else "≥"
+        rows.append(("under the top", f"best {c.best:.4f} {sign} {c.full:.4f} (the top of every family's window)"))
+    if c.lead is None or c.tie_line is None:
+        rows.append(("near tie", "too few hits to tell"))
+    else:
+        sign = "<" if c.near_tie else "≥"
+        rows.append(("near tie", f"#1 leads #2 by {c.lead:.4f} {sign} {c.tie_line:.4f} (one sd of a family)"))
+    return rows
 
 
 def scale_text(reads: str, scale: tuple[float, float]) -> str:

@@ -200,3 +200,22 @@ async def test_first_paint_does_not_wait_for_the_engine_and_model_loads_in_backg
         await settle(app, pilot)
         assert app.engine._embedder is not None  # loaded by the background worker, not by a query
     app.engine.close()
+
+
+async def test_real_explain_panel_says_why_the_page_is_low_confidence_or_not(tmp_path, kb):
+    from groove_tui.tui.widgets.explain import ExplainPanel
+
+    app = real_app(tmp_path, kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(app, pilot, "tokio runtime")  # a1 and a2 are copies: a tie the page cannot break
+        resp = app.responses["left"]
+        assert resp.confidence is not None and resp.confidence.low is resp.low_confidence
+        await pilot.press("f6")
+        await pilot.pause()
+        text = app.screen.query_one("#explain", ExplainPanel)._body.content.plain
+        verdict = "yes (all three tests hold)" if resp.low_confidence else "no (it takes all three tests)"
+        assert f"Page\n  low confidence  {verdict}\n  flat            max/mean " in text
+        assert "under the top" in text and "near tie        #1 leads #2 by " in text
+        summary = str(app.screen.query_one("#pane-left", ResultsPane).summary.content)
+        assert ("⚠ low confidence" in summary) is resp.low_confidence
+    app.engine.close()

@@ -602,3 +602,19 @@ def test_reflow_keeps_every_shown_character_where_the_spans_say(parts, data):
         if not ch.isspace():
             assert shown[where[i]] == ch  # every visible character is where the map says
     assert shown.replace("\n", " ").split() == text.replace("\n", " ").split()  # nothing lost or added
+
+
+def test_the_explain_panel_shows_why_the_page_is_or_is_not_low_confidence():
+    from groove_tui.engine.retrieve.fusion import confidence_reading
+
+    low = explain_render.explain_text(None, None, confidence=confidence_reading([1.9, 1.8, 1.7], 1.5, 2.0, 2)).plain
+    assert "Page" in low and "low confidence  yes (all three tests hold)" in low
+    assert "max/mean 1.0556 < 1.5" in low and "best 1.9000 < 2.0000" in low
+    assert "#1 leads #2 by 0.1000 < 0.1667" in low
+    sure = explain_render.explain_text(None, None, confidence=confidence_reading([3.4, 1.7, 1.5], 1.5, 2.0, 2)).plain
+    assert "no (it takes all three tests)" in sure and "3.4000 ≥ 2.0000" in sure and "1.7000 ≥ 0.1667" in sure
+    groove = explain_render.explain_text(None, None, confidence=confidence_reading([0.3, 0.3], 1.5)).plain
+    assert "low confidence  yes" in groove and "near tie" not in groove
+    off = explain_render.explain_text(None, None, confidence=confidence_reading([0.3, 0.3], 0.0)).plain
+    assert "off (min_confidence_ratio 0)" in off
+    assert "Page" not in explain_render.explain_text(None, None).plain

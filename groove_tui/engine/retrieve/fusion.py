@@ -13,6 +13,7 @@ import numpy as np
 
 from groove_tui.engine.index.store import CandidateRow
 from groove_tui.engine.retrieve.candidates import Legs, _Candidate
+from groove_tui.engine.types import ConfidenceReading
 from groove_tui.settings.config import FusionConfig
 
 # What fusion sums scores under: a chunk id, or with merged parts a section's (document id, first part).
@@ -107,19 +108,9 @@ def _answering_families(legs: Legs, fusion: FusionConfig, method: str = "dbsf") 
 
 
 def _dbsf_low_confidence(scores: Sequence[float], full: float, families: int, ratio: float) -> bool:
-    """Ours, for dbsf: groove's flat page (max/mean under `ratio`), a best hit that does not stand out of
-    the legs' windows — its fused score under `full`, i.e. on average over the legs below mean + 3 sd,
-    where dbsf maps a window's top — *and* a best hit that leads the next by less than one standard
-    deviation of a family's window (dbsf maps 6 sd to a family's weight: `full / (6 · families)`).
-    The first two alone fire on many pages whose first hit is right; the lead is what tells a near tie
-    from a page that is merely flat (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd and
-    1 sd are dbsf's own scale."""
-    if not full > 0.0 or families < 1 or len(scores) < 2:
-        return False
-    first, second = sorted(scores, reverse=True)[:2]  # MMR may order the page by its picks
-    if not first < full or not first - second < full / (6.0 * families):
-        return False
-    return _low_confidence(scores, ratio)
+    """Ours, for dbsf (`confidence_reading`): a flat page, a best hit under the top of its families'
+    windows, and a near tie between the first two."""
+    return confidence_reading(scores, ratio, full, families).low
 
 
 def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
@@ -131,6 +122,46 @@ def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
     if not mean > 0.0:
         return False
     return bool(F32(arr.max() / mean) < F32(ratio))
+
+
+def confidence_reading(
+    scores: Sequence[float], ratio: float, full: float | None = None, families: int = 0
+) -> ConfidenceReading:
+    """The page's low-confidence verdict with the readings it rests on. Without `full`, groove's rule
+    (§D.8): the page is flat, its max/mean under `ratio`. With it, ours for dbsf: flat *and* a best hit
+    that does not stand out of the legs' windows — its fused score under `full`, i.e. on average over
+    the legs below mean + 3 sd, where dbsf maps a window's top — *and* a best hit that leads the next by
+    less than one standard deviation of a family's window (dbsf maps 6 sd to a family's weight:
+    `full / (6 · families)`). Flat pages under the top are common and many still have one hit the
+    families agree on; the near tie is what tells a page that cannot choose its first hit from one that
+    is merely flat (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd and 1 sd are dbsf's."""
+    flat = None
+    if len(scores) >= 2:
+        arr = np.asarray(scores, dtype=np.float32)
+        mean = F32(arr.sum(dtype=np.float32) / F32(len(arr)))
+        flat = float(arr.max() / mean) if mean > 0.0 else None
+    is_flat = _low_confidence(scores, ratio)
+    if full is None:
+        return ConfidenceReading("groove", is_flat, ratio, flat, is_flat)
+    ordered = sorted(scores, reverse=True)  # MMR may order the page by its picks
+    best = ordered[0] if ordered else None
+    lead = ordered[0] - ordered[1] if len(ordered) >= 2 else None
+    tie_line = full / (6.0 * families) if families > 0 else None
+    under_full = best is not None and full > 0.0 and best < full
+    near_tie = lead is not None and tie_line is not None and lead < tie_line
+    return ConfidenceReading(
+        "dbsf",
+        is_flat and under_full and near_tie,
+        ratio,
+        flat,
+        is_flat,
+        best=best,
+        full=full,
+        under_full=under_full,
+        lead=lead,
+        tie_line=tie_line,
+        near_tie=near_tie,
+    )
 
 
 # The legs in the order their terms are summed (the order explain lists them in): the vector leg, the

@@ -35,14 +35,7 @@ from groove_tui.engine.index.store import CandidateRow, Store, to_blob
 from groove_tui.engine.retrieve import fulltext
 from groove_tui.engine.retrieve.candidates import LRU, Legs, _Candidate, _Ranked
 from groove_tui.engine.retrieve.filters import DocFilter
-from groove_tui.engine.retrieve.fusion import (
-    F32,
-    _answering_families,
-    _dbsf_low_confidence,
-    _fused_weight,
-    _low_confidence,
-    fuse,
-)
+from groove_tui.engine.retrieve.fusion import F32, _answering_families, _fused_weight, confidence_reading, fuse
 from groove_tui.engine.retrieve.named import _section, look_up_named
 from groove_tui.engine.retrieve.params import (
     KNN_MAX,
@@ -273,12 +266,13 @@ class Searcher:
             if first.rerank_failed is not None:
                 rerank_skipped = first.rerank_failed
 
+            scores = [c.score for c in fused]
             if method == "dbsf" and not reranked:
                 fusion = self.config.search.fusion
                 full, families = _fused_weight(legs, fusion), _answering_families(legs, fusion)
-                low_confidence = _dbsf_low_confidence([c.score for c in fused], full, families, ratio)
+                confidence = confidence_reading(scores, ratio, full, families)
             else:
-                low_confidence = _low_confidence([c.score for c in fused], ratio)
+                confidence = confidence_reading(scores, ratio)
 
             cjk_spans = bq is not None and bq.positive_expr is not None
             words = wq.words if wq is not None else ()
@@ -314,7 +308,7 @@ class Searcher:
         timings["total"] = _ms(t0)
         return SearchResponse(
             results=tuple(hits),
-            low_confidence=low_confidence,
+            low_confidence=confidence.low,
             filter_applied=echo,
             timings_ms=timings,
             query=info,
@@ -324,6 +318,7 @@ class Searcher:
             rerank_skipped=rerank_skipped,
             warnings=warnings,
             explain=params.explain,
+            confidence=confidence,
         )
 
     def _ranked(

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-from groove_tui.engine.types import Hit, HitTrace, QueryInfo
-from groove_tui.output.textout import escape_name, scale_text
+from groove_tui.engine.types import ConfidenceReading, Hit, HitTrace, QueryInfo
+from groove_tui.output.textout import confidence_tests, escape_name, scale_text
 from groove_tui.tui.look.render import fmt_score, one_line
 
 LABEL_CELLS = 18  # "  " and a 16-cell label
@@ -45,6 +45,7 @@ def explain_text(
     rank: int | None = None,
     head_style: Style | str = "bold underline",
     width: int | None = None,
+    confidence: ConfidenceReading | None = None,
 ) -> Text:
     """The compiled query and the focused hit's trace, stage by stage. With `width` (the pane's cells), a
     value too long for the line wraps under itself, clear of the labels' column."""
@@ -78,6 +79,10 @@ def explain_text(
         row("match_expr", query.match_expr or "—")
         row("bigram_expr", query.bigram_expr or "—")
         row("word_expr", query.word_expr or "—")
+    if confidence is not None:  # the page's low-confidence verdict and the tests behind it
+        head("Page")
+        for test, reading in confidence_tests(confidence):
+            row(test, reading)
     if hit is None:
         head("Hit")
         t.append("  no hit focused\n", style="dim")
@@ -119,7 +124,7 @@ def explain_text(
                     note = "  (what topping every family earns × name_weight)"
                 row(f"{leg} term", _num(value, 6) + note)
             if len(shares) > 1:  # the full-text legs vote once, as a family
-                row("full-text family", " + ".join(f"{leg} {w:.3g}" for leg, w in shares.items()) + " of fts_weight")
+                row("full-text legs", " + ".join(f"{leg} {w:.3g}" for leg, w in shares.items()) + " of fts_weight")
             if tr.vector_share is not None:  # vectors pending: unembedded hits take their full-text reading
                 row(
                     "vector share",

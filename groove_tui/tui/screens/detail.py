@@ -63,6 +63,7 @@ class DetailScreen(FooterOrder, Responsive, Screen):
             resp.query if resp else None,
             resp.timings_ms if resp else None,
             row.rank if row else None,
+            resp.confidence if resp else None,
         )
 
     def action_toggle_explain(self) -> None:

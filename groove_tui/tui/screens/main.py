@@ -161,6 +161,7 @@ class MainScreen(FooterOrder, Responsive, SearchScreenMixin, Screen):
                 resp.query if resp else None,
                 resp.timings_ms if resp else None,
                 row.rank if row else None,
+                resp.confidence if resp else None,
             )
 
     def on_results_pane_hit_highlighted(self, event: ResultsPane.HitHighlighted) -> None:

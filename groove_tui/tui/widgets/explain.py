@@ -8,7 +8,7 @@ from typing import ClassVar
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from groove_tui.engine.types import Hit, QueryInfo
+from groove_tui.engine.types import ConfidenceReading, Hit, QueryInfo
 from groove_tui.tui.look import explain_render
 
 
@@ -22,7 +22,7 @@ class ExplainPanel(VerticalScroll):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._body = Static("", markup=False)
-        self._args: tuple = (None, None, None, None)
+        self._args: tuple = (None, None, None, None, None)
 
     def compose(self):
         yield self._body
@@ -33,15 +33,19 @@ class ExplainPanel(VerticalScroll):
         query: QueryInfo | None,
         timings: Mapping[str, float] | None = None,
         rank: int | None = None,
+        confidence: ConfidenceReading | None = None,
     ) -> None:
-        self._args = (hit, query, timings, rank)
+        self._args = (hit, query, timings, rank, confidence)
         self.refresh_content()
 
     def refresh_content(self) -> None:
-        hit, query, timings, rank = self._args
+        hit, query, timings, rank, confidence = self._args
         style = self.get_component_rich_style("explain--heading", partial=True)
         width = self.scrollable_content_region.width or None
-        self._body.update(explain_render.explain_text(hit, query, timings, rank=rank, head_style=style, width=width))
+        text = explain_render.explain_text(
+            hit, query, timings, rank=rank, head_style=style, width=width, confidence=confidence
+        )
+        self._body.update(text)
 
     def on_resize(self) -> None:
         self.refresh_content()  # long values wrap to the new width
