@@ -216,7 +216,9 @@ def confidence_tests(c: ConfidenceReading) -> list[tuple[str, str]]:
         rows.append(("near tie", "too few hits to tell"))
     else:
         sign = "<" if c.near_tie else "≥"
-        rows.append(("near tie", f"#1 leads #2 by {c.lead:.4f} {sign} {c.tie_line:.4f} (one sd of a family)"))
+        rows.append(
+            ("near tie", f"the first leads the second by {c.lead:.4f} {sign} {c.tie_line:.4f} (one sd of a family)")
+        )
     return rows
 
 

@@ -215,7 +215,7 @@ async def test_real_explain_panel_says_why_the_page_is_low_confidence_or_not(tmp
         text = app.screen.query_one("#explain", ExplainPanel)._body.content.plain
         verdict = "yes (all three tests hold)" if resp.low_confidence else "no (it takes all three tests)"
         assert f"Page\n  low confidence  {verdict}\n  flat            max/mean " in text
-        assert "under the top" in text and "near tie        #1 leads #2 by " in text
+        assert "under the top" in text and "near tie        the first leads the second by " in text
         summary = str(app.screen.query_one("#pane-left", ResultsPane).summary.content)
         assert ("⚠ low confidence" in summary) is resp.low_confidence
     app.engine.close()

@@ -610,7 +610,7 @@ def test_the_explain_panel_shows_why_the_page_is_or_is_not_low_confidence():
     low = explain_render.explain_text(None, None, confidence=confidence_reading([1.9, 1.8, 1.7], 1.5, 2.0, 2)).plain
     assert "Page" in low and "low confidence  yes (all three tests hold)" in low
     assert "max/mean 1.0556 < 1.5" in low and "best 1.9000 < 2.0000" in low
-    assert "#1 leads #2 by 0.1000 < 0.1667" in low
+    assert "the first leads the second by 0.1000 < 0.1667" in low
     sure = explain_render.explain_text(None, None, confidence=confidence_reading([3.4, 1.7, 1.5], 1.5, 2.0, 2)).plain
     assert "no (it takes all three tests)" in sure and "3.4000 ≥ 2.0000" in sure and "1.7000 ≥ 0.1667" in sure
     groove = explain_render.explain_text(None, None, confidence=confidence_reading([0.3, 0.3], 1.5)).plain
