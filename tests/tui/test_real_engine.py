@@ -216,6 +216,15 @@ async def test_real_explain_panel_says_why_the_page_is_low_confidence_or_not(tmp
         verdict = "yes (all three tests hold)" if resp.low_confidence else "no (it takes all three tests)"
         assert f"Page\n  low confidence  {verdict}\n  flat            max/mean " in text
         assert "under the top" in text and "near tie        the first leads the second by " in text
-        summary = str(app.screen.query_one("#pane-left", ResultsPane).summary.content)
-        assert ("⚠ low confidence" in summary) is resp.low_confidence
+        summary = app.screen.query_one("#pane-left", ResultsPane).summary
+        assert ("⚠ low confidence" in str(summary.content)) is resp.low_confidence
+        # hovering the flag says the same as the panel
+        if resp.low_confidence:
+            assert "near tie: the first leads the second by " in str(summary.tooltip)
+        else:
+            assert summary.tooltip is None
+        await search(app, pilot, "gardening soil")  # another page, another verdict
+        resp = app.responses["left"]
+        summary = app.screen.query_one("#pane-left", ResultsPane).summary
+        assert (summary.tooltip is not None) is resp.low_confidence
     app.engine.close()

@@ -24,7 +24,7 @@ from rich.style import Style
 from rich.text import Text
 
 from groove_tui.engine.types import Hit, SearchResponse, Span
-from groove_tui.output.textout import display_title, escape_name
+from groove_tui.output.textout import confidence_tests, display_title, escape_name
 
 ELLIPSIS = "…"
 REPLACEMENT = "\ufffd"
@@ -585,6 +585,15 @@ def order_note(resp: SearchResponse) -> Text | None:
 
 def _mmr_ordered(resp: SearchResponse) -> bool:
     return any(h.trace is not None and h.trace.mmr is not None for h in resp.results)
+
+
+def confidence_tooltip(resp: SearchResponse) -> str | None:
+    """What the "⚠ low confidence" flag rests on, for the summary line's tooltip: each test's reading
+    against its line (the explain panel's "Page" section). None when the page is not flagged."""
+    if not resp.low_confidence or resp.confidence is None:
+        return None
+    tests = [f"{label}: {value}" for label, value in confidence_tests(resp.confidence)[1:]]
+    return "\n".join(["Low confidence: the first hit may well be wrong.", *tests, "F6 shows it under Page."])
 
 
 def response_summary(resp: SearchResponse, *, warn_style: Style | str = "bold yellow") -> Text:

@@ -158,6 +158,7 @@ class ResultsPane(Vertical):
     def set_message(self, text: str, *, error: bool = False) -> None:
         self.summary.set_class(error, "-error")
         self.summary.update(Text(render.one_line(text)))
+        self.summary.tooltip = None
 
     def set_busy(self, busy: bool, waiting: str | None = None) -> None:
         """Say a search is on its way: `waiting` names what it waits for (the index), else "searching…"."""
@@ -165,6 +166,7 @@ class ResultsPane(Vertical):
         if busy:
             self.summary.set_class(False, "-error")
             self.summary.update(Text(render.one_line(waiting) if waiting else "searching…", style="italic"))
+            self.summary.tooltip = None
 
     def show(
         self,
@@ -222,6 +224,7 @@ class ResultsPane(Vertical):
                 s.append("\n")
                 s.append_text(line)
         self.summary.update(s)
+        self.summary.tooltip = render.confidence_tooltip(self.response)
 
     def _set_cursor(self, index: int | None) -> None:
         """Move the cursor without the OptionList announcing it as a user move."""
