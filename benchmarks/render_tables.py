@@ -264,10 +264,9 @@ def embedder_throughput(records: Records) -> str:
         f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average" for kb, v in kbs.items()
     )
     return (
-        f"Batches of {rec['figures']['batch']}, median of {rec['figures']['rounds']} rounds; {sizes}.\n\n"
-        + table(head, rows)
-        + "\n\n"
-        + provenance([(name, rec)])
+        f"Chunks handed over {rec['figures']['batch']} at a time, each run through the model alone as the indexer "
+        f"runs them (rows marked batched: one model run per length-sorted batch), median of "
+        f"{rec['figures']['rounds']} rounds; {sizes}.\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
     )
 
 
