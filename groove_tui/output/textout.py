@@ -202,7 +202,7 @@ def confidence_tests(c: ConfidenceReading) -> list[tuple[str, str]]:
         verdict += " (all three tests hold)" if c.low else " (it takes all three tests)"
     rows = [("low confidence", verdict)]
     if c.flat is None:
-        rows.append(("flat", "too few hits to tell"))
+        rows.append(("flat", "no reading (under two hits, or no score above 0)"))
     else:
         rows.append(("flat", f"max/mean {c.flat:.4f} {'<' if c.is_flat else '≥'} {c.ratio:g}"))
     if c.rule != "dbsf":
@@ -212,8 +212,10 @@ def confidence_tests(c: ConfidenceReading) -> list[tuple[str, str]]:
     else:
         sign = "<" if c.under_full else "≥"
         rows.append(("under the top", f"best {c.best:.4f} {sign} {c.full:.4f} (the top of every family's window)"))
-    if c.lead is None or c.tie_line is None:
-        rows.append(("near tie", "too few hits to tell"))
+    if c.lead is None:
+        rows.append(("near tie", "no reading (under two hits)"))
+    elif c.tie_line is None:
+        rows.append(("near tie", "no leg answered"))
     else:
         sign = "<" if c.near_tie else "≥"
         rows.append(

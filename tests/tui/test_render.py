@@ -617,4 +617,7 @@ def test_the_explain_panel_shows_why_the_page_is_or_is_not_low_confidence():
     assert "low confidence  yes" in groove and "near tie" not in groove
     off = explain_render.explain_text(None, None, confidence=confidence_reading([0.3, 0.3], 0.0)).plain
     assert "off (min_confidence_ratio 0)" in off
+    lonely = explain_render.explain_text(None, None, confidence=confidence_reading([1.2], 1.5, 2.0, 2)).plain
+    assert "no reading (under two hits, or no score above 0)" in lonely and "no reading (under two hits)" in lonely
+    assert "best 1.2000 < 2.0000" in lonely and "low confidence  no (" in lonely
     assert "Page" not in explain_render.explain_text(None, None).plain
