@@ -124,6 +124,8 @@ def test_search_explain_text_names_the_fusion_and_each_legs_scale(cli, kb):
         r"low confidence: (yes \(all three tests hold\)|no \(it takes all three tests\))", lines[verdict]
     )
     assert [ln.split(":")[0] for ln in lines[verdict + 1 : verdict + 4]] == ["  flat", "  under the top", "  near tie"]
+    said = "[low_confidence: the first two hits are nearly tied and neither stands out — the first hit may"
+    assert (said in out) is lines[verdict].startswith("low confidence: yes")
     _, out, _ = cli("search", str(kb), "tokio runtime", "--model", "hashing", "--explain", "--fusion", "rrf")
     assert "fusion:   rrf\n" in out and "scale" not in out
     assert re.search(r"^low confidence: (yes|no)\n  flat: max/mean \S+ [<≥] 1\.5\n---", out, re.M)

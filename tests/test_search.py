@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 
@@ -340,6 +341,15 @@ def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tm
         assert shared.confidence.near_tie and not unique.confidence.under_full
         assert rrf.confidence is not None and rrf.confidence.rule == "groove"
         assert rrf.confidence.low is rrf.low_confidence
+        # the banner says which reading flagged the page
+        from groove_tui.output.textout import format_response
+
+        assert "[low_confidence: the first two hits are nearly tied and neither stands out" in format_response(
+            shared, color=False
+        )
+        assert "low_confidence" not in format_response(unique, color=False)
+        flat = format_response(dataclasses.replace(rrf, low_confidence=True), color=False)
+        assert "[low_confidence: no result stands out — the first hit may well be wrong]" in flat
     finally:
         eng.close()
 

@@ -129,7 +129,12 @@ def format_response(
     the title fallback finds the H1 when the hit's own text does not start with it."""
     lines: list[str] = []
     if resp.low_confidence:
-        lines.append("[low_confidence: no result stands out — the first hit may well be wrong]")
+        why = (
+            "the first two hits are nearly tied and neither stands out"
+            if resp.confidence is not None and resp.confidence.rule == "dbsf"
+            else "no result stands out"
+        )
+        lines.append(f"[low_confidence: {why} — the first hit may well be wrong]")
     if resp.filter_applied:
         lines.append("filters: " + ", ".join(f"{k}={v}" for k, v in resp.filter_applied.items()))
     if resp.pending_embeddings:
