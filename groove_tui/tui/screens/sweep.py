@@ -103,7 +103,11 @@ class SweepScreen(Screen):
         plot.margin_bottom = 2  # tick labels and the setting's name
         table = self.query_one(DataTable)
         k = max(self._ks())
-        table.add_columns(self.target.knob, f"nDCG@{k}", f"recall@{k}", "MRR", f"docs@{k}", "ms")
+        # The figures' columns are as wide as their format from the start (0.0000, 10.00, 9999.9): widths
+        # that grew with the rows let a row drawn early keep a cut value ("0.3" for 0.3333).
+        table.add_column(self.target.knob)
+        for label, figures in ((f"nDCG@{k}", 6), (f"recall@{k}", 6), ("MRR", 6), (f"docs@{k}", 5), ("ms", 6)):
+            table.add_column(label, width=max(len(label), figures))
         self._status(Text("Scoring the golden set at each value… (esc cancels)"))
         table.focus()
         self.run_worker(self._sweep, name="sweep", group="sweep", thread=True, exclusive=True, exit_on_error=False)
