@@ -113,15 +113,24 @@ def _dbsf_low_confidence(scores: Sequence[float], full: float, families: int, ra
     return confidence_reading(scores, ratio, full, families).low
 
 
-def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
-    """groove §D.8, in f32: max/mean below the ratio means the ranking is flat."""
-    if len(scores) < 2 or ratio == 0.0:
-        return False
+def _flatness(scores: Sequence[float]) -> float | None:
+    """The page's max / mean score in f32 (groove §D.8's reading), or None under two hits or a mean
+    score of 0 or less."""
+    if len(scores) < 2:
+        return None
     arr = np.asarray(scores, dtype=np.float32)
     mean = F32(arr.sum(dtype=np.float32) / F32(len(arr)))
-    if not mean > 0.0:
-        return False
-    return bool(F32(arr.max() / mean) < F32(ratio))
+    return float(arr.max() / mean) if mean > 0.0 else None
+
+
+def _is_flat(flat: float | None, ratio: float) -> bool:
+    """groove §D.8, in f32: max/mean below the ratio means the ranking is flat (ratio 0: never)."""
+    return flat is not None and ratio != 0.0 and bool(F32(flat) < F32(ratio))
+
+
+def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
+    """groove's rule alone: the page is flat."""
+    return _is_flat(_flatness(scores), ratio)
 
 
 def confidence_reading(
@@ -135,12 +144,8 @@ def confidence_reading(
     `full / (6 · families)`). Flat pages under the top are common and many still have one hit the
     families agree on; the near tie is what tells a page that cannot choose its first hit from one that
     is merely flat (docs/evaluation.md). No new constant: 1.5 is groove's, 3 sd and 1 sd are dbsf's."""
-    flat = None
-    if len(scores) >= 2:
-        arr = np.asarray(scores, dtype=np.float32)
-        mean = F32(arr.sum(dtype=np.float32) / F32(len(arr)))
-        flat = float(arr.max() / mean) if mean > 0.0 else None
-    is_flat = _low_confidence(scores, ratio)
+    flat = _flatness(scores)
+    is_flat = _is_flat(flat, ratio)
     if full is None:
         return ConfidenceReading("groove", is_flat, ratio, flat, is_flat)
     ordered = sorted(scores, reverse=True)  # MMR may order the page by its picks
