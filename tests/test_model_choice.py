@@ -34,8 +34,8 @@ def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(root))
     real = embedders.get_embedder
 
-    def fake(name: str):
-        return HashingEmbedder(384) if embedders.describe_model(name) == E5 else real(name)
+    def fake(name: str, passage_tokens: int = 0):
+        return HashingEmbedder(384) if embedders.describe_model(name) == E5 else real(name, passage_tokens)
 
     monkeypatch.setattr(embedders, "get_embedder", fake)
     monkeypatch.setattr(embedders, "default_model_name", lambda: E5)
@@ -118,3 +118,52 @@ def test_the_index_decides_the_model_when_none_is_named(models, tmp_path: Path) 
 
     with pytest.raises(ModelMismatch):  # a named model that differs is still an error, not a silent switch
         open_engine(kb, tmp_path, replace(Config(), embedding=EmbeddingConfig(model="hashing-32")))
+
+
+def test_the_english_model_reads_its_own_share_of_a_passage_and_the_index_keeps_what_it_read(
+    models, tmp_path: Path
+) -> None:
+    pull_fake_english(models, tmp_path)
+    kb = write_kb(tmp_path / "kb", ENGLISH_KB)
+    with open_engine(kb, tmp_path) as eng:
+        eng.index()
+        assert eng.status().passage_tokens == 256  # the catalog's choice for bge-small-en
+        assert eng.embedder()._load()[0].truncation["max_length"] == 128  # the tiny model's own limit is lower
+    # a changed setting does not mix vectors: the index keeps what it read, and says how to change it
+    eight = parse_config({"embedding": {"model": ENGLISH_MODEL, "max_tokens": 8}})
+    with open_engine(kb, tmp_path, eight) as eng:
+        (kb / "new.md").write_text("# New\n\nA note written later.\n", encoding="utf-8")
+        report = eng.index()
+        assert eng.status().passage_tokens == 256 and eng.embedder()._load()[0].truncation["max_length"] == 128
+        assert report.notes == (
+            "[embedding] max_tokens = 8 applies when the index is rebuilt: its vectors read the first 256 tokens "
+            f"of each passage (groove-tui index {kb} --force)",
+        )
+        eng.index(force=True)
+        assert eng.status().passage_tokens == 8 and eng.embedder()._load()[0].truncation["max_length"] == 8
+    with open_engine(kb, tmp_path) as eng:  # no setting: the index's number
+        assert eng.status().passage_tokens == 8
+
+
+def test_an_index_embedded_before_the_limit_was_recorded_read_whole_passages(models, tmp_path: Path) -> None:
+    pull_fake_english(models, tmp_path)
+    kb = write_kb(tmp_path / "kb", ENGLISH_KB)
+    eight = parse_config({"embedding": {"model": ENGLISH_MODEL, "max_tokens": 8}})
+    with open_engine(kb, tmp_path, eight) as eng:
+        eng.index()
+        with eng.store.transaction() as conn:
+            conn.execute("DELETE FROM index_meta WHERE key = 'passage_tokens'")
+    with open_engine(kb, tmp_path) as eng:
+        assert eng.status().passage_tokens == 0
+        assert eng.embedder()._load()[0].truncation["max_length"] == 128  # the tiny model's own limit
+        (kb / "new.md").write_text("# New\n\nA note written later.\n", encoding="utf-8")
+        eng.index()
+        assert eng.store.get_meta("passage_tokens") == "0"
+
+
+def test_a_limit_on_a_model_that_counts_no_tokens_is_said_not_to_apply(tmp_path: Path) -> None:
+    kb = write_kb(tmp_path / "kb", ENGLISH_KB)
+    config = parse_config({"embedding": {"model": "hashing-64", "max_tokens": 100}})
+    with open_engine(kb, tmp_path, config) as eng:
+        assert eng.index().notes == ("[embedding] max_tokens does not apply to hashing-64: it reads whole passages",)
+        assert eng.status().passage_tokens == 0

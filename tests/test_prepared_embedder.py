@@ -161,3 +161,18 @@ def test_removing_a_model_removes_what_loading_it_prepared(tiny_dir, tmp_path, m
     assert (tmp_path / "models" / PREPARED_DIR / "bge-small-en").is_dir()
     assert remove("bge-small-en", tmp_path / "models") == tmp_path / "models" / "bge-small-en"
     assert not (tmp_path / "models" / PREPARED_DIR / "bge-small-en").exists()
+
+
+def test_a_passage_token_limit_reads_the_passages_first_tokens_alone(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    folder = _pulled(tiny_dir, tmp_path / "models", pooling="mean")
+    head, longer = "the cat sat on the mat", "the cat sat on the mat and then it slept"
+    cut = load_embedder("bge-small-en", 8)  # [CLS], six words, [SEP]
+    whole = load_embedder("bge-small-en")
+    np.testing.assert_array_equal(cut.embed_passages([longer]), cut.embed_passages([head]))
+    assert not np.allclose(whole.embed_passages([longer]), whole.embed_passages([head]))
+    np.testing.assert_array_equal(cut.embed_passages([head]), whole.embed_passages([head]))  # nothing cut
+    through_fastembed = FastEmbedEmbedder(str(folder), model_id="bge-small-en", passage_tokens=8)
+    np.testing.assert_array_equal(through_fastembed.embed_passages([longer]), cut.embed_passages([longer]))
+    above_its_own = load_embedder("bge-small-en", 100_000)  # never past the model's own limit
+    assert above_its_own._load()[0].truncation["max_length"] == whole._load()[0].truncation["max_length"]

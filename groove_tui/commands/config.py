@@ -65,6 +65,11 @@ def show(config: Config, args: argparse.Namespace) -> str:
         from groove_tui.engine import describe_default
 
         effective = replace(effective, embedding=replace(effective.embedding, model=describe_default()))
+    if effective.embedding.max_tokens is None:  # the model's own choice, as a number
+        from groove_tui.engine.models.embedders import describe_model, wanted_passage_tokens
+
+        tokens = wanted_passage_tokens(None, describe_model(effective.embedding.model))
+        effective = replace(effective, embedding=replace(effective.embedding, max_tokens=tokens))
     data = _file_data(config)
     rows = provenance(effective, data, flags)
     if fmt == "json":

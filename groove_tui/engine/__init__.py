@@ -108,6 +108,7 @@ class Engine:
                 configured=self.model_id,
             )
         self._embedder: Embedder | None = None
+        self._embedder_tokens = 0  # what self._embedder reads of a passage
         self._embedder_lock = threading.Lock()
         # Writers in this process take turns here before the index's file lock, which a second holder in
         # the same process would find taken (an update beside the watcher's embedding waits, not fails).
@@ -157,13 +158,25 @@ class Engine:
     # ------------------------------------------------------------ models
 
     def embedder(self) -> Embedder:
-        """The embedding model, loaded once on first use (in whatever thread needs it first)."""
+        """The embedding model, loaded once on first use (in whatever thread needs it first), reading as
+        much of a passage as the index's vectors read."""
+        return self._embedder_for(self.store)
+
+    def _embedder_for(self, store: Store) -> Embedder:
+        tokens = store.passage_tokens(self.wanted_passage_tokens())
         with self._embedder_lock:
-            if self._embedder is None:
+            if self._embedder is None or tokens != self._embedder_tokens:
                 from groove_tui.engine.models.embedders import get_embedder
 
-                self._embedder = get_embedder(self.config.embedding.model)
+                self._embedder = get_embedder(self.config.embedding.model, tokens)
+                self._embedder_tokens = tokens
             return self._embedder
+
+    def wanted_passage_tokens(self) -> int:
+        """The tokens of a passage a new index's vectors read (0: all the model can)."""
+        from groove_tui.engine.models.embedders import wanted_passage_tokens
+
+        return wanted_passage_tokens(self.config.embedding.max_tokens, self.model_id)
 
     def warm_up(self) -> None:
         """Load the embedding model and run it once, so that the next query's embedding costs only
@@ -405,6 +418,17 @@ class Engine:
             from groove_tui.engine.models.analyzers import japanese_hint
 
             notes.append(self._japanese_problem or japanese_hint())
+        from groove_tui.engine.models.embedders import reads_tokens
+
+        recorded_tokens = self.store.passage_tokens(self.wanted_passage_tokens())
+        if self.config.embedding.max_tokens is not None and not reads_tokens(self.model_id):
+            notes.append(f"[embedding] max_tokens does not apply to {self.model_id}: it reads whole passages")
+        elif self.config.embedding.max_tokens is not None and recorded_tokens != self.wanted_passage_tokens():
+            notes.append(
+                f"[embedding] max_tokens = {self.config.embedding.max_tokens} applies when the index is rebuilt: "
+                f"its vectors read {_tokens_read(recorded_tokens)} of each passage (groove-tui index "
+                f"{_shell_quote(self.kb_path)} --force)"
+            )
         self._searcher.legs_cache.clear()
         if first is not None:
             report = _merged(first, report)
@@ -413,7 +437,15 @@ class Engine:
     def _indexer(self, store: Store | None = None) -> Indexer:
         from groove_tui.engine.index.indexer import Indexer
 
-        return Indexer(store or self.store, self.kb_path, self.config, self.model_id, self.embedder)
+        store = store or self.store
+        return Indexer(
+            store,
+            self.kb_path,
+            self.config,
+            self.model_id,
+            lambda: self._embedder_for(store),
+            self.wanted_passage_tokens(),
+        )
 
     def _use_model(self, name: str, store: Store | None = None) -> None:
         """Switch an index that holds no vectors yet (this one, or the rebuild's `store`) to another
@@ -640,7 +672,12 @@ class Engine:
             pending_embeddings=pending,
             context_mode=self.store.get_meta("context_mode") or ("static" if self.config.contextual else "off"),
             japanese_words=self.store.words_analyzer_recorded(),
+            passage_tokens=self.store.passage_tokens(self.wanted_passage_tokens()),
         )
+
+
+def _tokens_read(tokens: int) -> str:
+    return "all the tokens the model can read" if tokens == 0 else f"the first {tokens} tokens"
 
 
 def describe_default() -> str:

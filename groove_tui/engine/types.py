@@ -121,6 +121,8 @@ class IndexStatus:
     context_mode: str
     # the Japanese analyzer the word table was built with (SudachiPy, dictionary, recipe); None: none
     japanese_words: str | None = None
+    # tokens of each passage the vectors read (0: all the model can)
+    passage_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,6 +136,7 @@ class IndexStatus:
             "pending_embeddings": self.pending_embeddings,
             "context_mode": self.context_mode,
             "japanese_words": self.japanese_words,
+            "passage_tokens": self.passage_tokens,
         }
 
 

