@@ -71,7 +71,8 @@ def test_a_groove_toml_works_unchanged():
 def test_our_sections():
     cfg = parse_config(
         tomllib.loads(
-            '[embedding]\nmodel = "use-multilingual"\nbatch_size = 16\nmax_tokens = 300\n[reranker]\nmodel = "/models/ce"\n'
+            '[embedding]\nmodel = "use-multilingual"\nbatch_size = 16\nmax_tokens = 300\n'
+            '[reranker]\nmodel = "/models/ce"\n'
             "[chunking]\nmax_chunk_bytes = 3000\n[search]\ncjk_bigram = false\n"
             '[search.fusion]\nvector_weight = 0.5\n[tui]\ntheme = "groove-light"\n[tui.keymap]\ntoggle_mmr = "ctrl+m"\n'
         )

@@ -267,3 +267,32 @@ def test_a_record_says_when_the_index_cut_its_japanese_into_words(japanese_dicti
         identity = rec["figures"]["fingerprint"].get("japanese_words")
         assert (identity is not None and "C-normalized" in identity) == (kb is japanese)
         assert rec["figures"]["fingerprint"]["word_leg"] is True
+
+
+def test_a_record_says_when_the_index_reads_another_share_of_a_passage(tmp_path, monkeypatch):
+    """What the vectors read of a passage is the index's, set when it was built: the fingerprint holds it,
+    and the record's variant names it where it is not the model's own choice."""
+    import shutil
+
+    from tinymodels import build_tiny_embedder
+
+    monkeypatch.chdir(tmp_path)
+    models = tmp_path / "models"
+    shutil.copytree(build_tiny_embedder(tmp_path / "tiny", dim=32), models / "bge-small-en")
+    (models / "bge-small-en" / "groove-model.json").write_text('{"name": "bge-small-en", "pooling": "cls"}')
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(models))
+    kb = write_kb(tmp_path / "kb", {"setup.md": "# Setup\n\nThe setup guide for the tokio runtime.\n"})
+    golden = tmp_path / "golden.yml"
+    golden.write_text('queries:\n  - query: "setup"\n    expected:\n      - path: setup.md\n', encoding="utf-8")
+    whole = tmp_path / "whole.toml"
+    whole.write_text("[embedding]\nmax_tokens = 0\n", encoding="utf-8")
+    runs = (("own", [], "vector", 256), ("whole", ["--config", str(whole)], "vector-tokens-all", None))
+    for name, settings, variant, tokens in runs:
+        idx, out = tmp_path / f"idx-{name}", tmp_path / f"results-{name}"
+        common = [str(kb), "--model", "bge-small-en", "--index-dir", str(idx)]
+        assert cli.main(["index", *common, *settings, "--quiet"]) == 0
+        argv = ["eval", *common, "--golden", str(golden), "--legs", "vector", "--no-history", "--record", str(out)]
+        assert cli.main(argv) == 0
+        rec = _one_record(out)
+        assert rec["subject"]["variant"] == variant
+        assert rec["figures"]["fingerprint"].get("passage_tokens") == tokens

@@ -112,6 +112,17 @@ def _settings_variant(args: Any) -> list[str]:
     return out
 
 
+def _tokens_variant(fingerprint: dict[str, Any]) -> list[str]:
+    """An index whose vectors read another share of a passage than its model's own choice, named by it."""
+    from groove_tui.engine.models.embedders import wanted_passage_tokens
+
+    model = fingerprint.get("model")
+    tokens = int(fingerprint.get("passage_tokens") or 0)
+    if not model or tokens == wanted_passage_tokens(None, model):
+        return []
+    return [f"tokens{tokens}" if tokens else "tokens-all"]
+
+
 def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> Path | None:
     """Write an eval's record: its figures without the per-query lists (those belong in the history)."""
     if recording is None:
@@ -133,6 +144,7 @@ def record_eval(recording: Recording | None, run: dict[str, Any], args: Any) -> 
     variant += [f"share{share:g}"] if share is not None else []
     variant += _settings_variant(args)
     variant += ["japanese-words"] if fingerprint.get("japanese_words") else []  # the index's, not a flag's
+    variant += _tokens_variant(fingerprint)
     kb = Path(args.kb).expanduser().resolve()
     subject = {
         "kb": str(kb),

@@ -70,6 +70,7 @@ class ConfigFingerprint:
     heading_first: bool = False  # ours: a query naming a heading or title ranks that section first
     word_leg: bool = False  # ours: the word table's leg fused beside the character legs
     japanese_words: str | None = None  # the analyzer a KB's Japanese words were cut with (identity), if any
+    passage_tokens: int = 0  # ours: tokens of a passage the index's vectors read; 0 = all the model can
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -100,6 +101,8 @@ class ConfigFingerprint:
             out["word_leg"] = True
         if self.japanese_words:
             out["japanese_words"] = self.japanese_words
+        if self.passage_tokens:
+            out["passage_tokens"] = self.passage_tokens
         return out
 
     @classmethod
@@ -114,9 +117,11 @@ class ConfigFingerprint:
         golden_hash: str,
         context_static: bool,
         japanese_words: str | None = None,
+        passage_tokens: int = 0,
     ) -> ConfigFingerprint:
         """The fingerprint of an eval run with these per-call params over this config; `japanese_words`
-        is the analyzer identity of a word table whose KB holds Japanese."""
+        is the analyzer identity of a word table whose KB holds Japanese, `passage_tokens` what the
+        index's vectors read of a passage."""
         fusion = config.search.fusion
         if params.fusion is not None:
             fusion = replace(fusion, method=params.fusion)
@@ -138,6 +143,7 @@ class ConfigFingerprint:
             heading_first=config.search.heading_first,
             word_leg=config.search.word_leg if params.word_leg is None else bool(params.word_leg),
             japanese_words=japanese_words,
+            passage_tokens=passage_tokens,
         )
 
 
