@@ -154,7 +154,7 @@ def test_a_token_limit_cuts_a_text_before_its_windows(tiny, tmp_path: Path) -> N
     whole, cut = E5OnnxRunner(folder, threads=1), E5OnnxRunner(folder, threads=1, max_tokens=6)
     head = whole.tokenizer.encode_batch(["query: the cat sat on the mat and then it slept"])[0][:4]
     assert len(head) == 4  # <s>, four tokens, </s>: six
-    first = whole._run(head)
+    first = whole._run(whole._session, head)
     got = cut.embed(["the cat sat on the mat and then it slept"], "query: ")
     np.testing.assert_allclose(got[0], first / np.linalg.norm(first), atol=1e-6)
 
@@ -275,6 +275,24 @@ def test_preparing_for_bulk_builds_the_library_tokenizer_and_moves_no_vector(tin
     assert not tokenizer._library.loaded  # a short call is segmented in Python
     emb.prepare_for_bulk()
     assert tokenizer._library.loaded
+    np.testing.assert_array_equal(emb.embed_passages(texts), before)
+
+
+def test_a_long_run_embeds_on_lanes_side_by_side_and_moves_no_vector(tiny, tmp_path: Path, monkeypatch) -> None:
+    from groove_tui.engine.models import runtime
+
+    _install_tiny(tiny, tmp_path)
+    monkeypatch.setattr(runtime, "bulk_lanes", lambda: 2)
+    emb = E5Int8Embedder(root=tmp_path)  # no thread count asked for: lanes in a long run
+    texts = ["hello world", "ab " * 30, "東京は", "", "world " * 9]
+    before = emb.embed_passages(texts)
+    emb.prepare_for_bulk()
+    runner = emb._runner.get()
+    assert runner._lanes is not None and len(runner._lanes.sessions) == 2
+    np.testing.assert_array_equal(emb.embed_passages(texts), before)
+    np.testing.assert_array_equal(emb.embed_query("hello"), E5Int8Embedder(root=tmp_path).embed_query("hello"))
+    emb.end_bulk()
+    assert runner._lanes is None
     np.testing.assert_array_equal(emb.embed_passages(texts), before)
 
 

@@ -250,14 +250,18 @@ def test_the_queue_is_embedded_in_its_order_in_batches_of_the_configured_size(tm
 
 
 class Bulk(Recorder):
-    """A recorder whose embedder has something to build before a long run."""
+    """A recorder whose embedder has something to build before a long run, and to let go after it."""
 
     def __init__(self, inner) -> None:
         super().__init__(inner)
         self.prepared_at: list[int] = []  # how many passages it had embedded each time it was asked
+        self.ended_at: list[int] = []
 
     def prepare_for_bulk(self) -> None:
         self.prepared_at.append(len(self.seen))
+
+    def end_bulk(self) -> None:
+        self.ended_at.append(len(self.seen))
 
 
 @pytest.mark.parametrize("path", ["index run", "embedding beside edits"])
@@ -271,10 +275,12 @@ def test_more_than_a_batch_waiting_lets_the_embedder_prepare_first_and_one_edit_
         embed = eng.index if path == "index run" else eng.embed_pending
         embed()
         assert rec.prepared_at == [0] and len(rec.seen) == 5  # once, before the first batch
+        assert rec.ended_at == [5]  # and let go after the last
         (kb / "n00.md").write_text("# Note 0\n\nother words\n", encoding="utf-8")
         eng.index(embed=False)
         embed()
         assert rec.prepared_at == [0] and len(rec.seen) == 6  # one chunk, one batch: nothing to prepare
+        assert rec.ended_at == [5]
 
 
 def _vectors(eng: Engine) -> dict[str, bytes]:

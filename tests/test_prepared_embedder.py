@@ -176,3 +176,42 @@ def test_a_passage_token_limit_reads_the_passages_first_tokens_alone(tiny_dir, t
     np.testing.assert_array_equal(through_fastembed.embed_passages([longer]), cut.embed_passages([longer]))
     above_its_own = load_embedder("bge-small-en", 100_000)  # never past the model's own limit
     assert above_its_own._load()[0].truncation["max_length"] == whole._load()[0].truncation["max_length"]
+
+
+def test_a_long_run_embeds_on_lanes_side_by_side_and_moves_no_vector(tiny_dir, tmp_path, monkeypatch):
+    from groove_tui.engine.models import prepared
+
+    monkeypatch.setenv("GROOVE_TUI_MODEL_DIR", str(tmp_path / "models"))
+    _pulled(tiny_dir, tmp_path / "models", pooling="mean")
+    monkeypatch.setattr(prepared, "bulk_lanes", lambda: 2)
+    emb = load_embedder("bge-small-en")
+    before = emb.embed_passages(TEXTS)
+    emb.prepare_for_bulk()
+    assert emb._lanes is not None and len(emb._lanes.sessions) == 2
+    for session in emb._lanes.sessions:
+        assert_quiet_session(session)
+    np.testing.assert_array_equal(emb.embed_passages(TEXTS), before)
+    emb.end_bulk()
+    assert emb._lanes is None
+    np.testing.assert_array_equal(emb.embed_passages(TEXTS), before)
+
+
+def test_lanes_give_every_result_in_order_and_a_lanes_error_to_the_caller():
+    from groove_tui.engine.models.runtime import Lanes
+
+    opened = iter(range(3))
+    lanes = Lanes(lambda: next(opened), 3)
+    assert lanes.map(lambda session, x: (x * 2, session in (0, 1, 2)), list(range(50))) == [
+        (x * 2, True) for x in range(50)
+    ]
+    assert lanes.map(lambda session, x: x, []) == []
+
+    def fails(session, x):
+        if x == 7:
+            raise ValueError("bad passage")
+        return x
+
+    with pytest.raises(ValueError, match="bad passage"):
+        lanes.map(fails, list(range(20)))
+    lanes.close()
+    assert lanes.sessions == []

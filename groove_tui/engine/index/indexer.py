@@ -950,6 +950,17 @@ class Indexer:
     def _embed_phase(
         self, report: _Counts, notify: ProgressFn, cancel: threading.Event | None, contextual: bool
     ) -> None:
+        with contextlib.ExitStack() as run:  # what a long run opens in the embedder, let go at its end
+            self._embed_pending(report, notify, cancel, contextual, run)
+
+    def _embed_pending(
+        self,
+        report: _Counts,
+        notify: ProgressFn,
+        cancel: threading.Event | None,
+        contextual: bool,
+        run: contextlib.ExitStack,
+    ) -> None:
         conn = self.store.conn()
         pending = pending_in_order(conn, contextual)  # most likely searched first (engine/index/throughput.py)
         if not pending:
@@ -969,7 +980,7 @@ class Indexer:
             notify(IndexProgress("building model", 1, 1, built.build_notice))
             notify(IndexProgress("embed", 0, total))
         if total > batch_size:
-            _prepare_for_bulk(embedder)
+            _prepare_for_bulk(embedder, run)
         last = self.clock()
         done = 0
         for start in range(0, total, batch_size):
@@ -1021,6 +1032,16 @@ class Indexer:
         them, so an update waits for one write, never for a big note's whole embedding. The queue is read
         again before every batch, so chunks written meanwhile join it in its order, and a chunk deleted
         or re-cut meanwhile is not written (chunk ids are never reused). Returns how many were embedded."""
+        with contextlib.ExitStack() as run:  # what a burst opens in the embedder, let go when it is done
+            return self._embed_beside(guard, cancel, contextual, run)
+
+    def _embed_beside(
+        self,
+        guard: Callable[[], contextlib.AbstractContextManager[object]],
+        cancel: threading.Event | None,
+        contextual: bool,
+        run: contextlib.ExitStack,
+    ) -> int:
         done = 0
         batch_size = self.config.embedding.batch_size
         prepared = False
@@ -1032,7 +1053,7 @@ class Indexer:
                 return done
             if not prepared and len(queue) > batch_size:  # a burst of edits: as a long index run, prepare first
                 prepared = True
-                _prepare_for_bulk(self._load_embedder())
+                _prepare_for_bulk(self._load_embedder(), run)
             marks = ",".join("?" * len(ids))
             found = {
                 r[0]: r
@@ -1054,9 +1075,12 @@ class Indexer:
         return done
 
 
-def _prepare_for_bulk(embedder: object) -> None:
-    """Let an embedder build what speeds a long run (`prepare_for_bulk`, where it has one)."""
-    prepare = getattr(embedder, "prepare_for_bulk", None)
+def _prepare_for_bulk(embedder: object, run: contextlib.ExitStack) -> None:
+    """Let an embedder build what speeds a long run (`prepare_for_bulk`, where it has one) and let it go
+    when `run` closes (`end_bulk`)."""
+    prepare, end = getattr(embedder, "prepare_for_bulk", None), getattr(embedder, "end_bulk", None)
+    if callable(end):
+        run.callback(end)
     if callable(prepare):
         prepare()
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from groove_tui.engine.models.catalog import sha256_of
 from groove_tui.engine.models.lazy import Lazy
+from groove_tui.engine.models.runtime import Lanes
 from groove_tui.engine.models.unigram import SortedVocabulary
 
 MAGIC = b"E5S1"
@@ -727,6 +728,9 @@ class E5OnnxRunner:
 
         self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
         self._session = _session(ort, folder, threads, prepared)
+        self._open_lane = lambda: _session(ort, folder, 1, prepared)
+        self._lanes: Lanes | None = None  # a long run's single-threaded sessions (open_lanes)
+        self._lanes_lock = threading.Lock()  # not let go while a run uses them
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self._bos, self._eos = int(cfg["bos_token_id"]), int(cfg["eos_token_id"])
         self.window = int(cfg["max_position_embeddings"]) - 2  # content tokens per window: <s>, </s> take two
@@ -737,22 +741,49 @@ class E5OnnxRunner:
     def embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        out = np.zeros((len(texts), self.dim), np.float64)
-        for i, ids in enumerate(self.tokenizer.encode_batch([prefix + t for t in texts])):
-            if self.max_tokens:
-                ids = ids[: max(self.max_tokens - 2, 1)]  # <s> and </s> count, as a tokenizer's cut counts them
-            windows = [ids[a : a + self.window] for a in range(0, len(ids), self.window)] or [[]]
-            weights = [max(len(w), 1) for w in windows]
-            for w, window in zip(weights, windows, strict=True):
-                out[i] += w * self._run(window)
-            out[i] /= sum(weights)
-        out32 = out.astype(np.float32)
-        norms = np.maximum(np.linalg.norm(out32, axis=1, keepdims=True), 1e-6)
-        return np.ascontiguousarray(out32 / norms, dtype=np.float32)
+        encoded = self.tokenizer.encode_batch([prefix + t for t in texts])
+        if len(encoded) > 1 and self._lanes is not None:
+            with self._lanes_lock:
+                if self._lanes is not None:
+                    return _normalised(np.stack(self._lanes.map(self._text_mean, encoded)))
+        with self._lock:  # one run at a time: both cores already go to one window
+            return _normalised(np.stack([self._text_mean(self._session, ids) for ids in encoded]))
 
-    def _run(self, ids: list[int]) -> np.ndarray:
+    def open_lanes(self, count: int) -> None:
+        """Many passages are coming: open `count` single-threaded sessions to run side by side (`Lanes`)."""
+        lanes = Lanes(self._open_lane, count)
+        with self._lanes_lock:
+            first = self._lanes is None
+            if first:
+                self._lanes = lanes
+        if not first:  # another thread opened them first
+            lanes.close()
+
+    def close_lanes(self) -> None:
+        with self._lanes_lock:
+            lanes, self._lanes = self._lanes, None
+        if lanes is not None:
+            lanes.close()
+
+    def _text_mean(self, session: Any, ids: list[int]) -> np.ndarray:
+        """A text's vector before normalisation: the token-weighted mean of its windows' means."""
+        if self.max_tokens:
+            ids = ids[: max(self.max_tokens - 2, 1)]  # <s> and </s> count, as a tokenizer's cut counts them
+        windows = [ids[a : a + self.window] for a in range(0, len(ids), self.window)] or [[]]
+        weights = [max(len(w), 1) for w in windows]
+        total = np.zeros(self.dim, np.float64)
+        for w, window in zip(weights, windows, strict=True):
+            total += w * self._run(session, window)
+        return total / sum(weights)
+
+    def _run(self, session: Any, ids: list[int]) -> np.ndarray:
         """The model's mean over one window (its content ids, <s> and </s> added)."""
         input_ids = np.array([[self._bos, *ids, self._eos]], np.int64)
-        with self._lock:
-            means = self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)})
+        means = session.run(["mean"], {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)})
         return cast(np.ndarray, means[0][0])
+
+
+def _normalised(out: np.ndarray) -> np.ndarray:
+    out32 = out.astype(np.float32)
+    norms = np.maximum(np.linalg.norm(out32, axis=1, keepdims=True), 1e-6)
+    return np.ascontiguousarray(out32 / norms, dtype=np.float32)

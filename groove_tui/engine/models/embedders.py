@@ -160,8 +160,19 @@ class E5Int8Embedder:
 
     def prepare_for_bulk(self) -> None:
         """Many passages are coming (an index run): build the library tokenizer now, once (about a second),
-        rather than segment every batch in Python as a query or a saved note is, far slower on long texts."""
-        self._runner.get().tokenizer.library()
+        rather than segment every batch in Python as a query or a saved note is, far slower on long texts;
+        and open one single-threaded session per core (`Lanes`), unless a thread count was asked for."""
+        from groove_tui.engine.models.runtime import bulk_lanes
+
+        runner = self._runner.get()
+        runner.tokenizer.library()
+        if not self._threads and (count := bulk_lanes()):
+            runner.open_lanes(count)
+
+    def end_bulk(self) -> None:
+        """The long run is over: let the lanes' sessions go (each holds a copy of the weights)."""
+        if self._runner.loaded:
+            self._runner.get().close_lanes()
 
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:
