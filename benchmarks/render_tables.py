@@ -265,8 +265,8 @@ def embedder_throughput(records: Records) -> str:
         f"{kb}: {v['chunks']} chunks of {v['mean_chars']:,} characters on average" for kb, v in kbs.items()
     )
     return (
-        f"Chunks handed over {rec['figures']['batch']} at a time, each run through the model alone as the indexer "
-        f"runs them (rows marked batched: one model run per batch, its passages sorted by length or as they "
+        f"Chunks handed over {rec['figures']['batch']} at a time, each run through the model alone, one per core "
+        f"side by side, as the indexer runs them (1 thread: one at a time on one core; rows marked batched: one model run per batch, its passages sorted by length or as they "
         f"arrive; whole window: every token the model can read, where it reads fewer by default), median of "
         f"{rec['figures']['rounds']} rounds; {sizes}.\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
     )
@@ -485,14 +485,14 @@ def embedder_batching(records: Records) -> str:
 
 # (label, row of the embedders record, eval variant of its vectors alone and of the hybrid on scifact)
 READING_ROWS = (
-    ("`bge-small-en`, the first 256 tokens (its default), each passage alone", "bge-small-en", ""),
-    ("`bge-small-en`, the whole window of 512, each passage alone", "bge-small-en, whole window", "-tokens-all"),
+    ("`bge-small-en`, the first 256 tokens (its default), passages side by side", "bge-small-en", ""),
+    ("`bge-small-en`, the whole window of 512, passages side by side", "bge-small-en, whole window", "-tokens-all"),
     (
         "`bge-small-en`, the whole window, batches run as they arrive",
         "bge-small-en, batched in arrival order, whole window",
         None,
     ),
-    ("`multilingual-e5-small-int8`, every token, each passage alone", "multilingual-e5-small-int8", None),
+    ("`multilingual-e5-small-int8`, every token, passages side by side", "multilingual-e5-small-int8", None),
     (
         "`multilingual-e5-small-int8`, every token, batches run as they arrive",
         "multilingual-e5-small-int8, batched in arrival order",
@@ -532,7 +532,8 @@ def embedder_reading(records: Records) -> str:
         head += [f"{kb}: chunks/s", "× as they arrive"]
     head += ["scifact nDCG@10, vectors alone", "hybrid"]
     return (
-        f"Chunks handed over {rec['figures']['batch']} at a time; × as they arrive: against the same embedder "
+        f"Chunks handed over {rec['figures']['batch']} at a time; side by side: each passage alone, one per core "
+        f"at once, as the indexer runs a long run; × as they arrive: against the same embedder "
         f"running each batch at once as it comes, padded to its longest passage (fastembed's `passage_embed`), "
         f"per round, median of {rec['figures']['rounds']} rounds. nDCG@10: scifact train on an index embedded "
         "each way.\n\n" + table(head, rows, text_columns=1) + "\n\n" + provenance(used)
