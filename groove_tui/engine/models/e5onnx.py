@@ -746,8 +746,7 @@ class E5OnnxRunner:
             with self._lanes_lock:
                 if self._lanes is not None:
                     return _normalised(np.stack(self._lanes.map(self._text_mean, encoded)))
-        with self._lock:  # one run at a time: both cores already go to one window
-            return _normalised(np.stack([self._text_mean(self._session, ids) for ids in encoded]))
+        return _normalised(np.stack([self._text_mean(self._session, ids) for ids in encoded]))
 
     def open_lanes(self, count: int) -> None:
         """Many passages are coming: open `count` single-threaded sessions to run side by side (`Lanes`)."""
@@ -779,8 +778,11 @@ class E5OnnxRunner:
     def _run(self, session: Any, ids: list[int]) -> np.ndarray:
         """The model's mean over one window (its content ids, <s> and </s> added)."""
         input_ids = np.array([[self._bos, *ids, self._eos]], np.int64)
-        means = session.run(["mean"], {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)})
-        return cast(np.ndarray, means[0][0])
+        feed = {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)}
+        if session is not self._session:  # a lane's own
+            return cast(np.ndarray, session.run(["mean"], feed)[0][0])
+        with self._lock:  # one run at a time on the shared session: both cores already go to one window
+            return cast(np.ndarray, session.run(["mean"], feed)[0][0])
 
 
 def _normalised(out: np.ndarray) -> np.ndarray:
