@@ -14,7 +14,6 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 __all__ = ["QUIET_POOL", "Lanes", "bulk_lanes", "quiet", "quiet_fastembed"]
@@ -73,6 +72,8 @@ class Lanes:
     one thread as on several. Each lane takes the next passage when it is done with one."""
 
     def __init__(self, open_session: Callable[[], Any], count: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor  # here: a search process never needs it
+
         self.sessions = [open_session() for _ in range(count)]
         self._pool = ThreadPoolExecutor(count, thread_name_prefix="groove-embed-lane")
 
