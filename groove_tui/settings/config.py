@@ -195,8 +195,8 @@ class EmbeddingConfig:
     batch_size: int = 8
     max_tokens: int | None = None
     """Tokens of each passage the model reads; the rest of a longer passage is left to full text. None =
-    the model's own choice (`groove-tui models list`), 0 = all it can read. An index keeps the value it
-    was embedded with until it is rebuilt (`index --force`), as it keeps its model."""
+    the model's own choice (`groove-tui config show` says which), 0 = all it can read. An index keeps the
+    value it was embedded with until it is rebuilt (`index --force`), as it keeps its model."""
     explicit: bool = False
     """The model was named (groove.toml or --model), not left to the default: only then does it override
     the model an existing index was built with."""
