@@ -288,11 +288,11 @@ def test_a_long_run_embeds_on_lanes_side_by_side_and_moves_no_vector(tiny, tmp_p
     before = emb.embed_passages(texts)
     emb.prepare_for_bulk()
     runner = emb._runner.get()
-    assert runner._lanes is not None and len(runner._lanes.sessions) == 2
+    assert len(runner.lanes.sessions) == 2
     np.testing.assert_array_equal(emb.embed_passages(texts), before)
     np.testing.assert_array_equal(emb.embed_query("hello"), E5Int8Embedder(root=tmp_path).embed_query("hello"))
     emb.end_bulk()
-    assert runner._lanes is None
+    assert runner.lanes.sessions == []
     np.testing.assert_array_equal(emb.embed_passages(texts), before)
 
 

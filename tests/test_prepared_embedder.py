@@ -187,12 +187,12 @@ def test_a_long_run_embeds_on_lanes_side_by_side_and_moves_no_vector(tiny_dir, t
     emb = load_embedder("bge-small-en")
     before = emb.embed_passages(TEXTS)
     emb.prepare_for_bulk()
-    assert emb._lanes is not None and len(emb._lanes.sessions) == 2
-    for session in emb._lanes.sessions:
+    assert len(emb.lanes.sessions) == 2
+    for session in emb.lanes.sessions:
         assert_quiet_session(session)
     np.testing.assert_array_equal(emb.embed_passages(TEXTS), before)
     emb.end_bulk()
-    assert emb._lanes is None
+    assert emb.lanes.sessions == []
     np.testing.assert_array_equal(emb.embed_passages(TEXTS), before)
 
 

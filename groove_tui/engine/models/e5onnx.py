@@ -41,7 +41,7 @@ import numpy as np
 
 from groove_tui.engine.models.catalog import sha256_of
 from groove_tui.engine.models.lazy import Lazy
-from groove_tui.engine.models.runtime import Lanes
+from groove_tui.engine.models.runtime import LaneSlot
 from groove_tui.engine.models.unigram import SortedVocabulary
 
 MAGIC = b"E5S1"
@@ -729,8 +729,7 @@ class E5OnnxRunner:
         self.tokenizer = E5Tokenizer.from_dir(folder, prepared=prepared)
         self._session = _session(ort, folder, threads, prepared)
         self._open_lane = lambda: _session(ort, folder, 1, prepared)
-        self._lanes: Lanes | None = None  # a long run's single-threaded sessions (open_lanes)
-        self._lanes_lock = threading.Lock()  # not let go while a run uses them
+        self.lanes = LaneSlot()  # a long run's single-threaded sessions (open_lanes)
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self._bos, self._eos = int(cfg["bos_token_id"]), int(cfg["eos_token_id"])
         self.window = int(cfg["max_position_embeddings"]) - 2  # content tokens per window: <s>, </s> take two
@@ -742,27 +741,14 @@ class E5OnnxRunner:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         encoded = self.tokenizer.encode_batch([prefix + t for t in texts])
-        if len(encoded) > 1 and self._lanes is not None:
-            with self._lanes_lock:
-                if self._lanes is not None:
-                    return _normalised(np.stack(self._lanes.map(self._text_mean, encoded)))
-        return _normalised(np.stack([self._text_mean(self._session, ids) for ids in encoded]))
+        means = self.lanes.map(self._text_mean, encoded)
+        if means is None:
+            means = [self._text_mean(self._session, ids) for ids in encoded]
+        return _normalised(np.stack(means))
 
     def open_lanes(self, count: int) -> None:
         """Many passages are coming: open `count` single-threaded sessions to run side by side (`Lanes`)."""
-        lanes = Lanes(self._open_lane, count)
-        with self._lanes_lock:
-            first = self._lanes is None
-            if first:
-                self._lanes = lanes
-        if not first:  # another thread opened them first
-            lanes.close()
-
-    def close_lanes(self) -> None:
-        with self._lanes_lock:
-            lanes, self._lanes = self._lanes, None
-        if lanes is not None:
-            lanes.close()
+        self.lanes.open(self._open_lane, count)
 
     def _text_mean(self, session: Any, ids: list[int]) -> np.ndarray:
         """A text's vector before normalisation: the token-weighted mean of its windows' means."""

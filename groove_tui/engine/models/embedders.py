@@ -172,7 +172,7 @@ class E5Int8Embedder:
     def end_bulk(self) -> None:
         """The long run is over: let the lanes' sessions go (each holds a copy of the weights)."""
         if self._runner.loaded:
-            self._runner.get().close_lanes()
+            self._runner.get().lanes.close()
 
     def embed_query(self, text: str) -> np.ndarray:
         if not self._runner.loaded and not self.ready:

@@ -32,7 +32,7 @@ import numpy as np
 
 from groove_tui.engine.models.catalog import PREPARED_DIR, Manifest, sha256_of
 from groove_tui.engine.models.offline import ModelUnavailable, _config_hidden_size, onnx_dir_files
-from groove_tui.engine.models.runtime import Lanes, bulk_lanes, quiet
+from groove_tui.engine.models.runtime import LaneSlot, bulk_lanes, quiet
 
 TOKENIZER_FILE = "tokenizer.json"
 GRAPH_FILE = "model.optimized.onnx"
@@ -162,8 +162,7 @@ class PreparedOnnxEmbedder:
         self._passage_tokens = passage_tokens
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, frozenset[str]] | None = None
-        self._lanes: Lanes | None = None  # a long run's single-threaded sessions (prepare_for_bulk)
-        self._lanes_lock = threading.Lock()  # not let go while a run uses them
+        self.lanes = LaneSlot()  # a long run's single-threaded sessions (prepare_for_bulk)
         hidden = _config_hidden_size(folder)
         self.dim = hidden or int(self.embed_query("dimension probe").shape[0])
 
@@ -260,36 +259,24 @@ class PreparedOnnxEmbedder:
         # One passage per run, as a query runs: an int8 model quantizes each run's activations with one
         # scale, so a passage batched with others would get a vector that depends on its neighbours.
         prefixed = [self.passage_prefix + t for t in texts]
-        if len(prefixed) > 1 and self._lanes is not None:
-            with self._lanes_lock:
-                if self._lanes is not None:
-                    return np.concatenate(self._lanes.map(lambda session, text: self._embed([text], session), prefixed))
-        return np.concatenate([self._embed([text]) for text in prefixed])
+        vectors = self.lanes.map(lambda session, text: self._embed([text], session), prefixed)
+        return np.concatenate(vectors if vectors is not None else [self._embed([text]) for text in prefixed])
 
     def prepare_for_bulk(self) -> None:
         """Many passages are coming (an index run): open one single-threaded session per core (`Lanes`),
         unless a thread count was asked for."""
-        if self._threads or self._lanes is not None or not (count := bulk_lanes()):
+        if self._threads or self.lanes.sessions or not (count := bulk_lanes()):
             return
         import onnxruntime as ort
 
         self._load()  # the prepared graph exists from here on (or, with external data, never)
         graph = self.prepared / GRAPH_FILE
         path, optimised = (graph, True) if graph.is_file() else (self.folder / self._model_file, False)
-        lanes = Lanes(lambda: onnx_session(ort, path, optimised=optimised, threads=1, inter_threads=1), count)
-        with self._lanes_lock:
-            first = self._lanes is None
-            if first:
-                self._lanes = lanes
-        if not first:  # another thread opened them first
-            lanes.close()
+        self.lanes.open(lambda: onnx_session(ort, path, optimised=optimised, threads=1, inter_threads=1), count)
 
     def end_bulk(self) -> None:
         """The long run is over: let the lanes' sessions go (each holds a copy of the weights)."""
-        with self._lanes_lock:
-            lanes, self._lanes = self._lanes, None
-        if lanes is not None:
-            lanes.close()
+        self.lanes.close()
 
     def embed_query(self, text: str) -> np.ndarray:
         return cast(np.ndarray, self._embed([self.query_prefix + text])[0])

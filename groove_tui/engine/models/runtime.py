@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["QUIET_POOL", "Lanes", "bulk_lanes", "quiet", "quiet_fastembed"]
+__all__ = ["QUIET_POOL", "LaneSlot", "Lanes", "bulk_lanes", "quiet", "quiet_fastembed"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -93,3 +93,42 @@ class Lanes:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self.sessions.clear()
+
+
+class LaneSlot:
+    """Where an embedder keeps the lanes a long run opens (`open`) and lets go (`close`); a run on them
+    holds the slot, so they are not let go under it."""
+
+    def __init__(self) -> None:
+        self._lanes: Lanes | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def sessions(self) -> list[Any]:
+        lanes = self._lanes
+        return [] if lanes is None else lanes.sessions
+
+    def open(self, open_session: Callable[[], Any], count: int) -> None:
+        if self._lanes is not None:
+            return
+        lanes = Lanes(open_session, count)
+        with self._lock:
+            first = self._lanes is None
+            if first:
+                self._lanes = lanes
+        if not first:  # another thread opened them first
+            lanes.close()
+
+    def close(self) -> None:
+        with self._lock:
+            lanes, self._lanes = self._lanes, None
+        if lanes is not None:
+            lanes.close()
+
+    def map(self, run: Callable[[Any, T], R], items: Sequence[T]) -> list[R] | None:
+        """`Lanes.map` on the open lanes; None when none are open (or for a single item, which one session
+        on every core runs sooner)."""
+        if self._lanes is None or len(items) < 2:
+            return None
+        with self._lock:
+            return None if self._lanes is None else self._lanes.map(run, items)
