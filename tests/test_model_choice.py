@@ -136,8 +136,8 @@ def test_the_english_model_reads_its_own_share_of_a_passage_and_the_index_keeps_
         report = eng.index()
         assert eng.status().passage_tokens == 256 and eng.embedder()._load()[0].truncation["max_length"] == 128
         assert report.notes == (
-            "[embedding] max_tokens = 8 applies when the index is rebuilt: its vectors read the first 256 tokens "
-            f"of each passage (groove-tui index {kb} --force)",
+            "[embedding] max_tokens = 8 applies when the index is rebuilt (index --force): its vectors read the "
+            "first 256 tokens of each passage",
         )
         eng.index(force=True)
         assert eng.status().passage_tokens == 8 and eng.embedder()._load()[0].truncation["max_length"] == 8

@@ -425,9 +425,8 @@ class Engine:
             notes.append(f"[embedding] max_tokens does not apply to {self.model_id}: it reads whole passages")
         elif self.config.embedding.max_tokens is not None and recorded_tokens != self.wanted_passage_tokens():
             notes.append(
-                f"[embedding] max_tokens = {self.config.embedding.max_tokens} applies when the index is rebuilt: "
-                f"its vectors read {_tokens_read(recorded_tokens)} of each passage (groove-tui index "
-                f"{_shell_quote(self.kb_path)} --force)"
+                f"[embedding] max_tokens = {self.config.embedding.max_tokens} applies when the index is rebuilt "
+                f"(index --force): its vectors read {_tokens_read(recorded_tokens)} of each passage"
             )
         self._searcher.legs_cache.clear()
         if first is not None:
