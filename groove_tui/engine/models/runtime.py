@@ -86,8 +86,11 @@ class Lanes:
             while (i := next(taken)) < len(items):
                 out[i] = run(session, items[i])
 
-        for done in [self._pool.submit(lane, session) for session in self.sessions]:
-            done.result()  # re-raises a lane's error
+        lanes = [self._pool.submit(lane, session) for session in self.sessions]
+        for done in lanes:
+            done.exception()  # every lane finished (no lane left writing), then a lane's error re-raised
+        for done in lanes:
+            done.result()
         return out
 
     def close(self) -> None:
