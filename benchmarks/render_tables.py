@@ -487,6 +487,11 @@ def embedder_batching(records: Records) -> str:
 # (label, row of the embedders record, eval variant of its vectors alone and of the hybrid on scifact)
 READING_ROWS = (
     ("`bge-small-en`, the first 256 tokens (its default), passages side by side", "bge-small-en", ""),
+    (
+        "`bge-small-en`, the first 256 tokens, one passage at a time on every core",
+        "bge-small-en, one at a time on every core",
+        None,
+    ),
     ("`bge-small-en`, the whole window of 512, passages side by side", "bge-small-en, whole window", "-tokens-all"),
     (
         "`bge-small-en`, the whole window, batches run as they arrive",
@@ -494,6 +499,11 @@ READING_ROWS = (
         None,
     ),
     ("`multilingual-e5-small-int8`, every token, passages side by side", "multilingual-e5-small-int8", None),
+    (
+        "`multilingual-e5-small-int8`, every token, one passage at a time on every core",
+        "multilingual-e5-small-int8, one at a time on every core",
+        None,
+    ),
     (
         "`multilingual-e5-small-int8`, every token, batches run as they arrive",
         "multilingual-e5-small-int8, batched in arrival order",
