@@ -11,7 +11,7 @@ import pytest
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.index.store import CandidateRow
 from groove_tui.engine.retrieve.candidates import Legs
-from groove_tui.engine.retrieve.fusion import _dbsf_low_confidence, _fused_weight, fuse
+from groove_tui.engine.retrieve.fusion import _fused_weight, confidence_reading, fuse
 from groove_tui.settings.config import FusionConfig
 
 from helpers import hashing_config, write_kb
@@ -79,8 +79,8 @@ def test_the_weight_a_page_is_measured_against_follows_the_share_of_vectors():
     # A flat page whose best hit stands out of the legs the half-embedded index can read is not flagged
     # (against the whole vector weight it would be).
     scores = [1.6, 1.5, 1.5]
-    assert not _dbsf_low_confidence(scores, _fused_weight(legs, fusion), 2, 1.5)
-    assert _dbsf_low_confidence(scores, fusion.vector_weight + fusion.fts_weight, 2, 1.5)
+    assert not confidence_reading(scores, 1.5, _fused_weight(legs, fusion), 2).low
+    assert confidence_reading(scores, 1.5, fusion.vector_weight + fusion.fts_weight, 2).low
 
 
 TOPICS = ["garden soil compost", "tokio runtime tasks", "sqlite full text", "vector search knn", "bread dough yeast"]

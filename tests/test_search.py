@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from groove_tui.engine import SearchCancelled, SearchParams
 from groove_tui.engine.analysis.query import QueryError
 from groove_tui.engine.retrieve.filters import FilterError
-from groove_tui.engine.retrieve.fusion import _dbsf_low_confidence, _low_confidence
+from groove_tui.engine.retrieve.fusion import confidence_reading
 
 from helpers import hashing_config, write_kb
 
@@ -222,44 +222,44 @@ def test_cancelled_search_raises(engine):
 
 
 def test_low_confidence_rule():
-    assert _low_confidence([0.6, 0.1, 0.1, 0.1], 1.5) is False
-    assert _low_confidence([0.3] * 4, 1.5) is True
-    assert _low_confidence([0.3], 1.5) is False
-    assert _low_confidence([0.3] * 4, 0.0) is False
-    assert _low_confidence([-1.0, -2.0], 1.5) is False
+    assert confidence_reading([0.6, 0.1, 0.1, 0.1], 1.5).low is False
+    assert confidence_reading([0.3] * 4, 1.5).low is True
+    assert confidence_reading([0.3], 1.5).low is False
+    assert confidence_reading([0.3] * 4, 0.0).low is False
+    assert confidence_reading([-1.0, -2.0], 1.5).low is False
 
 
 def test_low_confidence_at_exactly_the_ratio_is_not_low():
     """groove §D.8: max/mean *below* the ratio. Exactly at it (3/2 = 1.5, exact in f32) is not low."""
-    assert _low_confidence([3.0, 1.0], 1.5) is False
-    assert _low_confidence([3.0, 1.0], 1.5000001) is True  # the next f32 above 1.5
-    assert _low_confidence([3.0, 1.0], 1.4999999) is False
+    assert confidence_reading([3.0, 1.0], 1.5).low is False
+    assert confidence_reading([3.0, 1.0], 1.5000001).low is True  # the next f32 above 1.5
+    assert confidence_reading([3.0, 1.0], 1.4999999).low is False
 
 
 def test_dbsf_low_confidence_needs_a_flat_page_a_best_hit_that_does_not_stand_out_and_a_near_tie():
     # two families of weight 1: a hit at mean + 3 sd in both scores 2.0, the line between sure and unsure;
     # one sd of a family's window is 1/6
-    assert _dbsf_low_confidence([1.9, 1.8, 1.7], 2.0, 2, 1.5) is True  # flat, nothing stands out, a near tie
-    assert _dbsf_low_confidence([1.7, 2.1, 1.0], 2.0, 2, 1.5) is False  # max, not the first (MMR reorders)
-    assert _dbsf_low_confidence([2.0, 1.9], 2.0, 2, 1.5) is False  # exactly at the top of the range is sure
+    assert confidence_reading([1.9, 1.8, 1.7], 1.5, 2.0, 2).low is True  # flat, nothing stands out, a near tie
+    assert confidence_reading([1.7, 2.1, 1.0], 1.5, 2.0, 2).low is False  # max, not the first (MMR reorders)
+    assert confidence_reading([2.0, 1.9], 1.5, 2.0, 2).low is False  # exactly at the top of the range is sure
     # groove's max/mean calls this page flat (2.2 / 2.03 < 1.5), but its best hit is far above its windows
-    assert _low_confidence([2.2, 2.0, 1.9], 1.5) is True
-    assert _dbsf_low_confidence([2.2, 2.0, 1.9], 2.0, 2, 1.5) is False
+    assert confidence_reading([2.2, 2.0, 1.9], 1.5).low is True
+    assert confidence_reading([2.2, 2.0, 1.9], 1.5, 2.0, 2).low is False
     # under the top of the range, yet the page is not flat: one hit leads the rest by far
-    assert _low_confidence([1.8, 0.3, 0.2], 1.5) is False
-    assert _dbsf_low_confidence([1.8, 0.3, 0.2], 2.0, 2, 1.5) is False
+    assert confidence_reading([1.8, 0.3, 0.2], 1.5).low is False
+    assert confidence_reading([1.8, 0.3, 0.2], 1.5, 2.0, 2).low is False
     # flat and under the top, but the first leads the second by more than one sd: not a tie
-    assert _low_confidence([1.9, 1.7, 1.5, 1.5], 1.5) is True
-    assert _dbsf_low_confidence([1.9, 1.7, 1.5, 1.5], 2.0, 2, 1.5) is False
-    assert _dbsf_low_confidence([1.9, 1.75, 1.5, 1.5], 2.0, 2, 1.5) is True  # a lead of .15 < 1/6
+    assert confidence_reading([1.9, 1.7, 1.5, 1.5], 1.5).low is True
+    assert confidence_reading([1.9, 1.7, 1.5, 1.5], 1.5, 2.0, 2).low is False
+    assert confidence_reading([1.9, 1.75, 1.5, 1.5], 1.5, 2.0, 2).low is True  # a lead of .15 < 1/6
     # the sd is a family's: with one family answering (full 1.0) a lead of .15 is under 1/6 too, .2 is not
-    assert _dbsf_low_confidence([0.9, 0.75, 0.7], 1.0, 1, 1.5) is True
-    assert _dbsf_low_confidence([0.95, 0.75, 0.7], 1.0, 1, 1.5) is False
+    assert confidence_reading([0.9, 0.75, 0.7], 1.5, 1.0, 1).low is True
+    assert confidence_reading([0.95, 0.75, 0.7], 1.5, 1.0, 1).low is False
     # and with both families answering at weight 0.5 (full 1.0, one sd 1/12), a lead of .1 is no tie
-    assert _dbsf_low_confidence([0.9, 0.8, 0.75], 1.0, 2, 1.5) is False
-    assert _dbsf_low_confidence([0.3, 0.2], 2.0, 2, 0.0) is False  # ratio 0 turns the flag off everywhere
-    assert _dbsf_low_confidence([0.3], 2.0, 2, 1.5) is False  # one hit: nothing to compare with
-    assert _dbsf_low_confidence([0.3, 0.2], 0.0, 0, 1.5) is False  # no leg returned anything
+    assert confidence_reading([0.9, 0.8, 0.75], 1.5, 1.0, 2).low is False
+    assert confidence_reading([0.3, 0.2], 0.0, 2.0, 2).low is False  # ratio 0 turns the flag off everywhere
+    assert confidence_reading([0.3], 1.5, 2.0, 2).low is False  # one hit: nothing to compare with
+    assert confidence_reading([0.3, 0.2], 1.5, 0.0, 0).low is False  # no leg returned anything
 
 
 def test_answering_families_count_the_full_text_legs_once_and_skip_a_zero_weight():
@@ -330,7 +330,7 @@ def test_low_confidence_under_dbsf_flags_look_alike_pages_not_a_unique_answer(tm
         assert len(shared.results) == 10 and shared.low_confidence is True
         assert unique.results[0].path == "tools/zebra.md" and unique.low_confidence is False
         rrf = eng.search("Display the help of the tool", SearchParams(limit=10, fusion="rrf"))
-        assert rrf.low_confidence is _low_confidence([h.score for h in rrf.results], 1.5)
+        assert rrf.low_confidence is confidence_reading([h.score for h in rrf.results], 1.5).low
         # the reading behind each verdict is the response's own: its tests, on its scores
         for resp in (shared, unique):
             c = resp.confidence

@@ -107,12 +107,6 @@ def _answering_families(legs: Legs, fusion: FusionConfig, method: str = "dbsf") 
     return int(vector) + int(lexical)
 
 
-def _dbsf_low_confidence(scores: Sequence[float], full: float, families: int, ratio: float) -> bool:
-    """Ours, for dbsf (`confidence_reading`): a flat page, a best hit under the top of its families'
-    windows, and a near tie between the first two."""
-    return confidence_reading(scores, ratio, full, families).low
-
-
 def _flatness(scores: Sequence[float]) -> float | None:
     """The page's max / mean score in f32 (groove §D.8's reading), or None under two hits or a mean
     score of 0 or less."""
@@ -126,11 +120,6 @@ def _flatness(scores: Sequence[float]) -> float | None:
 def _is_flat(flat: float | None, ratio: float) -> bool:
     """groove §D.8, in f32: max/mean below the ratio means the ranking is flat (ratio 0: never)."""
     return flat is not None and ratio != 0.0 and bool(F32(flat) < F32(ratio))
-
-
-def _low_confidence(scores: Sequence[float], ratio: float) -> bool:
-    """groove's rule alone: the page is flat."""
-    return _is_flat(_flatness(scores), ratio)
 
 
 def confidence_reading(
