@@ -183,7 +183,7 @@ def evaluate_kb(engine: Engine, args: argparse.Namespace, params: SearchParams, 
         context_static=engine.store.get_meta("context_mode") == "static",
         # Read from the index, not the command line: whether the dictionary was pulled when it was built.
         japanese_words=engine.store.words_analyzer_recorded() if engine.store.has_kanji_or_kana() else None,
-        passage_tokens=engine.status().passage_tokens,
+        passage_tokens=engine.passage_tokens(),
     )
     fingerprint = EvalFingerprint(**{f.name: getattr(base, f.name) for f in fields(ConfigFingerprint)}, legs=legs)
 

@@ -163,7 +163,7 @@ class Engine:
         return self._embedder_for(self.store)
 
     def _embedder_for(self, store: Store) -> Embedder:
-        tokens = store.passage_tokens(self.wanted_passage_tokens())
+        tokens = self.passage_tokens(store)
         with self._embedder_lock:
             if self._embedder is None or tokens != self._embedder_tokens:
                 from groove_tui.engine.models.embedders import get_embedder
@@ -171,6 +171,11 @@ class Engine:
                 self._embedder = get_embedder(self.config.embedding.model, tokens)
                 self._embedder_tokens = tokens
             return self._embedder
+
+    def passage_tokens(self, store: Store | None = None) -> int:
+        """The tokens of each passage the index's vectors read (0: all the model can): what the index
+        recorded, or what a new one will read."""
+        return (store or self.store).passage_tokens(self.wanted_passage_tokens())
 
     def wanted_passage_tokens(self) -> int:
         """The tokens of a passage a new index's vectors read (0: all the model can)."""
@@ -420,10 +425,10 @@ class Engine:
             notes.append(self._japanese_problem or japanese_hint())
         from groove_tui.engine.models.embedders import reads_tokens
 
-        recorded_tokens = self.store.passage_tokens(self.wanted_passage_tokens())
+        wanted, recorded_tokens = self.wanted_passage_tokens(), self.passage_tokens()
         if self.config.embedding.max_tokens is not None and not reads_tokens(self.model_id):
             notes.append(f"[embedding] max_tokens does not apply to {self.model_id}: it reads whole passages")
-        elif self.config.embedding.max_tokens is not None and recorded_tokens != self.wanted_passage_tokens():
+        elif self.config.embedding.max_tokens is not None and recorded_tokens != wanted:
             notes.append(
                 f"[embedding] max_tokens = {self.config.embedding.max_tokens} applies when the index is rebuilt "
                 f"(index --force): its vectors read {_tokens_read(recorded_tokens)} of each passage"
@@ -671,7 +676,7 @@ class Engine:
             pending_embeddings=pending,
             context_mode=self.store.get_meta("context_mode") or ("static" if self.config.contextual else "off"),
             japanese_words=self.store.words_analyzer_recorded(),
-            passage_tokens=self.store.passage_tokens(self.wanted_passage_tokens()),
+            passage_tokens=self.passage_tokens(),
         )
 
 
