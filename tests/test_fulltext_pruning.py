@@ -371,7 +371,8 @@ def test_a_full_text_row_without_its_chunk_falls_back(tables):
 def stored_tables():
     """The generated tables again, each with the statistics of its common phrases stored as the indexer
     stores them, for integer weights (the terms kept as frequencies) and others (as doubles); and for a
-    third weighting with the row counts only of the phrases in over 30% of the rows (here nearly all)."""
+    third weighting with the row counts only of the phrases in over 30% of the rows (here nearly all).
+    The integer weightings have the trigram table's lists by token stored too."""
     with tempfile.TemporaryDirectory() as tmp:
         stores = []
         for seed, docs in ((1, 40), (2, 600), (3, 1500)):
@@ -384,6 +385,10 @@ def stored_tables():
                 assert ps.store_common_phrases(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
             finally:
                 ps.COMMON_LIST_SHARE = saved
+            # The lists by token, for the whole-number weightings only (a fraction's f is no integer).
+            assert ps.store_token_lists(store.conn(), (2.0, 1.0, 1.0), min_rows=0) > 0
+            assert ps.store_token_lists(store.conn(), (3.0, 2.0, 1.0), min_rows=0) > 0
+            assert ps.store_token_lists(store.conn(), (1.3, 0.7, 0.9), min_rows=0) == 0
             stores.append(store)
         yield stores
         for store in stores:
@@ -393,8 +398,9 @@ def stored_tables():
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_queries(), weights=WEIGHTS, limit=LIMITS, which=st.integers(0, 2))
 def test_stored_statistics_give_the_plain_statements_rows(stored_tables, query, weights, limit, which):
-    """A new session (empty caches) reading the stored lists: still exactly the plain statement. Three
-    of the four weightings have statistics stored; the fourth must not use them (its terms differ)."""
+    """A new session (empty caches) reading the stored lists and the lists by token: still exactly the
+    plain statement. Three of the five weightings have statistics stored (two of them lists by token);
+    the others must not use them (their terms differ)."""
     store = stored_tables[which]
     pruned = fp.PrunedFulltext()
     for table, expr in _expressions(query):
@@ -402,16 +408,51 @@ def test_stored_statistics_give_the_plain_statements_rows(stored_tables, query, 
         _assert_exact(got, _plain(store, table, expr, weights, limit), table, expr, limit)
 
 
+def test_a_phrases_list_from_its_tokens_is_fts5s_answer(stored_tables):
+    """Every substring of the vocabulary's words (3+ characters, folded), asked of the lists by token:
+    the rows FTS5 matches and the term its bm25 of the phrase alone adds to each, bit for bit — inside
+    longer words, overlapping ("aaa" in "aaaa", "abab" in "ababab"), across case and diacritics."""
+    phrases = sorted(
+        {ps.FOLD.fold(w)[i : i + n] for w in VOCAB for n in range(3, 8) for i in range(len(ps.FOLD.fold(w)) - n + 1)}
+    )
+    phrases = [p for p in phrases if len(p) == n_chars(p)]
+    for store in stored_tables:
+        conn = store.conn()
+        n_rows, avgdl = ps.totals(conn, "fts_chunks")
+        epoch = ps.stored_epoch(conn)
+        assert epoch is not None
+        for weights in ((2.0, 1.0, 1.0), (3.0, 2.0, 1.0)):
+            pruned = fp.PrunedFulltext()
+            for phrase in phrases:
+                got = pruned._token_impacts(conn, phrase, weights, store.generation(), n_rows, avgdl, epoch)
+                assert got is not None, phrase
+                found = conn.execute(
+                    "SELECT rowid, bm25(fts_chunks, ?, ?, ?) FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
+                    (*weights, f'"{phrase}"'),
+                ).fetchall()
+                assert got[0].tolist() == [r for r, _ in found], phrase
+                assert got[1].tolist() == [-v for _, v in found], phrase  # bit for bit
+            assert pruned.stats["token_lists"] == len(phrases)
+        # Fractional weights have no lists by token: FTS5 answers.
+        assert fp.PrunedFulltext()._token_impacts(conn, "cel", (1.3, 0.7, 0.9), 0, n_rows, avgdl, epoch) is None
+
+
+def n_chars(phrase: str) -> int:
+    """Characters that are not whitespace (a phrase with a space is FTS5's to answer)."""
+    return len("".join(phrase.split()))
+
+
 def test_stored_statistics_are_used_and_are_fts5s_answer(stored_tables):
     store = stored_tables[2]
     conn = store.conn()
     pruned = fp.PrunedFulltext()
-    expr = '"the" OR "Cells" OR "protein" OR "banana"'
+    expr = '"the" OR "Cells" OR "protein" OR "banana" OR "ellula"'
     for weights in ((2.0, 1.0, 1.0), (1.3, 0.7, 0.9)):
         assert pruned.ranked(conn, "fts_chunks", expr, weights, 10, store.generation()) == _plain(
             store, "fts_chunks", expr, weights, 10
         )
     assert pruned.stats["stored_lists"] > 0  # "the" and "cells" (by folded text) came from the table
+    assert pruned.stats["token_lists"] > 0  # "ellula", no word of the corpus, from its tokens' lists
     assert ps.stored_epoch(conn) is not None  # readable: no edit waits in the journal
     assert ps.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) == 0  # current: nothing to do
     # Every stored list is FTS5's answer for its phrase.

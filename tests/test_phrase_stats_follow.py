@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from groove_tui.engine import Engine, SearchParams
 from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store
+from groove_tui.engine.index.token_lists import TokenVocab, token_frequencies
 from groove_tui.engine.index.word_terms import phrase_tokens
 from groove_tui.engine.retrieve import fulltext as fp
 
@@ -81,6 +82,7 @@ def _store_all(store: Store) -> None:
             # The word table's lists are kept only as frequencies: never for fractional weights.
             stored_words = ps.store_common_phrases(store.conn(), weights, "fts_words", min_rows=0)
             assert (stored_words > 0) == (weights != WEIGHTINGS[1])
+            assert (ps.store_token_lists(store.conn(), weights, min_rows=0) > 0) == (weights != WEIGHTINGS[1])
     finally:
         ps.COMMON_LIST_SHARE = saved
 
@@ -122,6 +124,45 @@ def assert_stored_words_are_fts5(conn) -> int:
             f[doc] = f.get(doc, 0.0) + n * weights[("heading", "context", "content").index(col)]
         stored_f = np.frombuffer(terms, dtype="<u1" if len(terms) == df else "<u2")
         assert dict(zip(rows.tolist(), stored_f.tolist(), strict=True)) == f, term
+        checked += 1
+    return checked
+
+
+def assert_token_lists_are_the_texts(conn) -> int:
+    """The lists by token are every token of the chunks' folded text with its f in each row, and nothing
+    else; a phrase's list made from them is FTS5's own answer, bit for bit. Returns the weightings checked."""
+    texts = conn.execute("SELECT id, heading, context_text, content FROM chunks ORDER BY id").fetchall()
+    n_rows, avgdl = ps.totals(conn, "fts_chunks")
+    checked = 0
+    for wkey, df, blob in conn.execute(
+        "SELECT weights, df, terms FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,)
+    ).fetchall():
+        weights = tuple(float.fromhex(w) for w in wkey.split(","))
+        expected: dict[str, dict[int, int]] = {}
+        for cid, *cols in texts:
+            for token, f in (token_frequencies(cols, [int(w) for w in weights], ps.FOLD.fold) or {}).items():
+                expected.setdefault(token, {})[cid] = f
+        assert TokenVocab.decode(blob).tokens() == sorted(expected) and df == len(expected)
+        for token, tdf, rowids, terms in conn.execute(
+            "SELECT phrase, df, rowids, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (ps.TOKENS, wkey)
+        ):
+            f = np.frombuffer(terms, dtype="<u1" if len(terms) == tdf else "<u2").tolist()
+            assert dict(zip(ps.unpack_rowids(rowids, tdf).tolist(), f, strict=True)) == expected.pop(token), token
+        assert not expected  # every token has its list
+        pruned = fp.PrunedFulltext()
+        epoch = ps.stored_epoch(conn)
+        assert epoch is not None
+        for phrase in ("cel", "ellula", "aaa", "abab", "eclair", "strasse", "istanbul", "ein", "東京"):
+            phrase = ps.FOLD.fold(phrase)
+            if len(phrase) < 3:
+                continue
+            got = pruned._token_impacts(conn, phrase, weights, ("check", epoch), n_rows, avgdl, epoch)
+            assert got is not None, phrase
+            found = conn.execute(
+                "SELECT rowid, bm25(fts_chunks, ?, ?, ?) FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rowid",
+                (*weights, f'"{phrase}"'),
+            ).fetchall()
+            assert got[0].tolist() == [r for r, _ in found] and got[1].tolist() == [-v for _, v in found], phrase
         checked += 1
     return checked
 
@@ -177,6 +218,7 @@ def test_followed_statistics_are_fts5s_answer_after_any_edits(tmp_path_factory, 
         conn = store.conn()
         assert assert_stored_is_fts5(conn) == {"frequencies", "doubles", "count"}
         assert assert_stored_words_are_fts5(conn) > 0
+        assert assert_token_lists_are_the_texts(conn) == 2
         next_id = docs[-1] + 1
         for step in steps:
             if step == "add":
@@ -195,13 +237,43 @@ def test_followed_statistics_are_fts5s_answer_after_any_edits(tmp_path_factory, 
                     ps.follow_edits(w, min_rows=0)
                 assert_stored_is_fts5(conn)
                 assert_stored_words_are_fts5(conn)
+                assert assert_token_lists_are_the_texts(conn) == 2
             waiting = conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0]
             assert (ps.stored_epoch(conn) is None) == (waiting > 0)
         with store.transaction() as w:
             ps.follow_edits(w, min_rows=0)
         assert_stored_is_fts5(conn)
         assert assert_stored_words_are_fts5(conn) > 0
+        assert assert_token_lists_are_the_texts(conn) == 2
         assert conn.execute("SELECT count(*) FROM fts_phrase_journal").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def test_text_the_lists_by_token_cannot_hold_gives_them_up_and_the_leg_asks_fts5(tmp_path):
+    """A NUL ends the tokenizer's input, which folding does not know: a table holding one has no lists by
+    token (marked, so no index run lists it again), and its phrases are answered by FTS5, exactly."""
+    store = Store(tmp_path / "index.db")
+    try:
+        rng = random.Random(5)
+        for doc_id in range(1, 30):
+            _add_document(store, doc_id, _chunks(rng))
+        _add_document(store, 30, [(None, None, "banana\0cellular proteins")])
+        conn = store.conn()
+        assert ps.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) > 0
+        assert ps.store_token_lists(conn, (2.0, 1.0, 1.0), min_rows=0) == 0
+        assert conn.execute("SELECT df FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,)).fetchall() == [(-1,)]
+        assert conn.execute("SELECT count(*) FROM fts_phrase_stats WHERE tbl = ?", (ps.TOKENS,)).fetchone() == (0,)
+        pruned = fp.PrunedFulltext()
+        assert not pruned.token_lists_at_hand(conn, (2.0, 1.0, 1.0))
+        expr = '"ellula" OR "anana" OR "the"'
+        plain = conn.execute(
+            "SELECT rowid, bm25(fts_chunks, 2.0, 1.0, 1.0) AS s FROM fts_chunks WHERE fts_chunks MATCH ? "
+            "ORDER BY s LIMIT 10",
+            (expr,),
+        ).fetchall()
+        assert pruned.ranked(conn, "fts_chunks", expr, (2.0, 1.0, 1.0), 10) == [tuple(r) for r in plain]
+        assert pruned.stats["token_lists"] == 0
     finally:
         store.close()
 
@@ -314,7 +386,7 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
     config = hashing_config()
     plain_cfg = replace(config, search=replace(config.search, fulltext_pruning=False))
     params = SearchParams(limit=10, legs="fts", min_quality=0)
-    queries = ("the cells and protein expression", "banana and the cells", "istanbul café straße")
+    queries = ("the cells and protein expression", "banana and the cells", "istanbul café straße", "ellular anana")
 
     def answers(cfg):
         with Engine.open(kb, config=cfg, index_dir=tmp_path / "idx") as eng:
@@ -331,8 +403,9 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
         eng.update(["sub/n001.md", "new.md", "n003.md"])
         assert assert_stored_is_fts5(eng.store.conn())
         assert assert_stored_words_are_fts5(eng.store.conn()) > 0
+        assert assert_token_lists_are_the_texts(eng.store.conn()) == 1  # the configured weights'
     got, stats = answers(config)
-    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+    assert stats["stored_lists"] > 0 and stats["token_lists"] > 0 and got == answers(plain_cfg)[0]
 
     for i in range(0, 40, 4):
         (kb / f"sub/n{i + 1:03}.md").write_text(f"# protein\n\nprotein expression of the cells {i}\n")
@@ -340,8 +413,9 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
         eng.index()
         assert assert_stored_is_fts5(eng.store.conn())
         assert assert_stored_words_are_fts5(eng.store.conn()) > 0
+        assert assert_token_lists_are_the_texts(eng.store.conn()) == 1
     got, stats = answers(config)
-    assert stats["stored_lists"] > 0 and got == answers(plain_cfg)[0]
+    assert stats["stored_lists"] > 0 and stats["token_lists"] > 0 and got == answers(plain_cfg)[0]
 
     monkeypatch.setattr(Indexer, "follow_phrase_statistics", lambda self: False)
     monkeypatch.setattr(Indexer, "_phrase_statistics", lambda self, cancel: None)
@@ -350,7 +424,7 @@ def test_the_indexer_keeps_the_set_current_through_watched_and_full_runs(tmp_pat
         eng.index()
         assert ps.stored_epoch(eng.store.conn()) is None
     got, stats = answers(config)
-    assert stats["pruned"] > 0 and stats["stored_lists"] == 0 and got == answers(plain_cfg)[0]
+    assert stats["pruned"] > 0 and stats["stored_lists"] == stats["token_lists"] == 0 and got == answers(plain_cfg)[0]
 
 
 def test_a_watched_update_defers_the_set_to_the_quiet_moment_and_stays_exact_meanwhile(tmp_path):

@@ -469,7 +469,8 @@ class Indexer:
 
     def _phrase_statistics(self, cancel: threading.Event | None) -> None:
         """Store the full-text leg's statistics of the corpus' common phrases for this index generation
-        (engine/retrieve/fulltext.py: a new session then starts with the lists that cost most to fetch).
+        (engine/retrieve/fulltext.py: a new session then starts with the lists that cost most to fetch),
+        and the trigram table's lists by token, which answer its rarer phrases.
         Only for tables big enough to prune, and once per generation (a run that changed nothing finds
         them current). Best effort: the leg is exact without them, only slower."""
         f = self.config.search.fusion
@@ -479,6 +480,7 @@ class Indexer:
                 phrase_stats.store_common_phrases(
                     self.store.conn(), weights, table, cancel=cancel, japanese=self.store.japanese
                 )
+            phrase_stats.store_token_lists(self.store.conn(), weights, cancel=cancel)
         except sqlean.Error as exc:
             if self.store.conn().in_transaction:
                 self.store.conn().execute("ROLLBACK")

@@ -20,6 +20,7 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.words import words_version
+from groove_tui.engine.index.token_lists import TokenVocab, token_frequencies
 from groove_tui.engine.index.word_terms import column_counts, scratch_rows, word_rows
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "epoch_of",
     "follow_edits",
     "store_common_phrases",
+    "store_token_lists",
     "stored_epoch",
 ]
 
@@ -77,6 +79,12 @@ JOURNAL_TRIGGERS = (
 )
 FOLLOW_MAX_SHARE = 0.2  # changed chunks past this share of the table: the set is stored again instead
 LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
+# The trigram table's lists by token (engine/index/token_lists.py): one row per token (tbl TOKENS, as f),
+# and per weights one row (tbl VOCAB) holding every token with a list; its presence says the lists are
+# complete and current, its df -1 that this set cannot hold them (a NUL, an f past 2^16).
+TOKEN_TABLE = "fts_chunks"
+TOKENS = TOKEN_TABLE + ":tokens"
+VOCAB = TOKEN_TABLE + ":vocab"
 COMMON_SAMPLE = 3000  # chunks read to find the corpus' frequent words
 COMMON_SHARE = 0.001  # a word in at least this share of the sampled chunks gets its statistics stored
 COMMON_LIST_SHARE = 1.0  # ... and its list too unless more rows than this share hold it (then its row count
@@ -413,7 +421,10 @@ def forget_table(conn: sqlite3.Connection, table: str) -> None:
     epoch = _epoch(conn)
     if epoch is None or epoch <= 0:
         return
-    if conn.execute("DELETE FROM fts_phrase_stats WHERE tbl IN (?, ?)", (table, table + LENGTHS)).rowcount:
+    forgotten = (table, table + LENGTHS, *((TOKENS, VOCAB) if table == TOKEN_TABLE else ()))
+    if conn.execute(
+        f"DELETE FROM fts_phrase_stats WHERE tbl IN ({','.join('?' * len(forgotten))})", forgotten
+    ).rowcount:
         _bump_epoch(conn)  # (only then: readers' caches key on the epoch)
 
 
@@ -521,6 +532,7 @@ def follow_edits(
         if not _follow_table(conn, table, removed_text, added_text, added_ids, japanese):
             drop_stored_phrases(conn)
             return len(first)
+    _follow_tokens(conn, removed_text, added_text)
     conn.execute("DELETE FROM fts_phrase_journal")
     _bump_epoch(conn)
     return len(first)
@@ -625,7 +637,7 @@ def _follow_table(
         "SELECT DISTINCT weights FROM fts_phrase_stats WHERE tbl = ? AND weights != ''", (table,)
     ).fetchall():
         weights = tuple(float.fromhex(w) for w in wkey.split(","))
-        whole = all(w == int(w) and 1 <= w < 2**12 for w in weights)
+        whole = _whole(weights)
         stale = {
             p
             for (p,) in conn.execute(
@@ -701,6 +713,197 @@ def _follow_table(
     return True
 
 
+def _whole(weights: Sequence[float]) -> bool:
+    """Weights that keep every f an integer a list can store (and sum in any order to the same double)."""
+    return all(w == int(w) and 1 <= w < 2**12 for w in weights)
+
+
+def _token_rows(conn: sqlite3.Connection, wkey: str, token: str) -> tuple[np.ndarray, np.ndarray]:
+    row = conn.execute(
+        "SELECT df, rowids, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?",
+        (TOKENS, wkey, token),
+    ).fetchone()
+    if row is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    df, rowids, terms = row
+    if len(terms) not in (df, 2 * df):
+        raise Inconsistent("a token list of the wrong length")
+    f = np.frombuffer(terms, dtype="<u1" if len(terms) == df else "<u2").astype(np.int64)
+    return unpack_rowids(rowids, df), f
+
+
+def _put_token_rows(conn: sqlite3.Connection, wkey: str, token: str, rows: np.ndarray, f: np.ndarray, gen: int) -> None:
+    if not len(rows):
+        conn.execute("DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?", (TOKENS, wkey, token))
+        return
+    conn.execute(
+        "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            TOKENS,
+            wkey,
+            token,
+            gen,
+            len(rows),
+            pack_rowids(rows),
+            f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes(),
+        ),
+    )
+
+
+def _give_up_tokens(conn: sqlite3.Connection, wkey: str) -> None:
+    """This set holds no token lists for `wkey` from here on (the leg asks FTS5 instead), and no index
+    run tries again until the set is stored anew."""
+    conn.execute("DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (TOKENS, wkey))
+    conn.execute(
+        "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, -1, x'', x'')", (VOCAB, wkey, _generation(conn))
+    )
+
+
+def _follow_tokens(
+    conn: sqlite3.Connection,
+    removed_text: dict[int, tuple[str | None, ...]],
+    added_text: dict[int, tuple[str | None, ...]],
+) -> None:
+    """follow_edits for the token lists: each token a removed or added chunk holds has its list rewritten.
+    A list that would not be what the text says (a removed row missing, an added one already there) or
+    could not be stored (a NUL, an f past 2^16) gives the lists up rather than keep them wrong."""
+    gen = _generation(conn)
+    for wkey, blob in conn.execute(
+        "SELECT weights, terms FROM fts_phrase_stats WHERE tbl = ? AND df >= 0", (VOCAB,)
+    ).fetchall():
+        weights = [int(float.fromhex(w)) for w in wkey.split(",")]
+        gone: dict[str, list[int]] = {}
+        new: dict[str, dict[int, int]] = {}
+        ok = True
+        for texts, into in ((removed_text, None), (added_text, new)):
+            for cid, cols in texts.items():
+                freq = token_frequencies(cols, weights, FOLD.fold)
+                if freq is None:
+                    ok = False
+                    break
+                for token, token_f in freq.items():
+                    if into is None:
+                        gone.setdefault(token, []).append(cid)
+                    else:
+                        into.setdefault(token, {})[cid] = token_f
+        vocab = set(TokenVocab.decode(blob).tokens())
+        try:
+            for token in sorted(gone.keys() | new.keys()) if ok else ():
+                rows, f = _token_rows(conn, wkey, token)
+                out = np.asarray(sorted(gone.get(token, ())), dtype=np.int64)
+                if len(out):
+                    at = np.searchsorted(rows, out)
+                    if not (len(rows) and np.array_equal(rows[np.minimum(at, len(rows) - 1)], out)):
+                        ok = False  # a list without a row that holds its token: not the text's
+                        break
+                    rows, f = np.delete(rows, at), np.delete(f, at)
+                added = new.get(token, {})
+                if added:
+                    add_rows = np.fromiter(sorted(added), dtype=np.int64, count=len(added))
+                    add_f = np.fromiter((added[r] for r in add_rows.tolist()), dtype=np.int64, count=len(added))
+                    at = np.searchsorted(rows, add_rows)
+                    if len(rows) and np.any(rows[np.minimum(at, len(rows) - 1)] == add_rows):
+                        ok = False  # already listed
+                        break
+                    rows, f = np.insert(rows, at, add_rows), np.insert(f, at, add_f)
+                _put_token_rows(conn, wkey, token, rows, f, gen)
+                if len(rows):
+                    vocab.add(token)
+                else:
+                    vocab.discard(token)
+        except Inconsistent:
+            ok = False
+        if not ok:
+            _give_up_tokens(conn, wkey)
+            continue
+        conn.execute(
+            "UPDATE fts_phrase_stats SET df = ?, generation = ?, terms = ? WHERE tbl = ? AND weights = ?",
+            (len(vocab), gen, TokenVocab.of(sorted(vocab)).encode(), VOCAB, wkey),
+        )
+
+
+def store_token_lists(
+    conn: sqlite3.Connection,
+    weights: Sequence[float],
+    *,
+    cancel: threading.Event | None = None,
+    min_rows: int | None = None,
+) -> int:
+    """Store the trigram table's lists by token (engine/index/token_lists.py) for these weights, once per
+    set: from then on edits follow them (`follow_edits`). Returns how many tokens were stored now.
+
+    Exact as the text is: every chunk is read and listed in one snapshot, and the lists are written only
+    if no edit came in between (the set's epoch unchanged and its journal empty), else the next index run
+    tries again. Only for whole-number weights (f stays an integer) and a table big enough to prune, and
+    only while a set is kept (`store_common_phrases` starts one). At 100k chunks: ~20 s on one core."""
+    weights = tuple(float(w) for w in weights)
+    if not _whole(weights):
+        return 0
+    wkey = weights_key(weights)
+    least = MIN_ROWS if min_rows is None else min_rows
+    lists: dict[str, tuple[list[int], list[int]]] = {}
+    listable = True
+    conn.execute("BEGIN")
+    try:
+        epoch = _epoch(conn)
+        if epoch is None or epoch <= 0 or edits_waiting(conn) or totals(conn, TOKEN_TABLE)[0] < least:
+            return 0
+        if conn.execute("SELECT 1 FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (VOCAB, wkey)).fetchone():
+            return 0  # stored already, and followed since (or given up)
+        iweights = [int(w) for w in weights]
+        for n, (cid, *cols) in enumerate(
+            conn.execute("SELECT id, heading, context_text, content FROM chunks ORDER BY id")
+        ):
+            if cancel is not None and n % 1000 == 0 and cancel.is_set():
+                return 0
+            freq = token_frequencies(cols, iweights, FOLD.fold)
+            if freq is None:
+                listable = False
+                break
+            for token, f in freq.items():
+                held = lists.get(token)
+                if held is None:
+                    lists[token] = ([cid], [f])
+                else:
+                    held[0].append(cid)
+                    held[1].append(f)
+    finally:
+        conn.execute("COMMIT")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _epoch(conn) != epoch or edits_waiting(conn):
+            return 0  # written to since it was read: the next run lists it again
+        if not listable:
+            _give_up_tokens(conn, wkey)
+            _bump_epoch(conn)
+            return 0
+        gen = _generation(conn)
+        conn.executemany(
+            "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    TOKENS,
+                    wkey,
+                    token,
+                    gen,
+                    len(rows),
+                    pack_rowids(np.asarray(rows, dtype=np.int64)),
+                    np.asarray(f, dtype="<u1" if max(f) < 2**8 else "<u2").tobytes(),
+                )
+                for token, (rows, f) in lists.items()
+            ),
+        )
+        tokens = sorted(lists)
+        conn.execute(
+            "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, ?, x'', ?)",
+            (VOCAB, wkey, gen, len(tokens), TokenVocab.of(tokens).encode()),
+        )
+        _bump_epoch(conn)
+    finally:
+        conn.execute("COMMIT")
+    return len(lists)
+
+
 def _quoted(phrase: str) -> str:
     from groove_tui.engine.analysis.query import fts_phrase
 
@@ -737,7 +940,7 @@ def store_common_phrases(
     wkey = weights_key(weights)
     least = MIN_ROWS if min_rows is None else min_rows
     words = table == "fts_words"
-    if words and not all(w == int(w) and 1 <= w < 2**12 for w in weights):
+    if words and not _whole(weights):
         return 0  # its lists could only be kept as doubles, which no edit can follow from text
     conn.execute("BEGIN IMMEDIATE")
     try:

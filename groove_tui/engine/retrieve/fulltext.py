@@ -110,10 +110,14 @@ from groove_tui.engine.index.phrase_stats import (
     LENGTHS,
     MIN_ROWS,
     STORED_TABLES,
+    TOKEN_TABLE,
+    TOKENS,
     TRIGRAM_TOKENIZE,
+    VOCAB,
     B,
     Inconsistent,
     idf_of,
+    instances,
     self_overlapping,
     stored_epoch,
     tf_terms,
@@ -123,6 +127,7 @@ from groove_tui.engine.index.phrase_stats import (
     weights_key,
 )
 from groove_tui.engine.index.store import FULLTEXT_GENERATION
+from groove_tui.engine.index.token_lists import TokenVocab, has_whitespace
 from groove_tui.engine.index.word_terms import word_rows as word_table_rows
 from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
@@ -138,6 +143,8 @@ EAGER_CHARS = 4  # an unknown phrase this long has its list fetched at once (sho
 TEXT_ROWS = 400  # past correctness, an uncached phrase is taken while more rows than this are in reach
 FIRST_ROWS = 8000  # the word table: rows of its rarest phrases ranked first, to learn θ (measured at 100k)
 TABLES = ("fts_chunks", "fts_bigram", "fts_words")
+MAX_TOKENS = 2000  # a phrase held by more tokens than this is asked of FTS5 (a common substring: "ing")
+MAX_TOKEN_ENTRIES = 200_000  # ... and one whose tokens' lists hold more rows than this
 
 
 _PHRASE = r'"(?:[^"]|"")*"(?: \*)?'  # a quoted phrase, or (bigram.py) a prefix phrase `"都" *`
@@ -239,6 +246,7 @@ class PrunedFulltext:
             "stored_lists": 0,
             "left": 0,
             "statements": 0,
+            "token_lists": 0,
         }
         self.min_rows: int | None = None  # None: MIN_ROWS (the calibration prunes its small table)
         self.check_platform = True  # False only for the calibration itself, which is that check
@@ -324,6 +332,12 @@ class PrunedFulltext:
         MaxScore pays off at (its averages record, one read), where the work is Python's, not SQLite's."""
         n_rows, _ = self._totals(conn, table)
         return n_rows < (MIN_ROWS if self.min_rows is None else self.min_rows)
+
+    def token_lists_at_hand(self, conn: sqlite3.Connection, weights: Sequence[float]) -> bool:
+        """Whether the trigram table's lists by token answer its phrases now (stored for these weights,
+        readable in this state): its leg is then Python's work, not SQLite's."""
+        epoch = stored_epoch(conn)
+        return epoch is not None and self._vocab(conn, tuple(float(w) for w in weights), epoch) is not None
 
     def _summed(
         self,
@@ -414,7 +428,15 @@ class PrunedFulltext:
                 if text is not None
                 else scored_terms is not None and not all(t in stored for t in scored_terms)
             )
-            if rare and "" in stored and key not in stored and self.df_cache.get((table, key, gen)) is None:
+            if (
+                text is not None
+                and epoch is not None
+                and key not in stored
+                and self.impacts_cache.get((table, key, weights, gen)) is None
+                and self._token_impacts(conn, key, weights, gen, n_rows, avgdl, epoch) is not None
+            ):
+                pass  # its list, from the tokens that hold it, is at hand: cheap, like a stored one
+            elif rare and "" in stored and key not in stored and self.df_cache.get((table, key, gen)) is None:
                 # A phrase the index holds no statistics for is rare (the common ones are stored; on the
                 # word table a phrase is rare when one of its terms is), and a rare phrase is taken
                 # first: its list, fetched now, also gives its row count (the rows FTS5 returns for it
@@ -752,6 +774,10 @@ class PrunedFulltext:
                     self.impacts_cache.put(key, value, max(1, len(rows)))
                     self.stats["stored_lists"] += 1
                     return value
+        if table == TOKEN_TABLE and epoch is not None:
+            from_tokens = self._token_impacts(conn, pkey, weights, gen, n_rows, avgdl, epoch)
+            if from_tokens is not None:
+                return from_tokens
         found = conn.execute(
             f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ?", (*weights, phrase)
         ).fetchall()
@@ -760,6 +786,96 @@ class PrunedFulltext:
         order = np.argsort(rows, kind="stable")
         value = (rows[order], terms[order])
         self.impacts_cache.put(key, value, max(1, len(found)))
+        return value
+
+    def _token_impacts(
+        self,
+        conn: sqlite3.Connection,
+        phrase: str,
+        weights: tuple[float, ...],
+        gen: Hashable,
+        n_rows: int,
+        avgdl: float,
+        epoch: int,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """A trigram phrase's impact list from the stored lists of the tokens that hold it (folded, no
+        whitespace; engine/index/token_lists.py), or None when they are not stored for these weights or
+        the phrase is held by too many tokens or rows. Its rows are those of its tokens, its f in a row
+        Σ token f × the phrase's instances in the token (integers, so exact), and its terms computed from
+        f, the stored lengths and this snapshot's N and token total as a stored list's are: FTS5's bm25
+        of the phrase alone, bit for bit. Kept with the other lists (cached as one)."""
+        key = (TOKEN_TABLE, phrase, weights, gen)
+        cached = self.impacts_cache.get(key)
+        if cached is not None:
+            return cast(tuple[np.ndarray, np.ndarray], cached[0])
+        if has_whitespace(phrase) or self.df_cache.get(("no tokens", phrase, weights, epoch)) is not None:
+            return None
+        vocab = self._vocab(conn, weights, epoch)
+        lengths = self._lengths(conn, TOKEN_TABLE, epoch)
+        tokens = None if vocab is None else vocab.containing(phrase, MAX_TOKENS)
+        value = None
+        if tokens is not None and lengths is not None:
+            value = self._token_union(conn, phrase, tokens, weights, n_rows, avgdl, lengths)
+        if value is None:
+            self.df_cache.put(("no tokens", phrase, weights, epoch), True)
+            return None
+        self.impacts_cache.put(key, value, max(1, len(value[0])))
+        self.stats["token_lists"] += 1
+        return value
+
+    def _token_union(
+        self,
+        conn: sqlite3.Connection,
+        phrase: str,
+        tokens: list[str],
+        weights: tuple[float, ...],
+        n_rows: int,
+        avgdl: float,
+        lengths: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        wkey = weights_key(weights)
+        found: list[tuple[str, int, bytes, bytes]] = []
+        entries = 0
+        for start in range(0, len(tokens), 500):
+            batch = tokens[start : start + 500]
+            where = f"FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase IN ({','.join('?' * len(batch))})"
+            entries += conn.execute(f"SELECT coalesce(sum(df), 0) {where}", (TOKENS, wkey, *batch)).fetchone()[0]
+            if entries > MAX_TOKEN_ENTRIES:
+                return None  # (the row counts first: a list's blob is read only when it will be used)
+            found += conn.execute(f"SELECT phrase, df, rowids, terms {where}", (TOKENS, wkey, *batch)).fetchall()
+        if len(found) != len(tokens):
+            raise Inconsistent("a token of the vocabulary without its list")
+        if not found:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        overlapping = self_overlapping(phrase)
+        all_rows, all_f = [], []
+        for token, df, rowids, terms in found:
+            if len(terms) not in (df, 2 * df):
+                raise Inconsistent("a token list of the wrong length")
+            all_rows.append(unpack_rowids(rowids, df))
+            token_f = np.frombuffer(terms, dtype="<u1" if len(terms) == df else "<u2").astype(np.float64)
+            all_f.append(token_f * float(instances(token, phrase, overlapping)))
+        rows_cat = np.concatenate(all_rows)
+        if rows_cat.max() >= len(lengths):
+            raise Inconsistent("a token list's row past the stored lengths")
+        summed = np.bincount(rows_cat, weights=np.concatenate(all_f))  # integers: exact in doubles
+        held = np.flatnonzero(summed)
+        f = summed[held]
+        return held.astype(np.int64), tf_terms(f, lengths[held], idf_of(n_rows, len(held)), avgdl)
+
+    def _vocab(self, conn: sqlite3.Connection, weights: tuple[float, ...], epoch: int) -> TokenVocab | None:
+        """The stored token vocabulary of this epoch (None: no token lists for these weights)."""
+        key = ("vocab", weights, epoch)
+        cached = self.df_cache.get(key)
+        if cached is not None:
+            return cast(TokenVocab | None, cached[0])
+        row = None
+        with contextlib.suppress(sqlite3.OperationalError):  # an index from before the table existed
+            row = conn.execute(
+                "SELECT df, terms FROM fts_phrase_stats WHERE tbl = ? AND weights = ?", (VOCAB, weights_key(weights))
+            ).fetchone()
+        value = TokenVocab.decode(row[1]) if row is not None and row[0] >= 0 else None
+        self.df_cache.put(key, value)
         return value
 
     def _lengths(self, conn: sqlite3.Connection, table: str, epoch: int | None) -> np.ndarray | None:
