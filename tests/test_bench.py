@@ -170,6 +170,10 @@ def test_scale_reaches_the_chunk_target_and_leaves_the_kb_alone(scale_env, tmp_p
         assert s["stages_ms"][name]["n"] == 4 and s["stages_ms"][name]["p50"] >= 0
     assert s["total_minus_embed_ms"]["n"] == 4
     assert len(s["total_minus_embed_p50_per_repeat"]) == 2 and len(s["total_p50_per_repeat"]) == 2
+    # The full-text legs' own times, summed per search: at least the trigram leg's alone.
+    for v in s["variants"].values():
+        assert v["fulltext_legs_ms"]["n"] == 4 and v["fulltext_legs_ms"]["p50"] >= v["fts_ms"]["p50"] * 0.999
+    assert ix["token_lists"] == {"tokens": 0, "entries": 0, "bytes": 0}  # under MIN_ROWS: none stored
 
 
 def test_scale_cli_json_and_text(scale_env, tmp_path, capsys):

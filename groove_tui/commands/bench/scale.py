@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from groove_tui.commands.bench.search import (
+    FULLTEXT_LEGS,
     STAGES,
     clear_caches,
     clear_phrase_stats,
@@ -131,6 +132,7 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
     from dataclasses import replace as dc_replace
 
     from groove_tui.engine import Engine as EngineCls
+    from groove_tui.engine.index import phrase_stats
 
     out: dict[str, Any] = {"target_chunks": target, "kept_in": str(root) if root.exists() else None}
     synth, idx = root / "kb", root / "idx"
@@ -181,10 +183,11 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
                     ),
                 )
                 for name, samples in st.items():
-                    stages.setdefault(variant, {s: [] for s in STAGES})[name].extend(samples)
+                    stages.setdefault(variant, {s: [] for s in STAGES}).setdefault(name, []).extend(samples)
                 minus_embed[variant].extend(me)
                 answers.setdefault(variant, ans)
         out["index"]["bytes"] = sum(f.stat().st_size for f in idx.rglob("*") if f.is_file())
+        out["index"]["token_lists"] = phrase_stats.token_list_sizes(eng.store.conn())
         out["pruning"] = dict(eng._searcher.pruned.stats) if hasattr(eng, "_searcher") else None
     n = len(queries)
     same = sum(a == b == c for a, b, c in zip(answers["pruned"], answers["plain"], answers["pruned_cold"], strict=True))
@@ -205,6 +208,7 @@ def _bench_scale_in(kb, config, target, queries, repeat, notify, root: Path) -> 
                 "fts_ms": percentiles(stages[v]["fts"]),
                 "bigram_ms": percentiles(stages[v]["bigram"]),
                 "word_ms": percentiles(stages[v]["word"]),
+                "fulltext_legs_ms": percentiles(stages[v].get(FULLTEXT_LEGS, [])),
                 "vector_ms": percentiles(stages[v]["vector"]),
             }
             for v in SCALE_VARIANTS

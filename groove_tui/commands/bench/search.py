@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 
 STAGES = ("embed", "vector", "fts", "bigram", "word", "fuse", "rerank", "mmr", "parent", "spans", "total")
+FULLTEXT = ("fts", "bigram", "word")
+FULLTEXT_LEGS = "fulltext_legs"  # (scale mode) a search's full-text legs, their own times summed
 # "Everything but the query embedding": the query is embedded on its own thread while the full-text legs
 # run, so `total - embed` would hide the overlap; the sum of the other stages is the work it leaves.
 
@@ -185,7 +187,8 @@ def cold_searches(
     summing their stage times would count the shorter one twice. With `vector_first` (scale mode) the
     query is embedded first, outside the timing, and one search gives both, so no statistic the first run
     left behind (the full-text leg's phrase statistics) can flatter the second; it also returns each
-    query's results, to compare configurations. `forget_phrases` clears those statistics too."""
+    query's results, to compare configurations, and the full-text legs' own times summed per search
+    (FULLTEXT_LEGS). `forget_phrases` clears those statistics too."""
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
     minus_embed: list[float] = []
     answers: list = []
@@ -209,6 +212,7 @@ def cold_searches(
                 for s in STAGES:
                     if s in resp.timings_ms:
                         stages[s].append(resp.timings_ms[s])
+                stages.setdefault(FULLTEXT_LEGS, []).append(sum(resp.timings_ms.get(leg, 0.0) for leg in FULLTEXT))
                 minus_embed.append(resp.timings_ms["total"])
                 answers.append([(h.chunk_id, h.score) for h in resp.results])
                 continue

@@ -34,6 +34,7 @@ __all__ = [
     "store_common_phrases",
     "store_token_lists",
     "stored_epoch",
+    "token_list_sizes",
 ]
 
 K1 = 1.2  # fts5_aux.c's constants
@@ -902,6 +903,22 @@ def store_token_lists(
     finally:
         conn.execute("COMMIT")
     return len(lists)
+
+
+def token_list_sizes(conn: sqlite3.Connection) -> dict[str, int]:
+    """What the lists by token hold (every weighting): tokens, row entries, bytes (vocabularies included)."""
+    try:
+        tokens, entries, size = conn.execute(
+            "SELECT count(*), coalesce(sum(df), 0), coalesce(sum(length(rowids) + length(terms)), 0) "
+            "FROM fts_phrase_stats WHERE tbl = ?",
+            (TOKENS,),
+        ).fetchone()
+        (vocab,) = conn.execute(
+            "SELECT coalesce(sum(length(terms)), 0) FROM fts_phrase_stats WHERE tbl = ?", (VOCAB,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # no set was ever kept
+        return {"tokens": 0, "entries": 0, "bytes": 0}
+    return {"tokens": int(tokens), "entries": int(entries), "bytes": int(size + vocab)}
 
 
 def _quoted(phrase: str) -> str:

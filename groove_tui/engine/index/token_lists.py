@@ -16,7 +16,6 @@ encoding and look-up.
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,42 +51,35 @@ def token_frequencies(
 
 @dataclass(frozen=True, slots=True)
 class TokenVocab:
-    """Every token with a list, sorted, joined by newlines (a token never holds one), for substring look-up."""
+    """Every token with a list, sorted, joined by newlines (a token never holds one): one string, searched
+    for a phrase as it is, read from the index in one piece."""
 
     text: str
-    starts: tuple[int, ...]
 
     @classmethod
     def of(cls, tokens: Sequence[str]) -> TokenVocab:
-        starts, at = [], 0
-        for token in tokens:
-            starts.append(at)
-            at += len(token) + 1
-        return cls("\n".join(tokens), tuple(starts))
+        return cls("\n".join(tokens))
 
     @classmethod
     def decode(cls, blob: bytes) -> TokenVocab:
-        text = blob.decode("utf-8")
-        return cls.of(text.split("\n") if text else [])
+        return cls(blob.decode("utf-8"))
 
     def encode(self) -> bytes:
         return self.text.encode("utf-8")
-
-    def __len__(self) -> int:
-        return len(self.starts)
 
     def tokens(self) -> list[str]:
         return self.text.split("\n") if self.text else []
 
     def containing(self, phrase: str, most: int) -> list[str] | None:
-        """The tokens that hold `phrase` (no whitespace, no newline), or None past `most` of them."""
+        """The tokens that hold `phrase` (no whitespace, so no newline), or None past `most` of them."""
         out: list[str] = []
-        at = self.text.find(phrase)
+        text = self.text
+        at = text.find(phrase)
         while at >= 0:
-            k = bisect.bisect_right(self.starts, at) - 1
-            end = self.starts[k + 1] - 1 if k + 1 < len(self.starts) else len(self.text)
-            out.append(self.text[self.starts[k] : end])
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            out.append(text[text.rfind("\n", 0, at) + 1 : end])
             if len(out) > most:
                 return None
-            at = self.text.find(phrase, end + 1)
+            at = text.find(phrase, end + 1)
         return out
