@@ -710,6 +710,8 @@ def scale(records: Records) -> str:
                 label,
                 _ms(v["total_minus_embed_ms"]["p50"]),
                 _ms(v["total_minus_embed_ms"]["p95"]),
+                _ms(v["fulltext_legs_ms"]["p50"]) if v.get("fulltext_legs_ms", {}).get("n") else "—",
+                _ms(v["fulltext_legs_ms"]["p95"]) if v.get("fulltext_legs_ms", {}).get("n") else "—",
                 _ms(v["fts_ms"]["p50"]),
                 _ms(v["word_ms"]["p50"]) if "word_ms" in v else "—",
                 _ms(v["vector_ms"]["p50"]),
@@ -723,6 +725,12 @@ def scale(records: Records) -> str:
             f"indexed with `hashing-384` (phase one {idx['phase_one_s']:,.0f} s, embedding {idx['embed_s']:,.0f} s, "
             f"{idx['bytes'] / 1e6:,.0f} MB)"
         )
+    tokens = idx.get("token_lists")
+    if tokens and tokens["tokens"]:
+        built += (
+            f", of which the trigram table's lists by token {tokens['bytes'] / 1e6:,.0f} MB "
+            f"({tokens['tokens']:,} tokens, {tokens['entries']:,} entries)"
+        )
     intro = (
         f"scifact replicated to {idx['chunks']:,} chunks ({idx['documents']:,} documents) and {built}; "
         f"{search['queries']:,} claims × {search['repeat']} per configuration, "
@@ -732,6 +740,8 @@ def scale(records: Records) -> str:
     head = [
         "full-text leg",
         "everything but the embedding, p50 ms",
+        "p95 ms",
+        "full-text legs, own times summed, p50 ms",
         "p95 ms",
         "trigram leg p50 ms",
         "word leg p50 ms",

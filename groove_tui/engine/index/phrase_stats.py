@@ -1,5 +1,6 @@
 """FTS5's bm25 arithmetic reproduced bit for bit, the trigram tokenizer's folding, and the statistics of the
-corpus' common phrases the indexer stores for the pruned full-text leg (table `fts_phrase_stats`).
+corpus' common phrases the indexer stores for the pruned full-text leg (table `fts_phrase_stats`), with the
+trigram table's lists by token (engine/index/token_lists.py).
 
 Why the arithmetic is exact, and how the stored rows are used, is told in `engine.retrieve.fulltext`; this
 module holds the half that writes: what the index keeps, and the encodings both halves read it with.
@@ -12,6 +13,7 @@ import math
 import re
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from typing import cast
 
@@ -842,7 +844,8 @@ def store_token_lists(
         return 0
     wkey = weights_key(weights)
     least = MIN_ROWS if min_rows is None else min_rows
-    lists: dict[str, tuple[list[int], list[int]]] = {}
+    # (arrays, not lists of ints: at 100k chunks the lists hold ~13M entries)
+    lists: dict[str, tuple[array[int], array[int]]] = {}
     listable = True
     conn.execute("BEGIN")
     try:
@@ -864,7 +867,7 @@ def store_token_lists(
             for token, f in freq.items():
                 held = lists.get(token)
                 if held is None:
-                    lists[token] = ([cid], [f])
+                    lists[token] = (array("q", (cid,)), array("H", (f,)))
                 else:
                     held[0].append(cid)
                     held[1].append(f)
@@ -888,8 +891,8 @@ def store_token_lists(
                     token,
                     gen,
                     len(rows),
-                    pack_rowids(np.asarray(rows, dtype=np.int64)),
-                    np.asarray(f, dtype="<u1" if max(f) < 2**8 else "<u2").tobytes(),
+                    pack_rowids(np.frombuffer(rows, dtype=np.int64)),
+                    np.frombuffer(f, dtype=np.uint16).astype("<u1" if max(f) < 2**8 else "<u2").tobytes(),
                 )
                 for token, (rows, f) in lists.items()
             ),

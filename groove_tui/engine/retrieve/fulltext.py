@@ -87,6 +87,12 @@ recomputing them (`tf_terms`, from this snapshot's N, token total and row count 
 gives FTS5's doubles bit for bit, which whole-number column weights guarantee; else as the doubles, asked of
 FTS5 again after every edit. Lists at hand are taken to the end: a taken phrase's terms are FTS5's, so rows
 need their text only for the phrases left.
+
+On the trigram table a phrase the stored set has no list for is asked of the stored lists by token
+(engine/index/token_lists.py) before FTS5: with whole-number weights its rows and f come from the lists
+of the tokens that hold it, integers, and its terms from f as a stored list's do — the same doubles —
+without FTS5's walk of its trigrams' positions. Fetched at once for every such phrase (cheap, like a
+stored one), so a phrase left untaken is rarely scored from text.
 """
 
 from __future__ import annotations
@@ -428,15 +434,20 @@ class PrunedFulltext:
                 if text is not None
                 else scored_terms is not None and not all(t in stored for t in scored_terms)
             )
-            if (
+            # A trigram phrase's list from the tokens that hold it is cheap, like a stored one: at hand now.
+            by_tokens = (
                 text is not None
                 and epoch is not None
                 and key not in stored
-                and self.impacts_cache.get((table, key, weights, gen)) is None
                 and self._token_impacts(conn, key, weights, gen, n_rows, avgdl, epoch) is not None
+            )
+            if (
+                not by_tokens
+                and rare
+                and "" in stored
+                and key not in stored
+                and self.df_cache.get((table, key, gen)) is None
             ):
-                pass  # its list, from the tokens that hold it, is at hand: cheap, like a stored one
-            elif rare and "" in stored and key not in stored and self.df_cache.get((table, key, gen)) is None:
                 # A phrase the index holds no statistics for is rare (the common ones are stored; on the
                 # word table a phrase is rare when one of its terms is), and a rare phrase is taken
                 # first: its list, fetched now, also gives its row count (the rows FTS5 returns for it
