@@ -735,22 +735,29 @@ def _token_rows(conn: sqlite3.Connection, wkey: str, token: str) -> tuple[np.nda
     return unpack_rowids(rowids, df), f
 
 
+_PUT_ROW = "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _token_row(
+    wkey: str, token: str, gen: int, rows: np.ndarray, f: np.ndarray
+) -> tuple[str, str, str, int, int, bytes, bytes]:
+    """A token's list as stored: sorted rowids and each row's f, in 1 or 2 bytes."""
+    return (
+        TOKENS,
+        wkey,
+        token,
+        gen,
+        len(rows),
+        pack_rowids(rows),
+        f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes(),
+    )
+
+
 def _put_token_rows(conn: sqlite3.Connection, wkey: str, token: str, rows: np.ndarray, f: np.ndarray, gen: int) -> None:
     if not len(rows):
         conn.execute("DELETE FROM fts_phrase_stats WHERE tbl = ? AND weights = ? AND phrase = ?", (TOKENS, wkey, token))
         return
-    conn.execute(
-        "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            TOKENS,
-            wkey,
-            token,
-            gen,
-            len(rows),
-            pack_rowids(rows),
-            f.astype("<u1" if f.max() < 2**8 else "<u2").tobytes(),
-        ),
-    )
+    conn.execute(_PUT_ROW, _token_row(wkey, token, gen, rows, f))
 
 
 def _give_up_tokens(conn: sqlite3.Connection, wkey: str) -> None:
@@ -883,17 +890,9 @@ def store_token_lists(
             return 0
         gen = _generation(conn)
         conn.executemany(
-            "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, ?, ?, ?, ?, ?)",
+            _PUT_ROW,
             (
-                (
-                    TOKENS,
-                    wkey,
-                    token,
-                    gen,
-                    len(rows),
-                    pack_rowids(np.frombuffer(rows, dtype=np.int64)),
-                    np.frombuffer(f, dtype=np.uint16).astype("<u1" if max(f) < 2**8 else "<u2").tobytes(),
-                )
+                _token_row(wkey, token, gen, np.frombuffer(rows, dtype=np.int64), np.frombuffer(f, dtype=np.uint16))
                 for token, (rows, f) in lists.items()
             ),
         )
