@@ -22,6 +22,7 @@ from groove_tui.engine.analysis.bigram import compile_bigram
 from groove_tui.engine.analysis.query import parse_query
 from groove_tui.engine.index import phrase_stats as ps
 from groove_tui.engine.index.store import Store, fulltext_rows
+from groove_tui.engine.index.token_lists import listable
 from groove_tui.engine.retrieve import fulltext as fp
 
 from helpers import FOLD_VOCAB as VOCAB
@@ -415,7 +416,7 @@ def test_a_phrases_list_from_its_tokens_is_fts5s_answer(stored_tables):
     phrases = sorted(
         {ps.FOLD.fold(w)[i : i + n] for w in VOCAB for n in range(3, 8) for i in range(len(ps.FOLD.fold(w)) - n + 1)}
     )
-    phrases = [p for p in phrases if len(p) == n_chars(p)]
+    phrases = [p for p in phrases if listable(p)]  # (a space: FTS5's to answer)
     for store in stored_tables:
         conn = store.conn()
         n_rows, avgdl = ps.totals(conn, "fts_chunks")
@@ -433,13 +434,10 @@ def test_a_phrases_list_from_its_tokens_is_fts5s_answer(stored_tables):
                 assert got[0].tolist() == [r for r, _ in found], phrase
                 assert got[1].tolist() == [-v for _, v in found], phrase  # bit for bit
             assert pruned.stats["token_lists"] == len(phrases)
-        # Fractional weights have no lists by token: FTS5 answers.
+        # Fractional weights have no lists by token, and a phrase with punctuation may span two tokens:
+        # FTS5 answers both.
         assert fp.PrunedFulltext()._token_impacts(conn, "cel", (1.3, 0.7, 0.9), 0, n_rows, avgdl, epoch) is None
-
-
-def n_chars(phrase: str) -> int:
-    """Characters that are not whitespace (a phrase with a space is FTS5's to answer)."""
-    return len("".join(phrase.split()))
+        assert fp.PrunedFulltext()._token_impacts(conn, "s-ce", (2.0, 1.0, 1.0), 0, n_rows, avgdl, epoch) is None
 
 
 def test_stored_statistics_are_used_and_are_fts5s_answer(stored_tables):

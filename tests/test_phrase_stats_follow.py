@@ -278,6 +278,34 @@ def test_text_the_lists_by_token_cannot_hold_gives_them_up_and_the_leg_asks_fts5
         store.close()
 
 
+def test_a_vocabulary_too_long_to_scan_is_given_up_when_stored_or_grown(tmp_path, monkeypatch):
+    store = Store(tmp_path / "index.db")
+    try:
+        rng = random.Random(6)
+        for doc_id in range(1, 30):
+            _add_document(store, doc_id, _chunks(rng))
+        conn = store.conn()
+        assert ps.store_common_phrases(conn, (2.0, 1.0, 1.0), min_rows=0) > 0
+        monkeypatch.setattr(ps, "MAX_VOCAB_CHARS", 20)
+        assert ps.store_token_lists(conn, (2.0, 1.0, 1.0), min_rows=0) == 0
+        assert conn.execute("SELECT df FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,)).fetchall() == [(-1,)]
+        # Stored under the cap, then grown past it by an edit: given up as it is followed.
+        with store.transaction() as w:
+            w.execute("DELETE FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,))
+        monkeypatch.setattr(ps, "MAX_VOCAB_CHARS", 10**6)
+        assert ps.store_token_lists(conn, (2.0, 1.0, 1.0), min_rows=0) > 0
+        size = len(conn.execute("SELECT terms FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,)).fetchone()[0])
+        monkeypatch.setattr(ps, "MAX_VOCAB_CHARS", size + 5)
+        _add_document(store, 31, [(None, None, "zymurgically unprecedented xylophonists")])
+        with store.transaction() as w:
+            ps.follow_edits(w, min_rows=0)
+        assert conn.execute("SELECT df FROM fts_phrase_stats WHERE tbl = ?", (ps.VOCAB,)).fetchall() == [(-1,)]
+        assert not fp.PrunedFulltext().token_lists_at_hand(conn, (2.0, 1.0, 1.0))
+        assert assert_stored_is_fts5(conn)  # the common phrases' lists are still followed
+    finally:
+        store.close()
+
+
 def test_a_set_with_an_edit_waiting_is_never_read(tmp_path):
     """An edit no one followed (a writer that stopped after its own transaction): the stored list of
     "the" lacks the new chunk that holds it most, so reading it would change the answer."""

@@ -22,7 +22,7 @@ import sqlean as sqlite3
 
 from groove_tui.engine.analysis.japanese import JapaneseAnalyzer
 from groove_tui.engine.analysis.words import words_version
-from groove_tui.engine.index.token_lists import TokenVocab, token_frequencies
+from groove_tui.engine.index.token_lists import MAX_VOCAB_CHARS, TokenVocab, token_frequencies
 from groove_tui.engine.index.word_terms import column_counts, scratch_rows, word_rows
 
 __all__ = [
@@ -84,7 +84,8 @@ FOLLOW_MAX_SHARE = 0.2  # changed chunks past this share of the table: the set i
 LENGTHS = ":lengths"  # tbl of the row holding, per generation, every row's length (for lists stored as f)
 # The trigram table's lists by token (engine/index/token_lists.py): one row per token (tbl TOKENS, as f),
 # and per weights one row (tbl VOCAB) holding every token with a list; its presence says the lists are
-# complete and current, its df -1 that this set cannot hold them (a NUL, an f past 2^16).
+# complete and current, its df -1 that this set cannot hold them (a NUL, an f past 2^16, a vocabulary past
+# token_lists.MAX_VOCAB_CHARS).
 TOKEN_TABLE = "fts_chunks"
 TOKENS = TOKEN_TABLE + ":tokens"
 VOCAB = TOKEN_TABLE + ":vocab"
@@ -776,7 +777,8 @@ def _follow_tokens(
 ) -> None:
     """follow_edits for the token lists: each token a removed or added chunk holds has its list rewritten.
     A list that would not be what the text says (a removed row missing, an added one already there) or
-    could not be stored (a NUL, an f past 2^16) gives the lists up rather than keep them wrong."""
+    could not be stored (a NUL, an f past 2^16, a vocabulary grown too long to scan) gives the lists up
+    rather than keep them wrong or slow."""
     gen = _generation(conn)
     for wkey, blob in conn.execute(
         "SELECT weights, terms FROM fts_phrase_stats WHERE tbl = ? AND df >= 0", (VOCAB,)
@@ -823,12 +825,13 @@ def _follow_tokens(
                     vocab.discard(token)
         except Inconsistent:
             ok = False
-        if not ok:
+        text = TokenVocab.of(sorted(vocab)).encode() if ok else b""
+        if not ok or len(text) > MAX_VOCAB_CHARS:
             _give_up_tokens(conn, wkey)
             continue
         conn.execute(
             "UPDATE fts_phrase_stats SET df = ?, generation = ?, terms = ? WHERE tbl = ? AND weights = ?",
-            (len(vocab), gen, TokenVocab.of(sorted(vocab)).encode(), VOCAB, wkey),
+            (len(vocab), gen, text, VOCAB, wkey),
         )
 
 
@@ -845,7 +848,7 @@ def store_token_lists(
     Exact as the text is: every chunk is read and listed in one snapshot, and the lists are written only
     if no edit came in between (the set's epoch unchanged and its journal empty), else the next index run
     tries again. Only for whole-number weights (f stays an integer) and a table big enough to prune, and
-    only while a set is kept (`store_common_phrases` starts one). At 100k chunks: ~20 s on one core."""
+    only while a set is kept (`store_common_phrases` starts one). At 100k chunks: ~16 s on one core."""
     weights = tuple(float(w) for w in weights)
     if not _whole(weights):
         return 0
@@ -884,7 +887,8 @@ def store_token_lists(
     try:
         if _epoch(conn) != epoch or edits_waiting(conn):
             return 0  # written to since it was read: the next run lists it again
-        if not listable:
+        vocab = TokenVocab.of(sorted(lists)).encode() if listable else b""
+        if not listable or len(vocab) > MAX_VOCAB_CHARS:
             _give_up_tokens(conn, wkey)
             _bump_epoch(conn)
             return 0
@@ -896,10 +900,9 @@ def store_token_lists(
                 for token, (rows, f) in lists.items()
             ),
         )
-        tokens = sorted(lists)
         conn.execute(
             "INSERT OR REPLACE INTO fts_phrase_stats VALUES (?, ?, '', ?, ?, x'', ?)",
-            (VOCAB, wkey, gen, len(tokens), TokenVocab.of(tokens).encode()),
+            (VOCAB, wkey, gen, len(lists), vocab),
         )
         _bump_epoch(conn)
     finally:

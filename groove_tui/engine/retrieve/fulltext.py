@@ -133,7 +133,7 @@ from groove_tui.engine.index.phrase_stats import (
     weights_key,
 )
 from groove_tui.engine.index.store import FULLTEXT_GENERATION
-from groove_tui.engine.index.token_lists import TokenVocab, has_whitespace
+from groove_tui.engine.index.token_lists import TokenVocab, listable
 from groove_tui.engine.index.word_terms import word_rows as word_table_rows
 from groove_tui.engine.retrieve.word_text import TooCostly, WordRows, WordsText, phrase_tokens
 
@@ -809,8 +809,8 @@ class PrunedFulltext:
         avgdl: float,
         epoch: int,
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """A trigram phrase's impact list from the stored lists of the tokens that hold it (folded, no
-        whitespace; engine/index/token_lists.py), or None when they are not stored for these weights or
+        """A trigram phrase's impact list from the stored lists of the tokens that hold it (folded, word
+        characters only; engine/index/token_lists.py), or None when they are not stored for these weights or
         the phrase is held by too many tokens or rows. Its rows are those of its tokens, its f in a row
         Σ token f × the phrase's instances in the token (integers, so exact), and its terms computed from
         f, the stored lengths and this snapshot's N and token total as a stored list's are: FTS5's bm25
@@ -819,7 +819,7 @@ class PrunedFulltext:
         cached = self.impacts_cache.get(key)
         if cached is not None:
             return cast(tuple[np.ndarray, np.ndarray], cached[0])
-        if has_whitespace(phrase) or self.df_cache.get(("no tokens", phrase, weights, epoch)) is not None:
+        if not listable(phrase) or self.df_cache.get(("no tokens", phrase, weights, epoch)) is not None:
             return None
         vocab = self._vocab(conn, weights, epoch)
         lengths = self._lengths(conn, TOKEN_TABLE, epoch)
