@@ -725,4 +725,4 @@ def _shell_quote(path: str | os.PathLike[str]) -> str:
 def _legs_signature(config: Config) -> tuple[Any, ...]:
     """The settings that change what the retrieval legs fetch (everything else acts after them)."""
     f, s = config.search.fusion, config.search
-    return (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight, s.merge_parts, s.cjk_bigram)
+    return (*f.bm25_weights, s.merge_parts, s.cjk_bigram)

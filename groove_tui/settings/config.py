@@ -125,6 +125,11 @@ class FusionConfig:
     """A section whose heading, or whose note's title, equals the query earns a term worth what topping
     every family earns, times this (ours; with `[search] heading_first`; 0 = no name term)."""
 
+    @property
+    def bm25_weights(self) -> tuple[float, float, float]:
+        """The full-text tables' column weights as bm25() takes them: heading, context, content."""
+        return (self.bm25_heading_weight, self.bm25_context_weight, self.bm25_content_weight)
+
     def is_groove(self) -> bool:
         """groove's fusion: RRF with its defaults and no per-leg weights."""
         return self == FusionConfig(method="rrf")

@@ -203,8 +203,7 @@ def word_table_cost(eng: Engine) -> dict[str, Any]:
     # prune): stored again from scratch, timed alone.
     from groove_tui.engine.index import phrase_stats
 
-    fusion = eng.config.search.fusion
-    weights = (fusion.bm25_heading_weight, fusion.bm25_context_weight, fusion.bm25_content_weight)
+    weights = eng.config.search.fusion.bm25_weights
     with eng.store.transaction() as wconn:
         phrase_stats.forget_table(wconn, "fts_words")
     t0 = time.perf_counter()

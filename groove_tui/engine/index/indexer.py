@@ -473,8 +473,7 @@ class Indexer:
         and the trigram table's lists by token, which answer its rarer phrases.
         Only for tables big enough to prune, and once per generation (a run that changed nothing finds
         them current). Best effort: the leg is exact without them, only slower."""
-        f = self.config.search.fusion
-        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        weights = self.config.search.fusion.bm25_weights
         try:
             for table in phrase_stats.STORED_TABLES:
                 phrase_stats.store_common_phrases(

@@ -522,7 +522,7 @@ class Searcher:
             and self.config.search.fulltext_pruning
             and (
                 self.pruned.sums_lists(self.store.conn(), "fts_words")
-                or self.pruned.token_lists_at_hand(self.store.conn(), self._bm25_weights())
+                or self.pruned.token_lists_at_hand(self.store.conn(), self.config.search.fusion.bm25_weights)
             )
         )
         word_side = (
@@ -775,7 +775,7 @@ class Searcher:
 
         Pruned (engine/retrieve/fulltext.py) when that is possible and on, which gives the very same rows,
         scores and ties; else the plain statement, the one definition of the leg's ranking."""
-        weights = self._bm25_weights()
+        weights = self.config.search.fusion.bm25_weights
         conn = self.store.conn()
         found = None
         if self.config.search.fulltext_pruning:
@@ -786,10 +786,6 @@ class Searcher:
         if found is None:
             found = fulltext.plain_ranked(conn, table, expr, weights, limit, ties=True)
         return self._by_place(found, limit)
-
-    def _bm25_weights(self) -> tuple[float, float, float]:
-        f = self.config.search.fusion
-        return (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
 
     def _by_place(self, found: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
         """The first `limit` of a leg's (chunk id, score) rows sorted best (lowest) first, with every row

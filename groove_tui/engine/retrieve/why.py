@@ -404,8 +404,7 @@ class _Walk:
         for rank, (cid, raw) in enumerate(leg, 1):
             if cid in ids:
                 return LegStanding(name, True, rank, per_leg, float(raw))
-        f = self.s.config.search.fusion
-        weights = (f.bm25_heading_weight, f.bm25_context_weight, f.bm25_content_weight)
+        weights = self.s.config.search.fusion.bm25_weights
         marks = ",".join("?" * len(ids))
         conn = self.s.store.conn()
         scored = conn.execute(
