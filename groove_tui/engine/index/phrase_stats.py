@@ -798,7 +798,8 @@ def _follow_tokens(
                         gone.setdefault(token, []).append(cid)
                     else:
                         into.setdefault(token, {})[cid] = token_f
-        vocab = set(TokenVocab.decode(blob).tokens())
+        grown: set[str] = set()  # tokens with a list now (new or not)
+        gone_tokens: set[str] = set()  # tokens whose list emptied
         try:
             for token in sorted(gone.keys() | new.keys()) if ok else ():
                 rows, f = _token_rows(conn, wkey, token)
@@ -820,13 +821,20 @@ def _follow_tokens(
                     rows, f = np.insert(rows, at, add_rows), np.insert(f, at, add_f)
                 _put_token_rows(conn, wkey, token, rows, f, gen)
                 if len(rows):
-                    vocab.add(token)
+                    grown.add(token)
                 else:
-                    vocab.discard(token)
+                    gone_tokens.add(token)
         except Inconsistent:
             ok = False
-        text = TokenVocab.of(sorted(vocab)).encode() if ok else b""
-        if not ok or len(text) > MAX_VOCAB_CHARS:
+        if not ok:
+            _give_up_tokens(conn, wkey)
+            continue
+        vocab = set(TokenVocab.decode(blob).tokens())
+        if grown <= vocab and not (gone_tokens & vocab):
+            continue  # the same tokens have lists: the vocabulary (up to megabytes) is not written again
+        vocab = (vocab | grown) - gone_tokens
+        text = TokenVocab.of(sorted(vocab)).encode()
+        if len(text) > MAX_VOCAB_CHARS:
             _give_up_tokens(conn, wkey)
             continue
         conn.execute(
